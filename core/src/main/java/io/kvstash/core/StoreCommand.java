@@ -1,0 +1,201 @@
+package io.kvstash.core;
+
+import org.agrona.concurrent.UnsafeBuffer;
+
+/**
+ * One request and everything its response needs, pre-allocated and reused: the Disruptor event of the
+ * pipeline and the scratch of the synchronous facade. A mutable record: whichever stage currently holds
+ * the command owns all of it; stages hand it on through the sequence barrier, never share it.
+ * <p>
+ * Request fields are filled by the producer. The reserve stage ({@link io.kvstash.core.book.ChunkBook})
+ * writes the outcome and the decision fields (slot chunk ids, generations); the slot-assign stage
+ * ({@link SlotAssigner}) writes slot offsets; the commit stage ({@link DataMover}) moves copy-transport
+ * bytes. {@link #done} set by reserve means the outcome is final and later stages only pass it through.
+ */
+public final class StoreCommand
+{
+    /** Flag of LOOKUP: pin the readable prefix under a lease. */
+    public static final int FLAG_PIN = 1;
+    /** Flag of CLEAR: also abort reservations and drop pins. */
+    public static final int FLAG_FORCE = 2;
+    /** Flag of PREPARE_RETRIEVE: take over the pins of the lookup transfer in {@link #transferId}. */
+    public static final int FLAG_FROM_LOOKUP = 4;
+    /** Every flag a request may carry. */
+    public static final int FLAGS_MASK = FLAG_PIN | FLAG_FORCE | FLAG_FROM_LOOKUP;
+
+    // ---------------------------------------------------------------- request, filled by the producer
+
+    /** {@link RequestType} code. */
+    public int type;
+    /** Client's correlation id, echoed in the response. */
+    public long correlationId;
+    /** Instance the request acts for. */
+    public long instanceId;
+    /** Transfer the request acts on (COMMIT, ABORT, RELEASE, COMMIT_RETRIEVE, data, from-lookup). */
+    public long transferId;
+    /** Request flags: {@link #FLAG_PIN}, {@link #FLAG_FORCE}, {@link #FLAG_FROM_LOOKUP}. */
+    public int flags;
+    /** Cache salt value ({@link io.kvstash.core.hash.ChunkHasher#salt(String)}), 0 for none. */
+    public long salt;
+    /** Time of the request on the server's clock, nanoseconds; leases are judged against it. */
+    public long timestampNs;
+    /** Number of chunk keys in {@link #keyHi} / {@link #keyLo}. */
+    public int chunkCount;
+    /** High halves of the chunk hashes of the key range, in range order. */
+    public final long[] keyHi;
+    /** Low halves of the chunk hashes of the key range, in range order. */
+    public final long[] keyLo;
+    /** Model name (REGISTER, LOOKUP_ALL_RANKS), UTF-8 in {@code model[0, modelLength)}. */
+    public final byte[] model = new byte[255];
+    /** Bytes used in {@link #model}. */
+    public int modelLength;
+    /** World size (REGISTER, LOOKUP_ALL_RANKS). */
+    public int worldSize;
+    /** Rank (REGISTER). */
+    public int rank;
+    /** Layers (REGISTER). */
+    public int layers;
+    /** Hidden size (REGISTER). */
+    public int hidden;
+    /** Dtype code (REGISTER). */
+    public int dtypeCode;
+    /** MLA flag (REGISTER). */
+    public boolean mla;
+    /** Copy transport: index in the transfer's slot list of the chunk to write or read. */
+    public int dataChunkIndex;
+    /** Copy transport: byte offset inside the chunk. */
+    public long dataOffset;
+    /** Copy transport: bytes to write (in {@link #data}) or to read. */
+    public int dataLength;
+    /** Copy transport payload: the bytes to write, or the bytes read. */
+    public final UnsafeBuffer data;
+
+    // ---------------------------------------------------------------- outcome, written by the stages
+
+    /** {@link Status} code of the response. */
+    public int status;
+    /** A readable reason for an error status, a constant string; null when OK. */
+    public String message;
+    /** Set by reserve when the outcome is final and later stages pass the command through. */
+    public boolean done;
+    /** Transfer issued by the request, 0 for none. */
+    public long outTransferId;
+    /** Hit chunks of LOOKUP / LOOKUP_ALL_RANKS. */
+    public int hitChunks;
+    /** Chunks removed by CLEAR, or transfers reclaimed by SWEEP and UNREGISTER. */
+    public long removedCount;
+    /** Bytes of one chunk of the instance's layout (REGISTER and every slot list). */
+    public long chunkBytes;
+    /** Bytes of one pool slot. */
+    public long slotBytes;
+    /** Slots in the pool at the current slot size (REGISTER). */
+    public int slotCapacity;
+    /** Number of entries in the slot list. */
+    public int slotCount;
+    /** Slot list: chunk (slot) index in the pool, written by reserve. */
+    public final int[] slotChunkId;
+    /** Slot list: index of the chunk in the request's key range, written by reserve. */
+    public final int[] slotRangeIndex;
+    /** Slot list: slot generation the client checks before writing and after reading, written by reserve. */
+    public final int[] slotGeneration;
+    /** Slot list: byte offset of the slot in the pool file, written by slot-assign. */
+    public final long[] slotOffset;
+
+    /**
+     * A command sized for a store configuration.
+     *
+     * @param maxChunksPerRequest capacity of the key range and slot list.
+     * @param maxInlineBytes      capacity of the copy-transport payload.
+     */
+    public StoreCommand(final int maxChunksPerRequest, final int maxInlineBytes)
+    {
+        keyHi = new long[maxChunksPerRequest];
+        keyLo = new long[maxChunksPerRequest];
+        slotChunkId = new int[maxChunksPerRequest];
+        slotRangeIndex = new int[maxChunksPerRequest];
+        slotGeneration = new int[maxChunksPerRequest];
+        slotOffset = new long[maxChunksPerRequest];
+        data = new UnsafeBuffer(new byte[maxInlineBytes]);
+    }
+
+    /**
+     * A command sized for a store context.
+     *
+     * @param context concluded store configuration.
+     */
+    public StoreCommand(final StoreContext context)
+    {
+        this(context.maxChunksPerRequest(), context.maxInlineBytes());
+    }
+
+    /**
+     * Largest key range this command holds.
+     *
+     * @return chunk capacity.
+     */
+    public int maxChunks()
+    {
+        return keyHi.length;
+    }
+
+    /**
+     * Clears the request and outcome for reuse; arrays are left as they are (their counts bound them).
+     *
+     * @return this.
+     */
+    public StoreCommand reset()
+    {
+        type = 0;
+        correlationId = 0;
+        instanceId = 0;
+        transferId = 0;
+        flags = 0;
+        salt = 0;
+        timestampNs = 0;
+        chunkCount = 0;
+        modelLength = 0;
+        worldSize = 0;
+        rank = 0;
+        layers = 0;
+        hidden = 0;
+        dtypeCode = 0;
+        mla = false;
+        dataChunkIndex = 0;
+        dataOffset = 0;
+        dataLength = 0;
+        clearOutcome();
+        return this;
+    }
+
+    /**
+     * Clears only the outcome fields, keeping the request (used before a replay or a retry).
+     */
+    public void clearOutcome()
+    {
+        status = Status.OK;
+        message = null;
+        done = false;
+        outTransferId = 0;
+        hitChunks = 0;
+        removedCount = 0;
+        chunkBytes = 0;
+        slotBytes = 0;
+        slotCapacity = 0;
+        slotCount = 0;
+    }
+
+    /**
+     * Finishes the command with an error; later stages pass it through.
+     *
+     * @param status  error status.
+     * @param message readable reason, a constant.
+     */
+    public void fail(final int status, final String message)
+    {
+        this.status = status;
+        this.message = message;
+        this.done = true;
+        this.outTransferId = 0;
+        this.slotCount = 0;
+    }
+}

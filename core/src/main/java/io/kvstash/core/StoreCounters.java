@@ -1,0 +1,256 @@
+package io.kvstash.core;
+
+import org.agrona.BufferUtil;
+import org.agrona.concurrent.AtomicBuffer;
+import org.agrona.concurrent.UnsafeBuffer;
+
+/**
+ * The store's counters: 64-bit values at fixed offsets of an {@link AtomicBuffer}, which the server maps
+ * from a file so {@code kvstash stat} reads them without the server's help. Each counter has exactly one
+ * writer thread, named by its region; the writer stores with release semantics, readers load with acquire.
+ * Regions start on 128-byte boundaries so writers on different threads never share a cache line.
+ * <pre>
+ *  id   region (writer)                 counters
+ *  0    BOOK (reserve stage)            gauges and outcomes of the chunk book
+ *  32   DATA (commit stage)             copy-transport bytes
+ *  48   WIRE (receiver agent)           records, malformed records, clients, dead clients
+ *  64   REQUESTS (publish stage)        responses by request type x status
+ *  256  ERRORS (any thread, atomic add) unexpected errors
+ * </pre>
+ */
+public final class StoreCounters
+{
+    /** Gauge: readable chunks. */
+    public static final int READABLE_CHUNKS = 0;
+    /** Gauge: reserved chunks (slots being written). */
+    public static final int RESERVED_CHUNKS = 1;
+    /** Gauge: readable chunks with at least one pin. */
+    public static final int PINNED_CHUNKS = 2;
+    /** Gauge: free slots. */
+    public static final int FREE_SLOTS = 3;
+    /** Gauge: slots in the pool at the current slot size. */
+    public static final int SLOT_CAPACITY = 4;
+    /** Gauge: pending transfers (stores in flight, pinned lookups, retrieves). */
+    public static final int PENDING_TRANSFERS = 5;
+    /** Gauge: registered instances. */
+    public static final int INSTANCES = 6;
+    /** Chunks counted as hits by LOOKUP. */
+    public static final int LOOKUP_HIT_CHUNKS = 7;
+    /** Chunks of LOOKUP ranges that were not hits. */
+    public static final int LOOKUP_MISS_CHUNKS = 8;
+    /** Chunks pinned by successful PREPARE_RETRIEVE. */
+    public static final int RETRIEVE_HIT_CHUNKS = 9;
+    /** PREPARE_RETRIEVE answered MISS. */
+    public static final int RETRIEVE_MISSES = 10;
+    /** Chunks made readable by COMMIT_STORE. */
+    public static final int STORED_CHUNKS = 11;
+    /** Chunks released by COMMIT_RETRIEVE. */
+    public static final int RETRIEVED_CHUNKS = 12;
+    /** Readable chunks evicted to make room for a reservation. */
+    public static final int EVICTIONS = 13;
+    /** Bytes made readable by COMMIT_STORE. */
+    public static final int BYTES_IN = 14;
+    /** Bytes handed out by COMMIT_RETRIEVE. */
+    public static final int BYTES_OUT = 15;
+    /** Transfers reclaimed after their lease. */
+    public static final int RECLAIMED_LEASES = 16;
+    /** Reserved chunks freed by ABORT_STORE, UNREGISTER, lease expiry or forced CLEAR. */
+    public static final int ABORTED_CHUNKS = 17;
+    /** PREPARE_STORE answered NO_SPACE. */
+    public static final int NO_SPACE = 18;
+    /** UNREGISTER of an unknown instance. */
+    public static final int UNREGISTER_UNKNOWN = 19;
+    /** PREPARE_STORE with nothing to reserve (early return). */
+    public static final int EMPTY_PREPARES = 20;
+    /** Instances reclaimed because their process died. */
+    public static final int DEAD_CLIENTS = 21;
+    /** Readable chunks removed by CLEAR. */
+    public static final int CLEARED_CHUNKS = 22;
+    /** Copy transport: bytes written into slots through messages. */
+    public static final int COPY_BYTES_IN = 32;
+    /** Copy transport: bytes read from slots through messages. */
+    public static final int COPY_BYTES_OUT = 33;
+    /** Records read from client rings. */
+    public static final int WIRE_RECORDS = 48;
+    /** Records that could not be decoded (answered MALFORMED when their correlation id was readable). */
+    public static final int WIRE_MALFORMED = 49;
+    /** Clients attached. */
+    public static final int WIRE_CLIENTS_ATTACHED = 50;
+    /** Clients detached (closed or dead). */
+    public static final int WIRE_CLIENTS_DETACHED = 51;
+    /** Gauge: clients currently attached. */
+    public static final int WIRE_CLIENTS = 52;
+    /** Responses dropped because a client's response ring was gone or corrupt. */
+    public static final int WIRE_RESPONSES_DROPPED = 53;
+    /** Requests deferred because a client's response ring lacked room (back pressure). */
+    public static final int WIRE_BACK_PRESSURE = 54;
+    /** First id of the responses table: {@code REQUESTS_BASE + type * Status.COUNT + status}. */
+    public static final int REQUESTS_BASE = 64;
+    /** Unexpected errors (exceptions) anywhere in the server. */
+    public static final int ERRORS = 256;
+
+    /** Number of counter ids. */
+    public static final int COUNT = 264;
+    /** Bytes a counters buffer needs. */
+    public static final int LENGTH = COUNT * Long.BYTES;
+
+    private static final String[] NAMES = new String[COUNT];
+
+    static
+    {
+        final String[] book =
+        {
+            "readable_chunks", "reserved_chunks", "pinned_chunks", "free_slots", "slot_capacity",
+            "pending_transfers", "instances", "lookup_hit_chunks", "lookup_miss_chunks", "retrieve_hit_chunks",
+            "retrieve_misses", "stored_chunks", "retrieved_chunks", "evictions", "bytes_in", "bytes_out",
+            "reclaimed_leases", "aborted_chunks", "no_space", "unregister_unknown", "empty_prepares",
+            "dead_clients", "cleared_chunks"
+        };
+        System.arraycopy(book, 0, NAMES, 0, book.length);
+        NAMES[COPY_BYTES_IN] = "copy_bytes_in";
+        NAMES[COPY_BYTES_OUT] = "copy_bytes_out";
+        NAMES[WIRE_RECORDS] = "wire_records";
+        NAMES[WIRE_MALFORMED] = "wire_malformed";
+        NAMES[WIRE_CLIENTS_ATTACHED] = "clients_attached";
+        NAMES[WIRE_CLIENTS_DETACHED] = "clients_detached";
+        NAMES[WIRE_CLIENTS] = "clients";
+        NAMES[WIRE_RESPONSES_DROPPED] = "responses_dropped";
+        NAMES[WIRE_BACK_PRESSURE] = "back_pressure";
+        for (int type = 0; type < RequestType.COUNT; type++)
+        {
+            for (int status = 0; status < Status.COUNT; status++)
+            {
+                NAMES[requestId(type, status)] =
+                    "requests." + RequestType.name(type).toLowerCase() + "." + Status.name(status).toLowerCase();
+            }
+        }
+        NAMES[ERRORS] = "errors";
+    }
+
+    private final AtomicBuffer buffer;
+
+    /**
+     * Counters over a buffer of at least {@link #LENGTH} bytes, 8-byte aligned.
+     *
+     * @param buffer the counters region (mapped by the server, a plain buffer in tests).
+     */
+    public StoreCounters(final AtomicBuffer buffer)
+    {
+        if (buffer.capacity() < LENGTH)
+        {
+            throw new IllegalArgumentException("counters buffer needs " + LENGTH + " bytes");
+        }
+        buffer.verifyAlignment();
+        this.buffer = buffer;
+    }
+
+    /**
+     * Counters on a fresh heap buffer (tests, embedded use).
+     *
+     * @return counters.
+     */
+    public static StoreCounters allocate()
+    {
+        return new StoreCounters(new UnsafeBuffer(BufferUtil.allocateDirectAligned(LENGTH, 128)));
+    }
+
+    /**
+     * Counter id of the responses table.
+     *
+     * @param type   request type.
+     * @param status status.
+     * @return the counter id.
+     */
+    public static int requestId(final int type, final int status)
+    {
+        return REQUESTS_BASE + type * Status.COUNT + status;
+    }
+
+    /**
+     * Name of a counter id, null for an unused id.
+     *
+     * @param id counter id.
+     * @return name or null.
+     */
+    public static String name(final int id)
+    {
+        return id >= 0 && id < COUNT ? NAMES[id] : null;
+    }
+
+    /**
+     * The underlying buffer.
+     *
+     * @return buffer.
+     */
+    public AtomicBuffer buffer()
+    {
+        return buffer;
+    }
+
+    /**
+     * Adds to a counter; only the counter's single writer thread may call this.
+     *
+     * @param id    counter id.
+     * @param delta amount.
+     */
+    public void add(final int id, final long delta)
+    {
+        buffer.addLongRelease(id * Long.BYTES, delta);
+    }
+
+    /**
+     * Increments a counter; single writer only.
+     *
+     * @param id counter id.
+     */
+    public void increment(final int id)
+    {
+        add(id, 1);
+    }
+
+    /**
+     * Sets a gauge; single writer only.
+     *
+     * @param id    counter id.
+     * @param value value.
+     */
+    public void set(final int id, final long value)
+    {
+        buffer.putLongRelease(id * Long.BYTES, value);
+    }
+
+    /**
+     * Adds to a counter written by several threads (atomic).
+     *
+     * @param id    counter id.
+     * @param delta amount.
+     */
+    public void addAtomic(final int id, final long delta)
+    {
+        buffer.getAndAddLong(id * Long.BYTES, delta);
+    }
+
+    /**
+     * Reads a counter with acquire semantics; any thread.
+     *
+     * @param id counter id.
+     * @return value.
+     */
+    public long get(final int id)
+    {
+        return buffer.getLongAcquire(id * Long.BYTES);
+    }
+
+    /**
+     * Copies every counter into an array.
+     *
+     * @param values array of at least {@link #COUNT} longs.
+     */
+    public void snapshot(final long[] values)
+    {
+        for (int i = 0; i < COUNT; i++)
+        {
+            values[i] = get(i);
+        }
+    }
+}

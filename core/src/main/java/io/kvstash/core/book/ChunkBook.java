@@ -1,0 +1,1243 @@
+package io.kvstash.core.book;
+
+import io.kvstash.core.RequestType;
+import io.kvstash.core.Status;
+import io.kvstash.core.StoreCommand;
+import io.kvstash.core.StoreContext;
+import io.kvstash.core.StoreCounters;
+import io.kvstash.core.hash.ChunkHasher;
+import io.kvstash.core.layout.Layout;
+import org.agrona.concurrent.AtomicBuffer;
+
+import java.util.Arrays;
+
+/**
+ * The chunk book: every decision of the store, made by one thread. It owns the key index, the chunk state
+ * machine (absent, reserved, readable with pins, evicted), the LRU order, pins, pending transfers with
+ * their leases, the registered instances, and the slot accounting (a chunk id is its slot index; all slots
+ * have one size). It is the reserve stage of the pipeline.
+ * <p>
+ * Why one owner: whether a chunk is readable, whether a reservation fits, which chunk is evicted, and
+ * whether a transfer id is still valid are all inputs to the next request's decision. If any of them were
+ * written by a later stage, the reserve stage of request n+1 would read it while that stage writes it for
+ * request n. So the book decides everything and hands later stages only the decisions, in the command:
+ * slot ids with their generations ({@code SlotAssigner} turns them into offsets), copy-transport targets
+ * ({@code DataMover} moves the bytes), and the status ({@code publish} answers).
+ * <p>
+ * Slots: the pool is cut into slots of one size, the largest registered chunk rounded up to the alignment
+ * (or a fixed {@link StoreContext#slotBytes()}). Allocation and eviction are O(1) (a free-slot stack and an
+ * LRU list), and a reservation never fails while enough free or evictable slots exist. Several layouts of
+ * different chunk sizes share the pool: each chunk takes one slot, so smaller chunks waste the difference;
+ * a layout needing bigger slots is accepted only while the pool holds no chunk (the slots are re-cut),
+ * otherwise it gets INVALID_LAYOUT.
+ * <p>
+ * Time is the command's {@link StoreCommand#timestampNs}, never a clock read here, so a journal replays to
+ * identical outcomes. Expected outcomes are status codes. Allocation-free per request after warm-up
+ * (REGISTER allocates).
+ * <p>
+ * Owner: the reserve stage thread. Not thread safe.
+ */
+public final class ChunkBook
+{
+    /** Flag of UNREGISTER issued by the server for an instance whose process died. */
+    public static final int FLAG_REAPED = 8;
+
+    private static final byte FREE = 0;
+    private static final byte RESERVED = 1;
+    private static final byte READABLE = 2;
+
+    private static final int UNDO_EVICT = 1;
+    private static final int UNDO_RESERVE = 2;
+
+    private final StoreContext context;
+    private final StoreCounters counters;
+    private final AtomicBuffer slotTable;
+    private final ChunkHasher hasher = new ChunkHasher();
+    private final InstanceTable instances;
+    private final TransferTable transfers;
+    private final ChunkIndex index;
+    private final int maxSlots;
+
+    private long slotBytes;
+    private int slotCapacity;
+    private byte[] state = new byte[0];
+    private int[] pins = new int[0];
+    private int[] generation = new int[0];
+    private int[] owner = new int[0];
+    private int[] lruPrev = new int[0];
+    private int[] lruNext = new int[0];
+    private int lruHead = -1;
+    private int lruTail = -1;
+    private int[] freeSlots = new int[0];
+    private int freeTop;
+    private int readableChunks;
+    private int reservedChunks;
+    private int pinnedChunks;
+    private int evictableChunks;
+
+    private final int[] undoKind;
+    private final int[] undoChunk;
+    private final int[] undoSuccessor;
+    private final int[] undoGeneration;
+    private final long[] undoNs;
+    private final long[] undoHi;
+    private final long[] undoLo;
+    private final int[] scratchIds;
+
+    /**
+     * A book for a concluded configuration.
+     *
+     * @param context   store configuration.
+     * @param counters  counters; the BOOK region is written by this book's thread.
+     * @param slotTable slot words, at least {@link SlotTableDescriptor#tableLength(long, int)} bytes.
+     */
+    public ChunkBook(final StoreContext context, final StoreCounters counters, final AtomicBuffer slotTable)
+    {
+        if (!context.isConcluded())
+        {
+            throw new IllegalArgumentException("context not concluded");
+        }
+        this.context = context;
+        this.counters = counters;
+        this.slotTable = slotTable;
+        this.maxSlots = (int)(context.poolSizeBytes() / context.alignment());
+        if (slotTable.capacity() < SlotTableDescriptor.tableLength(context.poolSizeBytes(), context.alignment()))
+        {
+            throw new IllegalArgumentException("slot table too small for the pool");
+        }
+        instances = new InstanceTable(context.maxInstances());
+        transfers = new TransferTable(context.maxTransfers(), context.maxInstances());
+        index = new ChunkIndex(0);
+        final int undoLength = 2 * context.maxChunksPerRequest();
+        undoKind = new int[undoLength];
+        undoChunk = new int[undoLength];
+        undoSuccessor = new int[undoLength];
+        undoGeneration = new int[undoLength];
+        undoNs = new long[undoLength];
+        undoHi = new long[undoLength];
+        undoLo = new long[undoLength];
+        scratchIds = new int[context.maxChunksPerRequest()];
+        if (context.slotBytes() > 0)
+        {
+            cutSlots(alignUp(context.slotBytes()));
+        }
+        publishGauges();
+    }
+
+    /**
+     * The reserve stage: decides the outcome of a command. Commands already failed by their decoder pass.
+     *
+     * @param command the request; its outcome fields are written.
+     */
+    public void reserve(final StoreCommand command)
+    {
+        if (command.done)
+        {
+            return;
+        }
+        if ((command.flags & ~(StoreCommand.FLAGS_MASK | FLAG_REAPED)) != 0)
+        {
+            command.fail(Status.INVALID_REQUEST, "unknown flags");
+            return;
+        }
+        if (command.chunkCount < 0 || command.chunkCount > command.maxChunks() ||
+            command.chunkCount > context.maxChunksPerRequest())
+        {
+            command.fail(Status.INVALID_REQUEST, "chunk count out of range");
+            return;
+        }
+        switch (command.type)
+        {
+            case RequestType.PING:
+            case RequestType.STATS:
+                command.done = true;
+                break;
+            case RequestType.REGISTER:
+                onRegister(command);
+                break;
+            case RequestType.UNREGISTER:
+                onUnregister(command);
+                break;
+            case RequestType.LOOKUP:
+                onLookup(command);
+                break;
+            case RequestType.LOOKUP_ALL_RANKS:
+                onLookupAllRanks(command);
+                break;
+            case RequestType.RELEASE:
+                onRelease(command);
+                break;
+            case RequestType.PREPARE_STORE:
+                onPrepareStore(command);
+                break;
+            case RequestType.COMMIT_STORE:
+                onCommitStore(command);
+                break;
+            case RequestType.ABORT_STORE:
+                onAbortStore(command);
+                break;
+            case RequestType.PREPARE_RETRIEVE:
+                onPrepareRetrieve(command);
+                break;
+            case RequestType.COMMIT_RETRIEVE:
+                onCommitRetrieve(command);
+                break;
+            case RequestType.CLEAR:
+                onClear(command);
+                break;
+            case RequestType.WRITE_DATA:
+                onData(command, TransferTable.KIND_STORE);
+                break;
+            case RequestType.READ_DATA:
+                onData(command, TransferTable.KIND_RETRIEVE);
+                break;
+            case RequestType.SWEEP:
+                onSweep(command);
+                break;
+            default:
+                command.fail(Status.UNKNOWN_TYPE, "unknown request type");
+                break;
+        }
+        publishGauges();
+    }
+
+    // ------------------------------------------------------------------------------------------ requests
+
+    private void onRegister(final StoreCommand command)
+    {
+        if (command.modelLength <= 0 || command.modelLength > Layout.MAX_MODEL_LENGTH)
+        {
+            command.fail(Status.INVALID_LAYOUT, "model name must be 1..255 UTF-8 bytes");
+            return;
+        }
+        final Layout layout = new Layout(
+            Arrays.copyOf(command.model, command.modelLength),
+            command.worldSize,
+            command.rank,
+            command.layers,
+            command.hidden,
+            command.dtypeCode,
+            command.mla);
+        if (Status.OK != layout.validate(context.chunkTokens(), context.poolSizeBytes()))
+        {
+            command.fail(Status.INVALID_LAYOUT,
+                "invalid layout: unknown dtype, a size out of range, or a chunk larger than the pool");
+            return;
+        }
+        final long chunkBytes = layout.chunkBytes(context.chunkTokens());
+        final int existing = instances.indexOf(command.instanceId);
+        if (existing >= 0)
+        {
+            if (!instances.layout(existing).equals(layout))
+            {
+                command.fail(Status.LAYOUT_MISMATCH, "instance already registered with another layout");
+                return;
+            }
+            answerRegister(command, chunkBytes);
+            return;
+        }
+        final Layout registered = instances.registered(layout);
+        if (null != registered && !registered.equals(layout))
+        {
+            command.fail(Status.LAYOUT_MISMATCH, "this model, world size and rank were registered with another layout");
+            return;
+        }
+        final long neededSlotBytes = alignUp(chunkBytes);
+        if (neededSlotBytes > slotBytes)
+        {
+            if (context.slotBytes() > 0)
+            {
+                command.fail(Status.INVALID_LAYOUT, "chunk larger than the configured slot size");
+                return;
+            }
+            if (readableChunks + reservedChunks > 0)
+            {
+                command.fail(Status.INVALID_LAYOUT, "chunk larger than the slot size and the pool is not empty");
+                return;
+            }
+            cutSlots(neededSlotBytes);
+        }
+        if (instances.isFull())
+        {
+            command.fail(Status.BUSY, "instance limit reached");
+            return;
+        }
+        final long ns = hasher.namespace(command.model, command.modelLength, command.worldSize, command.rank, 0);
+        instances.add(command.instanceId, layout, chunkBytes, ns);
+        answerRegister(command, chunkBytes);
+    }
+
+    private void answerRegister(final StoreCommand command, final long chunkBytes)
+    {
+        command.status = Status.OK;
+        command.chunkBytes = chunkBytes;
+        command.slotBytes = slotBytes;
+        command.slotCapacity = slotCapacity;
+        command.done = true;
+    }
+
+    private void onUnregister(final StoreCommand command)
+    {
+        final int instance = instances.indexOf(command.instanceId);
+        command.done = true;
+        if (instance < 0)
+        {
+            counters.increment(StoreCounters.UNREGISTER_UNKNOWN);
+            command.status = Status.OK;
+            return;
+        }
+        long ended = 0;
+        for (int t = transfers.instanceHead(instance); t >= 0; t = transfers.instanceHead(instance))
+        {
+            endTransfer(t);
+            ended++;
+        }
+        instances.remove(instance);
+        if ((command.flags & FLAG_REAPED) != 0)
+        {
+            counters.increment(StoreCounters.DEAD_CLIENTS);
+        }
+        command.removedCount = ended;
+        command.status = Status.OK;
+    }
+
+    private void onLookup(final StoreCommand command)
+    {
+        final int instance = instanceOrFail(command);
+        if (instance < 0)
+        {
+            return;
+        }
+        final long ns = namespace(instance, command.salt);
+        final int n = command.chunkCount;
+        int hits = 0;
+        while (hits < n)
+        {
+            final int id = index.find(ns, command.keyHi[hits], command.keyLo[hits]);
+            if (id < 0 || READABLE != state[id])
+            {
+                break;
+            }
+            scratchIds[hits++] = id;
+        }
+        counters.add(StoreCounters.LOOKUP_HIT_CHUNKS, hits);
+        counters.add(StoreCounters.LOOKUP_MISS_CHUNKS, n - hits);
+        command.hitChunks = hits;
+        command.status = Status.OK;
+        command.done = true;
+        if ((command.flags & StoreCommand.FLAG_PIN) != 0 && hits > 0)
+        {
+            final int t = transfers.allocate();
+            if (t < 0)
+            {
+                command.fail(Status.BUSY, "pending transfer limit reached");
+                return;
+            }
+            for (int i = 0; i < hits; i++)
+            {
+                pin(scratchIds[i]);
+                transfers.addChunk(t, scratchIds[i]);
+            }
+            transfers.activate(t, TransferTable.KIND_LOOKUP, instance, deadline(command));
+            command.outTransferId = transfers.id(t);
+        }
+    }
+
+    private void onLookupAllRanks(final StoreCommand command)
+    {
+        final int worldSize = command.worldSize;
+        if (worldSize <= 0 || worldSize > Layout.MAX_WORLD_SIZE ||
+            command.modelLength <= 0 || command.modelLength > Layout.MAX_MODEL_LENGTH)
+        {
+            command.fail(Status.INVALID_REQUEST, "world size or model name out of range");
+            return;
+        }
+        int hits = command.chunkCount;
+        for (int rank = 0; rank < worldSize && hits > 0; rank++)
+        {
+            final long ns = hasher.namespace(command.model, command.modelLength, worldSize, rank, command.salt);
+            int rankHits = 0;
+            while (rankHits < hits)
+            {
+                final int id = index.find(ns, command.keyHi[rankHits], command.keyLo[rankHits]);
+                if (id < 0 || READABLE != state[id])
+                {
+                    break;
+                }
+                rankHits++;
+            }
+            hits = rankHits;
+        }
+        command.hitChunks = hits;
+        command.status = Status.OK;
+        command.done = true;
+    }
+
+    private void onRelease(final StoreCommand command)
+    {
+        final int instance = instanceOrFail(command);
+        if (instance < 0)
+        {
+            return;
+        }
+        final int t = transferOrFail(command, instance, TransferTable.KIND_LOOKUP, TransferTable.KIND_RETRIEVE);
+        if (t < 0)
+        {
+            return;
+        }
+        endTransfer(t);
+        command.status = Status.OK;
+        command.done = true;
+    }
+
+    private void onPrepareStore(final StoreCommand command)
+    {
+        final int instance = instanceOrFail(command);
+        if (instance < 0)
+        {
+            return;
+        }
+        final long ns = namespace(instance, command.salt);
+        final int n = command.chunkCount;
+        boolean anyAbsent = false;
+        for (int i = 0; i < n; i++)
+        {
+            if (index.find(ns, command.keyHi[i], command.keyLo[i]) < 0)
+            {
+                anyAbsent = true;
+                break;
+            }
+        }
+        if (!anyAbsent)
+        {
+            // Early return: nothing to reserve, so nothing is recorded and no transfer id exists.
+            counters.increment(StoreCounters.EMPTY_PREPARES);
+            command.status = Status.OK;
+            command.done = true;
+            return;
+        }
+        final int t = transfers.allocate();
+        if (t < 0)
+        {
+            command.fail(Status.BUSY, "pending transfer limit reached");
+            return;
+        }
+
+        // Range order, one chunk at a time, as an exact LRU cache of N slots would: a present chunk is
+        // skipped; an absent one takes a free slot or evicts the least recently used unpinned chunk, which
+        // may be a chunk of this same range that is then found absent and reserved when its turn comes.
+        int undoTop = 0;
+        int reserved = 0;
+        int evicted = 0;
+        for (int i = 0; i < n; i++)
+        {
+            final long hi = command.keyHi[i];
+            final long lo = command.keyLo[i];
+            if (index.find(ns, hi, lo) >= 0)
+            {
+                continue;
+            }
+            if (0 == freeTop)
+            {
+                final int victim = firstEvictable();
+                if (victim < 0)
+                {
+                    rollback(undoTop);
+                    transfers.discard(t);
+                    counters.increment(StoreCounters.NO_SPACE);
+                    command.fail(Status.NO_SPACE, "not enough space even after evicting every unpinned chunk");
+                    return;
+                }
+                undoKind[undoTop] = UNDO_EVICT;
+                undoChunk[undoTop] = victim;
+                undoSuccessor[undoTop] = lruNext[victim];
+                undoGeneration[undoTop] = generation[victim];
+                undoNs[undoTop] = index.ns(victim);
+                undoHi[undoTop] = index.hi(victim);
+                undoLo[undoTop] = index.lo(victim);
+                undoTop++;
+                evict(victim);
+                evicted++;
+            }
+            final int id = freeSlots[--freeTop];
+            generation[id] = nextGeneration(generation[id]);
+            state[id] = RESERVED;
+            owner[id] = t;
+            index.insert(id, ns, hi, lo);
+            reservedChunks++;
+            undoKind[undoTop] = UNDO_RESERVE;
+            undoChunk[undoTop] = id;
+            undoTop++;
+            transfers.addChunk(t, id);
+            command.slotChunkId[reserved] = id;
+            command.slotRangeIndex[reserved] = i;
+            command.slotGeneration[reserved] = generation[id];
+            reserved++;
+        }
+
+        for (int u = 0; u < undoTop; u++)
+        {
+            final int id = undoChunk[u];
+            if (UNDO_EVICT == undoKind[u])
+            {
+                putSlotWord(id, SlotTableDescriptor.STATE_FREE, undoGeneration[u]);
+            }
+            else
+            {
+                putSlotWord(id, SlotTableDescriptor.STATE_RESERVED, generation[id]);
+            }
+        }
+        counters.add(StoreCounters.EVICTIONS, evicted);
+        transfers.activate(t, TransferTable.KIND_STORE, instance, deadline(command));
+        command.status = Status.OK;
+        command.outTransferId = transfers.id(t);
+        command.slotCount = reserved;
+        command.chunkBytes = instances.chunkBytes(instance);
+        command.slotBytes = slotBytes;
+    }
+
+    private void onCommitStore(final StoreCommand command)
+    {
+        final int instance = instanceOrFail(command);
+        if (instance < 0)
+        {
+            return;
+        }
+        final int t = transferOrFail(command, instance, TransferTable.KIND_STORE, TransferTable.KIND_STORE);
+        if (t < 0)
+        {
+            return;
+        }
+        final int n = transfers.count(t);
+        for (int i = 0; i < n; i++)
+        {
+            final int id = transfers.chunk(t, i);
+            state[id] = READABLE;
+            pins[id] = 0;
+            reservedChunks--;
+            readableChunks++;
+            evictableChunks++;
+            lruAppend(id);
+            putSlotWord(id, SlotTableDescriptor.STATE_READABLE, generation[id]);
+        }
+        counters.add(StoreCounters.STORED_CHUNKS, n);
+        counters.add(StoreCounters.BYTES_IN, n * instances.chunkBytes(instance));
+        transfers.release(t);
+        command.status = Status.OK;
+        command.done = true;
+    }
+
+    private void onAbortStore(final StoreCommand command)
+    {
+        final int instance = instanceOrFail(command);
+        if (instance < 0)
+        {
+            return;
+        }
+        final int t = transferOrFail(command, instance, TransferTable.KIND_STORE, TransferTable.KIND_STORE);
+        if (t < 0)
+        {
+            return;
+        }
+        endTransfer(t);
+        command.status = Status.OK;
+        command.done = true;
+    }
+
+    private void onPrepareRetrieve(final StoreCommand command)
+    {
+        final int instance = instanceOrFail(command);
+        if (instance < 0)
+        {
+            return;
+        }
+        final int t;
+        if ((command.flags & StoreCommand.FLAG_FROM_LOOKUP) != 0)
+        {
+            t = transferOrFail(command, instance, TransferTable.KIND_LOOKUP, TransferTable.KIND_LOOKUP);
+            if (t < 0)
+            {
+                return;
+            }
+            transfers.renew(t, TransferTable.KIND_RETRIEVE, deadline(command));
+        }
+        else
+        {
+            final long ns = namespace(instance, command.salt);
+            final int n = command.chunkCount;
+            if (0 == n)
+            {
+                command.status = Status.OK;
+                command.done = true;
+                return;
+            }
+            for (int i = 0; i < n; i++)
+            {
+                final int id = index.find(ns, command.keyHi[i], command.keyLo[i]);
+                if (id < 0 || READABLE != state[id])
+                {
+                    counters.increment(StoreCounters.RETRIEVE_MISSES);
+                    command.status = Status.MISS;
+                    command.message = "a chunk of the range is not readable";
+                    command.done = true;
+                    return;
+                }
+                scratchIds[i] = id;
+            }
+            t = transfers.allocate();
+            if (t < 0)
+            {
+                command.fail(Status.BUSY, "pending transfer limit reached");
+                return;
+            }
+            for (int i = 0; i < n; i++)
+            {
+                pin(scratchIds[i]);
+                transfers.addChunk(t, scratchIds[i]);
+            }
+            transfers.activate(t, TransferTable.KIND_RETRIEVE, instance, deadline(command));
+        }
+        final int n = transfers.count(t);
+        for (int i = 0; i < n; i++)
+        {
+            final int id = transfers.chunk(t, i);
+            command.slotChunkId[i] = id;
+            command.slotRangeIndex[i] = i;
+            command.slotGeneration[i] = generation[id];
+        }
+        counters.add(StoreCounters.RETRIEVE_HIT_CHUNKS, n);
+        command.status = Status.OK;
+        command.outTransferId = transfers.id(t);
+        command.slotCount = n;
+        command.chunkBytes = instances.chunkBytes(instance);
+        command.slotBytes = slotBytes;
+    }
+
+    private void onCommitRetrieve(final StoreCommand command)
+    {
+        final int instance = instanceOrFail(command);
+        if (instance < 0)
+        {
+            return;
+        }
+        final int t = transferOrFail(command, instance, TransferTable.KIND_RETRIEVE, TransferTable.KIND_RETRIEVE);
+        if (t < 0)
+        {
+            return;
+        }
+        final int n = transfers.count(t);
+        for (int i = 0; i < n; i++)
+        {
+            final int id = transfers.chunk(t, i);
+            unpin(id);
+            lruUnlink(id);
+            lruAppend(id);
+        }
+        counters.add(StoreCounters.RETRIEVED_CHUNKS, n);
+        counters.add(StoreCounters.BYTES_OUT, n * instances.chunkBytes(instance));
+        transfers.release(t);
+        command.status = Status.OK;
+        command.done = true;
+    }
+
+    private void onClear(final StoreCommand command)
+    {
+        if ((command.flags & StoreCommand.FLAG_FORCE) != 0)
+        {
+            for (int t = transfers.leaseHead(); t >= 0; t = transfers.leaseHead())
+            {
+                endTransfer(t);
+            }
+        }
+        long removed = 0;
+        int id = lruHead;
+        while (id >= 0)
+        {
+            final int next = lruNext[id];
+            if (0 == pins[id])
+            {
+                evict(id);
+                putSlotWord(id, SlotTableDescriptor.STATE_FREE, generation[id]);
+                removed++;
+            }
+            id = next;
+        }
+        counters.add(StoreCounters.CLEARED_CHUNKS, removed);
+        command.removedCount = removed;
+        command.status = Status.OK;
+        command.done = true;
+    }
+
+    private void onData(final StoreCommand command, final int kind)
+    {
+        final int instance = instanceOrFail(command);
+        if (instance < 0)
+        {
+            return;
+        }
+        final int t = transferOrFail(command, instance, kind, kind);
+        if (t < 0)
+        {
+            return;
+        }
+        final long chunkBytes = instances.chunkBytes(instance);
+        if (command.dataChunkIndex < 0 || command.dataChunkIndex >= transfers.count(t) ||
+            command.dataOffset < 0 || command.dataLength < 0 || command.dataLength > command.data.capacity() ||
+            command.dataOffset + command.dataLength > chunkBytes)
+        {
+            command.fail(Status.INVALID_REQUEST, "data range outside the chunk or the message");
+            return;
+        }
+        final int id = transfers.chunk(t, command.dataChunkIndex);
+        command.slotChunkId[0] = id;
+        command.slotRangeIndex[0] = command.dataChunkIndex;
+        command.slotGeneration[0] = generation[id];
+        command.slotCount = 1;
+        command.chunkBytes = chunkBytes;
+        command.slotBytes = slotBytes;
+        command.status = Status.OK;
+    }
+
+    private void onSweep(final StoreCommand command)
+    {
+        final long now = command.timestampNs;
+        final int limit = context.sweepLimit();
+        int reclaimed = 0;
+        for (int t = transfers.leaseHead(); t >= 0 && reclaimed < limit; t = transfers.leaseHead())
+        {
+            if (transfers.deadlineNs(t) - now >= 0)
+            {
+                break;
+            }
+            endTransfer(t);
+            reclaimed++;
+        }
+        counters.add(StoreCounters.RECLAIMED_LEASES, reclaimed);
+        command.removedCount = reclaimed;
+        command.status = Status.OK;
+        command.done = true;
+    }
+
+    // ------------------------------------------------------------------------------------------ helpers
+
+    private int instanceOrFail(final StoreCommand command)
+    {
+        final int instance = instances.indexOf(command.instanceId);
+        if (instance < 0)
+        {
+            command.fail(Status.UNKNOWN_INSTANCE, "instance not registered");
+        }
+        return instance;
+    }
+
+    /**
+     * Resolves the command's transfer for an instance and one of two kinds. An expired transfer found here
+     * (before its sweep) is reclaimed now and answered as unknown, so a late commit never acts.
+     */
+    private int transferOrFail(final StoreCommand command, final int instance, final int kindA, final int kindB)
+    {
+        final int t = transfers.resolve(command.transferId);
+        if (t < 0 || transfers.instance(t) != instance ||
+            (transfers.kind(t) != kindA && transfers.kind(t) != kindB))
+        {
+            command.fail(Status.UNKNOWN_TRANSFER, "transfer not pending for this instance");
+            return -1;
+        }
+        if (transfers.deadlineNs(t) - command.timestampNs < 0)
+        {
+            endTransfer(t);
+            counters.increment(StoreCounters.RECLAIMED_LEASES);
+            command.fail(Status.UNKNOWN_TRANSFER, "transfer lease expired");
+            return -1;
+        }
+        return t;
+    }
+
+    /**
+     * Ends a pending transfer without completing it: a store's reserved chunks are freed (never published),
+     * a lookup's or retrieve's pins are released with recency unchanged.
+     */
+    private void endTransfer(final int t)
+    {
+        final int n = transfers.count(t);
+        if (TransferTable.KIND_STORE == transfers.kind(t))
+        {
+            for (int i = 0; i < n; i++)
+            {
+                final int id = transfers.chunk(t, i);
+                index.remove(id);
+                state[id] = FREE;
+                reservedChunks--;
+                freeSlots[freeTop++] = id;
+                putSlotWord(id, SlotTableDescriptor.STATE_FREE, generation[id]);
+            }
+            counters.add(StoreCounters.ABORTED_CHUNKS, n);
+        }
+        else
+        {
+            for (int i = 0; i < n; i++)
+            {
+                unpin(transfers.chunk(t, i));
+            }
+        }
+        transfers.release(t);
+    }
+
+    private void rollback(final int undoTop)
+    {
+        for (int u = undoTop - 1; u >= 0; u--)
+        {
+            final int id = undoChunk[u];
+            if (UNDO_RESERVE == undoKind[u])
+            {
+                index.remove(id);
+                state[id] = FREE;
+                reservedChunks--;
+                freeSlots[freeTop++] = id;
+            }
+            else
+            {
+                final int popped = freeSlots[--freeTop];
+                if (popped != id)
+                {
+                    throw new IllegalStateException("rollback out of order: " + popped + " != " + id);
+                }
+                generation[id] = undoGeneration[u];
+                index.insert(id, undoNs[u], undoHi[u], undoLo[u]);
+                state[id] = READABLE;
+                pins[id] = 0;
+                readableChunks++;
+                evictableChunks++;
+                lruInsertBefore(id, undoSuccessor[u]);
+            }
+        }
+    }
+
+    private int firstEvictable()
+    {
+        int id = lruHead;
+        while (id >= 0 && pins[id] > 0)
+        {
+            id = lruNext[id];
+        }
+        return id;
+    }
+
+    private void evict(final int id)
+    {
+        lruUnlink(id);
+        index.remove(id);
+        state[id] = FREE;
+        readableChunks--;
+        evictableChunks--;
+        freeSlots[freeTop++] = id;
+    }
+
+    private void pin(final int id)
+    {
+        if (0 == pins[id]++)
+        {
+            pinnedChunks++;
+            evictableChunks--;
+        }
+    }
+
+    private void unpin(final int id)
+    {
+        if (0 == --pins[id])
+        {
+            pinnedChunks--;
+            evictableChunks++;
+        }
+    }
+
+    private void lruAppend(final int id)
+    {
+        lruPrev[id] = lruTail;
+        lruNext[id] = -1;
+        if (lruTail >= 0)
+        {
+            lruNext[lruTail] = id;
+        }
+        else
+        {
+            lruHead = id;
+        }
+        lruTail = id;
+    }
+
+    private void lruInsertBefore(final int id, final int successor)
+    {
+        if (successor < 0)
+        {
+            lruAppend(id);
+            return;
+        }
+        final int prev = lruPrev[successor];
+        lruPrev[id] = prev;
+        lruNext[id] = successor;
+        lruPrev[successor] = id;
+        if (prev >= 0)
+        {
+            lruNext[prev] = id;
+        }
+        else
+        {
+            lruHead = id;
+        }
+    }
+
+    private void lruUnlink(final int id)
+    {
+        final int prev = lruPrev[id];
+        final int next = lruNext[id];
+        if (prev >= 0)
+        {
+            lruNext[prev] = next;
+        }
+        else
+        {
+            lruHead = next;
+        }
+        if (next >= 0)
+        {
+            lruPrev[next] = prev;
+        }
+        else
+        {
+            lruTail = prev;
+        }
+    }
+
+    private long namespace(final int instance, final long salt)
+    {
+        if (0 == salt)
+        {
+            return instances.namespace(instance);
+        }
+        final Layout layout = instances.layout(instance);
+        final byte[] model = layout.modelBytes();
+        return hasher.namespace(model, model.length, layout.worldSize(), layout.rank(), salt);
+    }
+
+    private long deadline(final StoreCommand command)
+    {
+        return command.timestampNs + context.leaseNs();
+    }
+
+    private void putSlotWord(final int id, final int slotState, final int slotGeneration)
+    {
+        slotTable.putLongRelease(id * SlotTableDescriptor.WORD_LENGTH, SlotTableDescriptor.word(slotState, slotGeneration));
+    }
+
+    private static int nextGeneration(final int current)
+    {
+        final int next = current + 1;
+        return 0 == next ? 1 : next;
+    }
+
+    private long alignUp(final long bytes)
+    {
+        final long mask = context.alignment() - 1L;
+        return (bytes + mask) & ~mask;
+    }
+
+    /**
+     * Cuts the (empty) pool into slots of a new size. Only called while no chunk is reserved or readable.
+     */
+    private void cutSlots(final long newSlotBytes)
+    {
+        slotBytes = newSlotBytes;
+        slotCapacity = (int)Math.min(maxSlots, context.poolSizeBytes() / newSlotBytes);
+        if (state.length < slotCapacity)
+        {
+            state = new byte[slotCapacity];
+            pins = new int[slotCapacity];
+            generation = Arrays.copyOf(generation, slotCapacity);
+            owner = new int[slotCapacity];
+            lruPrev = new int[slotCapacity];
+            lruNext = new int[slotCapacity];
+            freeSlots = new int[slotCapacity];
+        }
+        index.resize(slotCapacity);
+        lruHead = -1;
+        lruTail = -1;
+        freeTop = 0;
+        // Push in reverse so slot 0 is taken first: offsets are deterministic for a request order.
+        for (int id = slotCapacity - 1; id >= 0; id--)
+        {
+            state[id] = FREE;
+            pins[id] = 0;
+            freeSlots[freeTop++] = id;
+        }
+    }
+
+    private void publishGauges()
+    {
+        counters.set(StoreCounters.READABLE_CHUNKS, readableChunks);
+        counters.set(StoreCounters.RESERVED_CHUNKS, reservedChunks);
+        counters.set(StoreCounters.PINNED_CHUNKS, pinnedChunks);
+        counters.set(StoreCounters.FREE_SLOTS, freeTop);
+        counters.set(StoreCounters.SLOT_CAPACITY, slotCapacity);
+        counters.set(StoreCounters.PENDING_TRANSFERS, transfers.active());
+        counters.set(StoreCounters.INSTANCES, instances.size());
+    }
+
+    // ------------------------------------------------------------------------------------------ inspection
+
+    /**
+     * Bytes of one slot; 0 until the first layout registers (unless fixed by configuration).
+     *
+     * @return slot size.
+     */
+    public long slotBytes()
+    {
+        return slotBytes;
+    }
+
+    /**
+     * Slots at the current slot size.
+     *
+     * @return slot count.
+     */
+    public int slotCapacity()
+    {
+        return slotCapacity;
+    }
+
+    /**
+     * Free slots.
+     *
+     * @return count.
+     */
+    public int freeSlots()
+    {
+        return freeTop;
+    }
+
+    /**
+     * Readable chunks.
+     *
+     * @return count.
+     */
+    public int readableChunks()
+    {
+        return readableChunks;
+    }
+
+    /**
+     * Reserved chunks.
+     *
+     * @return count.
+     */
+    public int reservedChunks()
+    {
+        return reservedChunks;
+    }
+
+    /**
+     * Readable chunks with at least one pin.
+     *
+     * @return count.
+     */
+    public int pinnedChunks()
+    {
+        return pinnedChunks;
+    }
+
+    /**
+     * Pending transfers.
+     *
+     * @return count.
+     */
+    public int pendingTransfers()
+    {
+        return transfers.active();
+    }
+
+    /**
+     * Registered instances.
+     *
+     * @return count.
+     */
+    public int instanceCount()
+    {
+        return instances.size();
+    }
+
+    /**
+     * Pins held on a chunk, for tests and diagnostics.
+     *
+     * @param ns namespace of the key.
+     * @param hi hash high half.
+     * @param lo hash low half.
+     * @return pin count, or -1 when the chunk is not readable.
+     */
+    public int pinsOf(final long ns, final long hi, final long lo)
+    {
+        final int id = index.find(ns, hi, lo);
+        return id >= 0 && READABLE == state[id] ? pins[id] : -1;
+    }
+
+    /**
+     * Namespace of a registered instance's keys with no salt, for tests and diagnostics.
+     *
+     * @param instanceId instance.
+     * @return namespace, or 0 when not registered.
+     */
+    public long namespaceOf(final long instanceId)
+    {
+        final int instance = instances.indexOf(instanceId);
+        return instance < 0 ? 0 : instances.namespace(instance);
+    }
+
+    /**
+     * Readable chunk keys from least to most recently used, as {@code [hi, lo]} pairs, for tests.
+     *
+     * @return the LRU order.
+     */
+    public long[][] lruOrder()
+    {
+        final long[][] order = new long[readableChunks][];
+        int i = 0;
+        for (int id = lruHead; id >= 0; id = lruNext[id])
+        {
+            order[i++] = new long[]{ index.hi(id), index.lo(id) };
+        }
+        return order;
+    }
+
+    /**
+     * Checks every structural invariant; slow, for tests. Free + reserved + readable slots equal the
+     * capacity; the index holds exactly the reserved and readable chunks, each once; the LRU list holds
+     * exactly the readable chunks; pins equal the references of pending lookup and retrieve transfers;
+     * reserved chunks belong to exactly one pending store of a live instance; every pending transfer has a
+     * registered owner and a deadline; the slot table agrees with the states.
+     *
+     * @return null when every invariant holds, else a description of the first violation.
+     */
+    public String verifyInvariants()
+    {
+        if (freeTop + reservedChunks + readableChunks != slotCapacity)
+        {
+            return "free " + freeTop + " + reserved " + reservedChunks + " + readable " + readableChunks +
+                " != capacity " + slotCapacity;
+        }
+        if (index.size() != reservedChunks + readableChunks)
+        {
+            return "index size " + index.size() + " != reserved + readable";
+        }
+        final boolean[] seenFree = new boolean[slotCapacity];
+        for (int i = 0; i < freeTop; i++)
+        {
+            final int id = freeSlots[i];
+            if (seenFree[id] || FREE != state[id])
+            {
+                return "slot " + id + " on the free stack twice or not free";
+            }
+            seenFree[id] = true;
+        }
+        int readable = 0;
+        int reserved = 0;
+        int pinned = 0;
+        int evictable = 0;
+        for (int id = 0; id < slotCapacity; id++)
+        {
+            if (FREE != state[id])
+            {
+                if (index.find(index.ns(id), index.hi(id), index.lo(id)) != id)
+                {
+                    return "chunk " + id + " not found under its own key";
+                }
+                if (READABLE == state[id])
+                {
+                    readable++;
+                    pinned += pins[id] > 0 ? 1 : 0;
+                    evictable += 0 == pins[id] ? 1 : 0;
+                }
+                else
+                {
+                    reserved++;
+                }
+            }
+            final long word = slotTable.getLongAcquire(id * SlotTableDescriptor.WORD_LENGTH);
+            final int expected = READABLE == state[id] ? SlotTableDescriptor.STATE_READABLE :
+                RESERVED == state[id] ? SlotTableDescriptor.STATE_RESERVED : SlotTableDescriptor.STATE_FREE;
+            if (FREE != state[id] && (SlotTableDescriptor.state(word) != expected ||
+                SlotTableDescriptor.generation(word) != generation[id]))
+            {
+                return "slot word of " + id + " disagrees with its state";
+            }
+        }
+        if (readable != readableChunks || reserved != reservedChunks || pinned != pinnedChunks ||
+            evictable != evictableChunks)
+        {
+            return "state counts disagree: readable " + readable + "/" + readableChunks + " reserved " + reserved +
+                "/" + reservedChunks + " pinned " + pinned + "/" + pinnedChunks + " evictable " + evictable + "/" +
+                evictableChunks;
+        }
+        int inLru = 0;
+        int prev = -1;
+        for (int id = lruHead; id >= 0; id = lruNext[id])
+        {
+            if (READABLE != state[id] || lruPrev[id] != prev || ++inLru > readableChunks)
+            {
+                return "LRU list broken at " + id;
+            }
+            prev = id;
+        }
+        if (inLru != readableChunks || lruTail != prev)
+        {
+            return "LRU list holds " + inLru + " of " + readableChunks + " readable chunks";
+        }
+        final int[] pinRefs = new int[slotCapacity];
+        final int[] reservedBy = new int[slotCapacity];
+        Arrays.fill(reservedBy, -1);
+        int active = 0;
+        for (int t = transfers.leaseHead(); t >= 0; t = transfers.leaseNext(t))
+        {
+            active++;
+            final int instance = transfers.instance(t);
+            if (null == instances.layout(instance))
+            {
+                return "transfer " + t + " has no registered owner";
+            }
+            if (0 == transfers.count(t))
+            {
+                return "transfer " + t + " is pending with no chunk";
+            }
+            for (int i = 0; i < transfers.count(t); i++)
+            {
+                final int id = transfers.chunk(t, i);
+                if (TransferTable.KIND_STORE == transfers.kind(t))
+                {
+                    if (RESERVED != state[id] || owner[id] != t || reservedBy[id] >= 0)
+                    {
+                        return "store transfer " + t + " holds chunk " + id + " that it does not reserve";
+                    }
+                    reservedBy[id] = t;
+                }
+                else
+                {
+                    pinRefs[id]++;
+                }
+            }
+        }
+        if (active != transfers.active())
+        {
+            return "lease list holds " + active + " of " + transfers.active() + " pending transfers";
+        }
+        for (int id = 0; id < slotCapacity; id++)
+        {
+            if (RESERVED == state[id] && reservedBy[id] < 0)
+            {
+                return "reserved chunk " + id + " belongs to no pending store";
+            }
+            if (pinRefs[id] != (READABLE == state[id] ? pins[id] : 0))
+            {
+                return "chunk " + id + " has " + pins[id] + " pins but " + pinRefs[id] + " references";
+            }
+        }
+        return null;
+    }
+}

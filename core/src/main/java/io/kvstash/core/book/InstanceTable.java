@@ -1,0 +1,125 @@
+package io.kvstash.core.book;
+
+import io.kvstash.core.layout.Layout;
+import org.agrona.collections.Long2LongHashMap;
+
+import java.util.HashMap;
+import java.util.Map;
+
+/**
+ * Registered instances and the layout registry. An instance id maps to a dense index; per index the table
+ * keeps the layout, its chunk bytes and the namespace of its (model, world size, rank) with no salt. The
+ * registry remembers the layout of every (model, world size, rank) ever registered, because chunks outlive
+ * their instance: a later instance of the same identity with another layout would read bytes of the wrong
+ * shape, so it gets LAYOUT_MISMATCH.
+ * <p>
+ * Owner: the reserve stage thread (via {@link ChunkBook}).
+ */
+final class InstanceTable
+{
+    private final Long2LongHashMap idToIndex = new Long2LongHashMap(-1);
+    private final long[] instanceId;
+    private final Layout[] layout;
+    private final long[] chunkBytes;
+    private final long[] namespace;
+    private final int[] freeStack;
+    private int freeTop;
+    private final Map<Identity, Layout> registry = new HashMap<>();
+
+    InstanceTable(final int maxInstances)
+    {
+        instanceId = new long[maxInstances];
+        layout = new Layout[maxInstances];
+        chunkBytes = new long[maxInstances];
+        namespace = new long[maxInstances];
+        freeStack = new int[maxInstances];
+        for (int i = maxInstances - 1; i >= 0; i--)
+        {
+            freeStack[freeTop++] = i;
+        }
+    }
+
+    int indexOf(final long id)
+    {
+        return (int)idToIndex.get(id);
+    }
+
+    int size()
+    {
+        return idToIndex.size();
+    }
+
+    boolean isFull()
+    {
+        return 0 == freeTop;
+    }
+
+    int add(final long id, final Layout instanceLayout, final long instanceChunkBytes, final long instanceNamespace)
+    {
+        final int index = freeStack[--freeTop];
+        instanceId[index] = id;
+        layout[index] = instanceLayout;
+        chunkBytes[index] = instanceChunkBytes;
+        namespace[index] = instanceNamespace;
+        idToIndex.put(id, index);
+        registry.putIfAbsent(new Identity(instanceLayout), instanceLayout);
+        return index;
+    }
+
+    void remove(final int index)
+    {
+        idToIndex.remove(instanceId[index]);
+        layout[index] = null;
+        freeStack[freeTop++] = index;
+    }
+
+    Layout layout(final int index)
+    {
+        return layout[index];
+    }
+
+    long chunkBytes(final int index)
+    {
+        return chunkBytes[index];
+    }
+
+    long namespace(final int index)
+    {
+        return namespace[index];
+    }
+
+    long instanceId(final int index)
+    {
+        return instanceId[index];
+    }
+
+    /**
+     * The layout registered before for the same (model, world size, rank), or null.
+     */
+    Layout registered(final Layout candidate)
+    {
+        return registry.get(new Identity(candidate));
+    }
+
+    private static final class Identity
+    {
+        private final Layout layout;
+
+        Identity(final Layout layout)
+        {
+            this.layout = layout;
+        }
+
+        @Override
+        public boolean equals(final Object o)
+        {
+            return o instanceof Identity && layout.sameIdentity(((Identity)o).layout);
+        }
+
+        @Override
+        public int hashCode()
+        {
+            return 31 * (31 * layout.model().hashCode() + layout.worldSize()) + layout.rank();
+        }
+    }
+}
