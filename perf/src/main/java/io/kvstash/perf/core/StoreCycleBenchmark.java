@@ -1,0 +1,205 @@
+package io.kvstash.perf.core;
+
+import io.kvstash.core.ChunkKeys;
+import io.kvstash.core.KvStore;
+import io.kvstash.core.Status;
+import io.kvstash.core.StoreCommand;
+import io.kvstash.core.StoreCounters;
+import org.openjdk.jmh.annotations.Benchmark;
+import org.openjdk.jmh.annotations.BenchmarkMode;
+import org.openjdk.jmh.annotations.Fork;
+import org.openjdk.jmh.annotations.Level;
+import org.openjdk.jmh.annotations.Measurement;
+import org.openjdk.jmh.annotations.Mode;
+import org.openjdk.jmh.annotations.OutputTimeUnit;
+import org.openjdk.jmh.annotations.Scope;
+import org.openjdk.jmh.annotations.Setup;
+import org.openjdk.jmh.annotations.State;
+import org.openjdk.jmh.annotations.TearDown;
+import org.openjdk.jmh.annotations.Warmup;
+
+import java.util.concurrent.TimeUnit;
+
+/**
+ * A full store cycle of one new chunk through the synchronous facade: PREPARE_STORE (reserve a slot) then
+ * COMMIT_STORE (make it readable), the keys taken in turn from a pre-generated array.
+ * <p>
+ * Two steady states, reported separately:
+ * <ul>
+ * <li>{@link #storeCycleNoEviction}: a 1 GiB pool (262,144 slots) emptied before every iteration, with
+ * iterations short enough (10 ms) that it never fills: every reservation takes a free slot. Its index
+ * spans megabytes, so its lookups miss the caches as a large pool would.</li>
+ * <li>{@link #storeCycleWithEviction}: a full 1,024-slot pool and four times as many keys, so every
+ * reservation evicts exactly one least recently used chunk.</li>
+ * </ul>
+ * After each iteration the counters must show every cycle committed (and, without eviction, nothing
+ * evicted), otherwise the run fails.
+ */
+@BenchmarkMode(Mode.AverageTime)
+@OutputTimeUnit(TimeUnit.NANOSECONDS)
+@Fork(value = 2, jvmArgsAppend = StoreFixture.ADD_EXPORTS)
+public class StoreCycleBenchmark
+{
+    /**
+     * An empty pool bigger than the cycles of one iteration.
+     */
+    @State(Scope.Thread)
+    public static class EmptyPool
+    {
+        /** Slots: a 1 GiB pool of 4 KiB slots. */
+        static final int SLOTS = 1 << 18;
+
+        KvStore store;
+        ChunkKeys[] keys;
+        int cursor;
+        private long evictionsBefore;
+        private long storedBefore;
+
+        /**
+         * Builds the store and one key per slot.
+         */
+        @Setup(Level.Trial)
+        public void setupTrial()
+        {
+            store = StoreFixture.newStore(SLOTS);
+            keys = StoreFixture.singleChunkKeys(SLOTS, 1);
+        }
+
+        /**
+         * Empties the pool and restarts the keys.
+         */
+        @Setup(Level.Iteration)
+        public void setupIteration()
+        {
+            StoreFixture.check(Status.OK == store.clear(false).status, "clear failed");
+            StoreFixture.check(0 == store.book().readableChunks(), "pool not empty after clear");
+            cursor = 0;
+            evictionsBefore = StoreFixture.counter(store, StoreCounters.EVICTIONS);
+            storedBefore = StoreFixture.counter(store, StoreCounters.STORED_CHUNKS);
+        }
+
+        /**
+         * Fails the run unless every cycle of the iteration stored a new chunk without eviction.
+         */
+        @TearDown(Level.Iteration)
+        public void verifyIteration()
+        {
+            StoreFixture.check(cursor <= SLOTS, "iteration ran " + cursor + " cycles, more than the pool holds");
+            StoreFixture.check(evictionsBefore == StoreFixture.counter(store, StoreCounters.EVICTIONS),
+                "a no-eviction iteration evicted");
+            StoreFixture.check(cursor == StoreFixture.counter(store, StoreCounters.STORED_CHUNKS) - storedBefore,
+                "not every cycle committed");
+            StoreFixture.check(0 == store.book().pendingTransfers(), "transfers left pending");
+        }
+
+        /**
+         * One cycle.
+         *
+         * @return status of the commit.
+         */
+        public int storeCycle()
+        {
+            final StoreCommand prepare = store.prepareStore(StoreFixture.INSTANCE_ID, keys[cursor++ & (SLOTS - 1)]);
+            return store.commitStore(StoreFixture.INSTANCE_ID, prepare.outTransferId).status;
+        }
+    }
+
+    /**
+     * A full pool whose every reservation evicts one chunk.
+     */
+    @State(Scope.Thread)
+    public static class FullPool
+    {
+        /** Slots: a 4 MiB pool of 4 KiB slots. */
+        static final int SLOTS = 1 << 10;
+        /** Keys: more than the slots, so a key's turn comes after its chunk was evicted. */
+        static final int KEYS = 4 * SLOTS;
+
+        KvStore store;
+        ChunkKeys[] keys;
+        int cursor;
+        private int cursorBefore;
+        private long evictionsBefore;
+        private long storedBefore;
+
+        /**
+         * Builds the store and stores every key once, which leaves the pool full of the last {@link #SLOTS}.
+         */
+        @Setup(Level.Trial)
+        public void setupTrial()
+        {
+            store = StoreFixture.newStore(SLOTS);
+            keys = StoreFixture.singleChunkKeys(KEYS, 2);
+            for (final ChunkKeys key : keys)
+            {
+                StoreFixture.storeAll(store, key);
+            }
+            StoreFixture.check(0 == store.book().freeSlots(), "pool not full");
+            cursor = 0;
+        }
+
+        /**
+         * Records the counters the iteration is checked against.
+         */
+        @Setup(Level.Iteration)
+        public void setupIteration()
+        {
+            cursorBefore = cursor;
+            evictionsBefore = StoreFixture.counter(store, StoreCounters.EVICTIONS);
+            storedBefore = StoreFixture.counter(store, StoreCounters.STORED_CHUNKS);
+        }
+
+        /**
+         * Fails the run unless every cycle of the iteration committed after evicting exactly one chunk.
+         */
+        @TearDown(Level.Iteration)
+        public void verifyIteration()
+        {
+            final long cycles = cursor - cursorBefore;
+            StoreFixture.check(cycles == StoreFixture.counter(store, StoreCounters.STORED_CHUNKS) - storedBefore,
+                "not every cycle committed");
+            StoreFixture.check(cycles == StoreFixture.counter(store, StoreCounters.EVICTIONS) - evictionsBefore,
+                "not exactly one eviction per cycle");
+            StoreFixture.check(0 == store.book().pendingTransfers(), "transfers left pending");
+        }
+
+        /**
+         * One cycle.
+         *
+         * @return status of the commit.
+         */
+        public int storeCycle()
+        {
+            final StoreCommand prepare = store.prepareStore(StoreFixture.INSTANCE_ID, keys[cursor++ & (KEYS - 1)]);
+            return store.commitStore(StoreFixture.INSTANCE_ID, prepare.outTransferId).status;
+        }
+    }
+
+    /**
+     * Store cycle of one new chunk into a free slot.
+     *
+     * @param pool empty pool.
+     * @return commit status.
+     */
+    @Benchmark
+    @Warmup(iterations = 100, time = 10, timeUnit = TimeUnit.MILLISECONDS)
+    @Measurement(iterations = 200, time = 10, timeUnit = TimeUnit.MILLISECONDS)
+    public int storeCycleNoEviction(final EmptyPool pool)
+    {
+        return pool.storeCycle();
+    }
+
+    /**
+     * Store cycle of one new chunk that evicts the least recently used one.
+     *
+     * @param pool full pool.
+     * @return commit status.
+     */
+    @Benchmark
+    @Warmup(iterations = 4, time = 1)
+    @Measurement(iterations = 5, time = 1)
+    public int storeCycleWithEviction(final FullPool pool)
+    {
+        return pool.storeCycle();
+    }
+}
