@@ -121,12 +121,19 @@ public final class MooncakeTrace
             i++;
         }
         int end = i;
-        while (end < line.length() && (Character.isDigit(line.charAt(end)) || line.charAt(end) == '-' ||
-            line.charAt(end) == '.'))
+        while (end < line.length() && isNumberChar(line.charAt(end)))
         {
             end++;
         }
         return (long)Double.parseDouble(line.substring(i, end));
+    }
+
+    /**
+     * Characters of a JSON number, including a fraction and an exponent ({@code 1.5e3}).
+     */
+    private static boolean isNumberChar(final char c)
+    {
+        return (c >= '0' && c <= '9') || c == '-' || c == '+' || c == '.' || c == 'e' || c == 'E';
     }
 
     /**
