@@ -1,0 +1,386 @@
+package io.kvstash.pipeline;
+
+import com.lmax.disruptor.BatchEventProcessor;
+import com.lmax.disruptor.BatchEventProcessorBuilder;
+import com.lmax.disruptor.EventHandler;
+import com.lmax.disruptor.EventPoller;
+import com.lmax.disruptor.InsufficientCapacityException;
+import com.lmax.disruptor.RingBuffer;
+import com.lmax.disruptor.Sequence;
+import com.lmax.disruptor.SequenceBarrier;
+import com.lmax.disruptor.dsl.ProducerType;
+import io.kvstash.core.DataMover;
+import io.kvstash.core.RequestType;
+import io.kvstash.core.SlotAssigner;
+import io.kvstash.core.StoreCommand;
+import io.kvstash.core.StoreContext;
+import io.kvstash.core.StoreCounters;
+import io.kvstash.core.book.ChunkBook;
+import io.kvstash.pipeline.journal.JournalWriter;
+import io.kvstash.pipeline.latency.LatencyRecorders;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * The request pipeline: a Disruptor ring buffer of pre-allocated {@link RequestEvent}s passing the stages
+ * reserve, slot-assign, commit and publish, with the journal beside publish. The threading mode maps the
+ * stages onto threads ({@link ThreadingMode}); outcomes are the same in every mode because each stage
+ * sees the events in sequence order and owns its state alone.
+ * <p>
+ * Producers claim a sequence, fill the event and publish it ({@link #tryClaim()}, {@link #event(long)},
+ * {@link #publish(long)}): no allocation, no translator objects. The producer stamps
+ * {@link StoreCommand#timestampNs} with the pipeline's clock; leases are judged against it. Lease expiry
+ * runs inside the pipeline as SWEEP events ({@link #tryPublishSweep(long)}), never from another thread.
+ */
+public final class Pipeline implements AutoCloseable
+{
+    private static final long DRAIN_TIMEOUT_NS = TimeUnit.SECONDS.toNanos(10);
+
+    private final PipelineContext context;
+    private final RingBuffer<RequestEvent> ring;
+    private final ChunkBook book;
+    private final LatencyRecorders latency = new LatencyRecorders();
+    private final JournalWriter journalWriter;
+    private final List<BatchEventProcessor<RequestEvent>> processors = new ArrayList<>();
+    private final List<String> processorNames = new ArrayList<>();
+    private final List<Thread> threads = new ArrayList<>();
+    private final PipelineAgent agent;
+    private boolean started;
+    private boolean closed;
+
+    /**
+     * Builds the pipeline; {@link #start()} starts its threads.
+     *
+     * @param context configuration, concluded here if it was not.
+     */
+    public Pipeline(final PipelineContext context)
+    {
+        this.context = context.conclude();
+        final StoreContext storeContext = context.storeContext();
+        final StoreCounters counters = context.counters();
+        ring = RingBuffer.create(
+            context.multiProducer() ? ProducerType.MULTI : ProducerType.SINGLE,
+            () -> new RequestEvent(storeContext),
+            context.ringSize(),
+            context.waitMode().newWaitStrategy());
+
+        book = new ChunkBook(storeContext, counters, context.slotTable());
+        final SlotAssigner assigner = new SlotAssigner(storeContext);
+        final DataMover mover = new DataMover(storeContext, context.pool(), counters);
+        journalWriter = openJournal(context);
+        final Stages.Journal journal = null == journalWriter ? null :
+            new Stages.Journal(journalWriter, context.errorHandler(), counters);
+        final Stages.Publish publish = new Stages.Publish(context.responseSink(), counters, latency,
+            context.clock(), context.latencyEnabled(), context.errorHandler());
+        final PipelineExceptionHandler exceptionHandler =
+            new PipelineExceptionHandler(context.errorHandler(), counters);
+
+        switch (context.threadingMode())
+        {
+            case SHARED:
+            {
+                final Stages.Inline inline = newInline(book, assigner, mover, journal, publish);
+                final EventPoller<RequestEvent> poller = ring.newPoller();
+                ring.addGatingSequences(poller.getSequence());
+                agent = new PipelineAgent(poller, inline, context.threadNamePrefix() + "pipeline");
+                break;
+            }
+            case DEDICATED:
+            {
+                agent = null;
+                final Stages.Inline inline = newInline(book, assigner, mover, journal, publish);
+                final BatchEventProcessor<RequestEvent> processor = processor(ring.newBarrier(), inline);
+                processor.setExceptionHandler(exceptionHandler);
+                addProcessor(processor, "pipeline");
+                ring.addGatingSequences(processor.getSequence());
+                break;
+            }
+            case THREAD_PER_STAGE:
+            default:
+            {
+                agent = null;
+                final Stages.Reserve reserve = new Stages.Reserve(
+                    book, context.clock(), context.stageSampleMask(), context.latencyEnabled());
+                final BatchEventProcessor<RequestEvent> reserveProcessor = processor(ring.newBarrier(), reserve);
+                final BatchEventProcessor<RequestEvent> assignProcessor = processor(
+                    ring.newBarrier(reserveProcessor.getSequence()), new Stages.SlotAssign(assigner, context.clock()));
+                final BatchEventProcessor<RequestEvent> commitProcessor = processor(
+                    ring.newBarrier(assignProcessor.getSequence()), new Stages.Commit(mover, context.clock()));
+                final SequenceBarrier afterCommit = ring.newBarrier(commitProcessor.getSequence());
+                final BatchEventProcessor<RequestEvent> publishProcessor = processor(afterCommit, publish);
+                addProcessor(reserveProcessor, "reserve");
+                addProcessor(assignProcessor, "slot-assign");
+                addProcessor(commitProcessor, "commit");
+                addProcessor(publishProcessor, "publish");
+                final List<Sequence> gating = new ArrayList<>();
+                gating.add(publishProcessor.getSequence());
+                if (null != journal)
+                {
+                    final BatchEventProcessor<RequestEvent> journalProcessor = processor(afterCommit, journal);
+                    addProcessor(journalProcessor, "journal");
+                    gating.add(journalProcessor.getSequence());
+                }
+                for (final BatchEventProcessor<RequestEvent> processor : processors)
+                {
+                    processor.setExceptionHandler(exceptionHandler);
+                }
+                ring.addGatingSequences(gating.toArray(new Sequence[0]));
+                break;
+            }
+        }
+    }
+
+    private Stages.Inline newInline(
+        final ChunkBook book,
+        final SlotAssigner assigner,
+        final DataMover mover,
+        final Stages.Journal journal,
+        final Stages.Publish publish)
+    {
+        return new Stages.Inline(book, assigner, mover, journal, publish, context.clock(),
+            context.stageSampleMask(), context.latencyEnabled(), context.errorHandler(), context.counters());
+    }
+
+    private BatchEventProcessor<RequestEvent> processor(
+        final SequenceBarrier barrier, final EventHandler<RequestEvent> handler)
+    {
+        return new BatchEventProcessorBuilder().build(ring, barrier, handler);
+    }
+
+    private void addProcessor(final BatchEventProcessor<RequestEvent> processor, final String name)
+    {
+        processors.add(processor);
+        processorNames.add(name);
+    }
+
+    private static JournalWriter openJournal(final PipelineContext context)
+    {
+        if (null == context.journalFile())
+        {
+            return null;
+        }
+        try
+        {
+            return new JournalWriter(context.journalFile(), context.storeContext(), context.incarnation(),
+                context.journalSegmentBytes());
+        }
+        catch (final IOException ex)
+        {
+            throw new UncheckedIOException("cannot open journal " + context.journalFile(), ex);
+        }
+    }
+
+    /**
+     * Starts the stage threads (DEDICATED, THREAD_PER_STAGE); in SHARED mode the caller runs {@link #agent()}.
+     *
+     * @return this.
+     */
+    public Pipeline start()
+    {
+        if (started)
+        {
+            return this;
+        }
+        started = true;
+        for (int i = 0; i < processors.size(); i++)
+        {
+            final Thread thread = new Thread(processors.get(i), context.threadNamePrefix() + processorNames.get(i));
+            thread.setDaemon(true);
+            threads.add(thread);
+            thread.start();
+        }
+        return this;
+    }
+
+    /**
+     * The agent that runs every stage in SHARED mode.
+     *
+     * @return the agent, or null in the other modes.
+     */
+    public PipelineAgent agent()
+    {
+        return agent;
+    }
+
+    /**
+     * Claims the next sequence without waiting.
+     *
+     * @return the sequence, or -1 when the ring is full (back pressure).
+     */
+    public long tryClaim()
+    {
+        try
+        {
+            return ring.tryNext();
+        }
+        catch (final InsufficientCapacityException ex)
+        {
+            return -1;
+        }
+    }
+
+    /**
+     * Claims the next sequence, waiting while the ring is full.
+     *
+     * @return the sequence.
+     */
+    public long claim()
+    {
+        return ring.next();
+    }
+
+    /**
+     * The event of a claimed sequence; call {@link RequestEvent#reset()} then fill it.
+     *
+     * @param sequence claimed sequence.
+     * @return the event.
+     */
+    public RequestEvent event(final long sequence)
+    {
+        return ring.get(sequence);
+    }
+
+    /**
+     * Publishes a filled event to the stages.
+     *
+     * @param sequence claimed sequence.
+     */
+    public void publish(final long sequence)
+    {
+        ring.publish(sequence);
+    }
+
+    /**
+     * Publishes a SWEEP (lease expiry) tick with a timestamp, if the ring has room.
+     *
+     * @param nowNs time of the tick on the pipeline's clock.
+     * @return true when published.
+     */
+    public boolean tryPublishSweep(final long nowNs)
+    {
+        final long sequence = tryClaim();
+        if (sequence < 0)
+        {
+            return false;
+        }
+        final StoreCommand command = event(sequence).reset();
+        command.type = RequestType.SWEEP;
+        command.timestampNs = nowNs;
+        publish(sequence);
+        return true;
+    }
+
+    /**
+     * Whether every published event has passed every stage.
+     *
+     * @return true when idle.
+     */
+    public boolean isDrained()
+    {
+        final long cursor = ring.getCursor();
+        return ring.getMinimumGatingSequence() >= cursor;
+    }
+
+    /**
+     * The chunk book (reserve stage state); read it only when the pipeline is drained or stopped.
+     *
+     * @return book.
+     */
+    public ChunkBook book()
+    {
+        return book;
+    }
+
+    /**
+     * Latency recorders.
+     *
+     * @return recorders.
+     */
+    public LatencyRecorders latency()
+    {
+        return latency;
+    }
+
+    /**
+     * Counters.
+     *
+     * @return counters.
+     */
+    public StoreCounters counters()
+    {
+        return context.counters();
+    }
+
+    /**
+     * Configuration.
+     *
+     * @return context.
+     */
+    public PipelineContext context()
+    {
+        return context;
+    }
+
+    /**
+     * Records journaled so far (0 without a journal); a snapshot for diagnostics.
+     *
+     * @return count.
+     */
+    public long journalRecords()
+    {
+        return null == journalWriter ? 0 : journalWriter.records();
+    }
+
+    /**
+     * Drains what was published (up to 10 s), stops the stage threads and closes the journal. In SHARED mode
+     * stop the agent's runner first.
+     */
+    @Override
+    public void close()
+    {
+        if (closed)
+        {
+            return;
+        }
+        closed = true;
+        if (started)
+        {
+            final long deadline = System.nanoTime() + DRAIN_TIMEOUT_NS;
+            while (!isDrained() && System.nanoTime() - deadline < 0)
+            {
+                Thread.yield();
+            }
+        }
+        for (final BatchEventProcessor<RequestEvent> processor : processors)
+        {
+            processor.halt();
+        }
+        for (final Thread thread : threads)
+        {
+            try
+            {
+                thread.join(TimeUnit.SECONDS.toMillis(5));
+            }
+            catch (final InterruptedException ex)
+            {
+                Thread.currentThread().interrupt();
+            }
+        }
+        if (null != journalWriter)
+        {
+            try
+            {
+                journalWriter.appendCounters(context.counters());
+            }
+            catch (final IOException ex)
+            {
+                context.errorHandler().onError(ex);
+            }
+            journalWriter.close();
+        }
+    }
+}

@@ -1,0 +1,48 @@
+package io.kvstash.pipeline;
+
+import com.lmax.disruptor.ExceptionHandler;
+import io.kvstash.core.Status;
+import io.kvstash.core.StoreCounters;
+import org.agrona.ErrorHandler;
+
+/**
+ * Replaces the Disruptor's default fatal handler: an exception thrown by a stage answers its event with
+ * SERVER_ERROR (later stages pass it through, publish answers it), is counted and goes to the distinct
+ * error log. The stage's processor carries on with the next event.
+ */
+final class PipelineExceptionHandler implements ExceptionHandler<RequestEvent>
+{
+    private final ErrorHandler errorHandler;
+    private final StoreCounters counters;
+
+    PipelineExceptionHandler(final ErrorHandler errorHandler, final StoreCounters counters)
+    {
+        this.errorHandler = errorHandler;
+        this.counters = counters;
+    }
+
+    @Override
+    public void handleEventException(final Throwable ex, final long sequence, final RequestEvent event)
+    {
+        if (null != event)
+        {
+            event.command.fail(Status.SERVER_ERROR, "unexpected server error");
+        }
+        counters.addAtomic(StoreCounters.ERRORS, 1);
+        errorHandler.onError(ex);
+    }
+
+    @Override
+    public void handleOnStartException(final Throwable ex)
+    {
+        counters.addAtomic(StoreCounters.ERRORS, 1);
+        errorHandler.onError(ex);
+    }
+
+    @Override
+    public void handleOnShutdownException(final Throwable ex)
+    {
+        counters.addAtomic(StoreCounters.ERRORS, 1);
+        errorHandler.onError(ex);
+    }
+}

@@ -1,0 +1,79 @@
+package io.kvstash.pipeline;
+
+import io.kvstash.core.StoreCommand;
+import io.kvstash.core.StoreContext;
+
+/**
+ * The Disruptor event: a pre-allocated {@link StoreCommand} plus the routing the publish stage needs and
+ * the stage timestamps of the latency recording. Reused for every request that lands in its ring slot; the
+ * producer calls {@link #reset()} before filling it.
+ * <p>
+ * Ownership follows the sequence: the producer until publish, then each stage in turn.
+ */
+public final class RequestEvent
+{
+    /** The request and its outcome. */
+    public final StoreCommand command;
+    /** Index of the client to answer (IPC session slot), -1 for requests that expect no answer. */
+    public int clientIndex;
+    /** Session generation of that client, so an answer never reaches a newer client in the same slot. */
+    public long clientSession;
+    /**
+     * Status the decoder failed the request with before any stage (MALFORMED, UNKNOWN_TYPE), or OK. The
+     * decoder also calls {@link StoreCommand#fail}; this copy lets the journal replay the rejection.
+     */
+    public int decodeStatus;
+    /** Time the reserve stage started, ns, or 0 when this event's stages are not timed. */
+    public long reserveStartNs;
+    /** Time the reserve stage ended, ns. */
+    public long reserveEndNs;
+    /** Time the slot-assign stage started, ns. */
+    public long assignStartNs;
+    /** Time the slot-assign stage ended, ns. */
+    public long assignEndNs;
+    /** Time the commit stage started, ns. */
+    public long commitStartNs;
+    /** Time the commit stage ended, ns. */
+    public long commitEndNs;
+
+    /**
+     * An event sized for a store configuration.
+     *
+     * @param context concluded store configuration.
+     */
+    public RequestEvent(final StoreContext context)
+    {
+        command = new StoreCommand(context);
+    }
+
+    /**
+     * Fails the request at decoding: it passes every stage untouched and is answered with the status.
+     *
+     * @param status  MALFORMED, UNKNOWN_TYPE or INVALID_REQUEST.
+     * @param message readable reason, a constant.
+     */
+    public void rejectAtDecode(final int status, final String message)
+    {
+        decodeStatus = status;
+        command.fail(status, message);
+    }
+
+    /**
+     * Clears the event for a new request.
+     *
+     * @return the command to fill.
+     */
+    public StoreCommand reset()
+    {
+        clientIndex = -1;
+        clientSession = 0;
+        decodeStatus = 0;
+        reserveStartNs = 0;
+        reserveEndNs = 0;
+        assignStartNs = 0;
+        assignEndNs = 0;
+        commitStartNs = 0;
+        commitEndNs = 0;
+        return command.reset();
+    }
+}

@@ -1,0 +1,340 @@
+package io.kvstash.pipeline;
+
+import com.lmax.disruptor.EventHandler;
+import io.kvstash.core.DataMover;
+import io.kvstash.core.RequestType;
+import io.kvstash.core.SlotAssigner;
+import io.kvstash.core.Status;
+import io.kvstash.core.StoreCommand;
+import io.kvstash.core.StoreCounters;
+import io.kvstash.core.book.ChunkBook;
+import io.kvstash.pipeline.journal.JournalWriter;
+import io.kvstash.pipeline.latency.LatencyRecorders;
+import org.agrona.ErrorHandler;
+import org.agrona.concurrent.NanoClock;
+
+/**
+ * The pipeline's stage handlers. Each stage owns its part of the state and is its single writer:
+ * <ul>
+ *   <li>{@link Reserve}: the {@link ChunkBook} (index, chunk states, LRU, pins, transfers, leases,
+ *   instances, slot accounting); every decision, including the early return of a PREPARE_STORE with
+ *   nothing to reserve, which it marks done so later stages pass it through;</li>
+ *   <li>{@link SlotAssign}: the {@link SlotAssigner}, turning slot ids into pool offsets;</li>
+ *   <li>{@link Commit}: the {@link DataMover}, moving copy-transport bytes and owning the DATA counters;</li>
+ *   <li>{@link Publish}: the response sink, the REQUESTS counters and every latency recorder;</li>
+ *   <li>{@link Journal}: the journal writer, beside publish.</li>
+ * </ul>
+ * A stage never reads another stage's state; what a later stage needs travels in the event.
+ */
+final class Stages
+{
+    private Stages()
+    {
+    }
+
+    /**
+     * Whether an event is timed per stage.
+     */
+    static boolean timed(final long sequence, final int sampleMask, final boolean latencyEnabled)
+    {
+        return latencyEnabled && (sequence & sampleMask) == 0;
+    }
+
+    /**
+     * Reserve stage: the book's decision. Owner: the reserve thread.
+     */
+    static final class Reserve implements EventHandler<RequestEvent>
+    {
+        private final ChunkBook book;
+        private final NanoClock clock;
+        private final int sampleMask;
+        private final boolean latencyEnabled;
+
+        Reserve(final ChunkBook book, final NanoClock clock, final int sampleMask, final boolean latencyEnabled)
+        {
+            this.book = book;
+            this.clock = clock;
+            this.sampleMask = sampleMask;
+            this.latencyEnabled = latencyEnabled;
+        }
+
+        @Override
+        public void onEvent(final RequestEvent event, final long sequence, final boolean endOfBatch)
+        {
+            if (timed(sequence, sampleMask, latencyEnabled))
+            {
+                event.reserveStartNs = clock.nanoTime();
+                book.reserve(event.command);
+                event.reserveEndNs = clock.nanoTime();
+            }
+            else
+            {
+                book.reserve(event.command);
+            }
+        }
+    }
+
+    /**
+     * Slot-assign stage: offsets of the decided slots. Owner: the slot-assign thread.
+     */
+    static final class SlotAssign implements EventHandler<RequestEvent>
+    {
+        private final SlotAssigner assigner;
+        private final NanoClock clock;
+
+        SlotAssign(final SlotAssigner assigner, final NanoClock clock)
+        {
+            this.assigner = assigner;
+            this.clock = clock;
+        }
+
+        @Override
+        public void onEvent(final RequestEvent event, final long sequence, final boolean endOfBatch)
+        {
+            if (0 != event.reserveStartNs)
+            {
+                event.assignStartNs = clock.nanoTime();
+                assigner.assign(event.command);
+                event.assignEndNs = clock.nanoTime();
+            }
+            else
+            {
+                assigner.assign(event.command);
+            }
+        }
+    }
+
+    /**
+     * Commit stage: data effects. Owner: the commit thread.
+     */
+    static final class Commit implements EventHandler<RequestEvent>
+    {
+        private final DataMover mover;
+        private final NanoClock clock;
+
+        Commit(final DataMover mover, final NanoClock clock)
+        {
+            this.mover = mover;
+            this.clock = clock;
+        }
+
+        @Override
+        public void onEvent(final RequestEvent event, final long sequence, final boolean endOfBatch)
+        {
+            if (0 != event.reserveStartNs)
+            {
+                event.commitStartNs = clock.nanoTime();
+                mover.commit(event.command);
+                event.commitEndNs = clock.nanoTime();
+            }
+            else
+            {
+                mover.commit(event.command);
+            }
+        }
+    }
+
+    /**
+     * Publish stage: answers, counts and records latency. Owner: the publish thread. A sink that throws
+     * is logged and counted; the pipeline goes on.
+     */
+    static final class Publish implements EventHandler<RequestEvent>
+    {
+        private final ResponseSink sink;
+        private final StoreCounters counters;
+        private final LatencyRecorders latency;
+        private final NanoClock clock;
+        private final boolean latencyEnabled;
+        private final ErrorHandler errorHandler;
+
+        Publish(
+            final ResponseSink sink,
+            final StoreCounters counters,
+            final LatencyRecorders latency,
+            final NanoClock clock,
+            final boolean latencyEnabled,
+            final ErrorHandler errorHandler)
+        {
+            this.sink = sink;
+            this.counters = counters;
+            this.latency = latency;
+            this.clock = clock;
+            this.latencyEnabled = latencyEnabled;
+            this.errorHandler = errorHandler;
+        }
+
+        @Override
+        public void onEvent(final RequestEvent event, final long sequence, final boolean endOfBatch)
+        {
+            final StoreCommand command = event.command;
+            final int type = command.type;
+            final int status = command.status;
+            if (RequestType.isValid(type) && status >= 0 && status < Status.COUNT)
+            {
+                counters.increment(StoreCounters.requestId(type, status));
+            }
+            else
+            {
+                counters.increment(StoreCounters.requestId(RequestType.PING, Status.UNKNOWN_TYPE));
+            }
+            final long start = 0 != event.reserveStartNs ? clock.nanoTime() : 0;
+            try
+            {
+                sink.onResponse(event);
+            }
+            catch (final Throwable ex)
+            {
+                counters.addAtomic(StoreCounters.ERRORS, 1);
+                errorHandler.onError(ex);
+            }
+            if (latencyEnabled)
+            {
+                final long end = clock.nanoTime();
+                latency.recordRequest(type, end - command.timestampNs);
+                if (0 != start)
+                {
+                    latency.recordStage(LatencyRecorders.STAGE_RESERVE,
+                        event.reserveStartNs - command.timestampNs, event.reserveEndNs - event.reserveStartNs);
+                    final long assignStart = 0 != event.assignStartNs ? event.assignStartNs : event.reserveEndNs;
+                    final long assignEnd = 0 != event.assignEndNs ? event.assignEndNs : assignStart;
+                    latency.recordStage(LatencyRecorders.STAGE_SLOT_ASSIGN,
+                        assignStart - event.reserveEndNs, assignEnd - assignStart);
+                    final long commitStart = 0 != event.commitStartNs ? event.commitStartNs : assignEnd;
+                    final long commitEnd = 0 != event.commitEndNs ? event.commitEndNs : commitStart;
+                    latency.recordStage(LatencyRecorders.STAGE_COMMIT,
+                        commitStart - assignEnd, commitEnd - commitStart);
+                    latency.recordStage(LatencyRecorders.STAGE_PUBLISH, start - commitEnd, end - start);
+                }
+            }
+        }
+    }
+
+    /**
+     * Journal stage, beside publish: appends each finished request and its outcome. Owner: the journal
+     * thread. A failing journal (disk full) is logged once and switched off; the pipeline goes on.
+     */
+    static final class Journal implements EventHandler<RequestEvent>
+    {
+        private final JournalWriter writer;
+        private final ErrorHandler errorHandler;
+        private final StoreCounters counters;
+        private boolean failed;
+
+        Journal(final JournalWriter writer, final ErrorHandler errorHandler, final StoreCounters counters)
+        {
+            this.writer = writer;
+            this.errorHandler = errorHandler;
+            this.counters = counters;
+        }
+
+        @Override
+        public void onEvent(final RequestEvent event, final long sequence, final boolean endOfBatch)
+        {
+            if (failed)
+            {
+                return;
+            }
+            try
+            {
+                writer.append(event.command, event.clientIndex, event.decodeStatus);
+            }
+            catch (final Throwable ex)
+            {
+                failed = true;
+                counters.addAtomic(StoreCounters.ERRORS, 1);
+                errorHandler.onError(new IllegalStateException("journal disabled after a write failure", ex));
+            }
+        }
+
+        JournalWriter writer()
+        {
+            return writer;
+        }
+    }
+
+    /**
+     * Every stage in order on one thread: reserve, slot-assign, commit, journal, publish. An exception in a
+     * deciding stage answers the event SERVER_ERROR; journal and publish still run. Stage timestamps are
+     * shared between adjacent stages (one clock read per boundary).
+     */
+    static final class Inline implements EventHandler<RequestEvent>
+    {
+        private final ChunkBook book;
+        private final SlotAssigner assigner;
+        private final DataMover mover;
+        private final Journal journal;
+        private final Publish publish;
+        private final NanoClock clock;
+        private final int sampleMask;
+        private final boolean latencyEnabled;
+        private final ErrorHandler errorHandler;
+        private final StoreCounters counters;
+        private long events;
+
+        Inline(
+            final ChunkBook book,
+            final SlotAssigner assigner,
+            final DataMover mover,
+            final Journal journal,
+            final Publish publish,
+            final NanoClock clock,
+            final int sampleMask,
+            final boolean latencyEnabled,
+            final ErrorHandler errorHandler,
+            final StoreCounters counters)
+        {
+            this.book = book;
+            this.assigner = assigner;
+            this.mover = mover;
+            this.journal = journal;
+            this.publish = publish;
+            this.clock = clock;
+            this.sampleMask = sampleMask;
+            this.latencyEnabled = latencyEnabled;
+            this.errorHandler = errorHandler;
+            this.counters = counters;
+        }
+
+        @Override
+        public void onEvent(final RequestEvent event, final long sequence, final boolean endOfBatch)
+        {
+            final StoreCommand command = event.command;
+            try
+            {
+                if (timed(sequence, sampleMask, latencyEnabled))
+                {
+                    event.reserveStartNs = clock.nanoTime();
+                    book.reserve(command);
+                    event.reserveEndNs = clock.nanoTime();
+                    assigner.assign(command);
+                    event.assignEndNs = clock.nanoTime();
+                    mover.commit(command);
+                    event.commitEndNs = clock.nanoTime();
+                }
+                else
+                {
+                    book.reserve(command);
+                    assigner.assign(command);
+                    mover.commit(command);
+                }
+            }
+            catch (final Throwable ex)
+            {
+                command.fail(Status.SERVER_ERROR, "unexpected server error");
+                counters.addAtomic(StoreCounters.ERRORS, 1);
+                errorHandler.onError(ex);
+            }
+            if (null != journal)
+            {
+                journal.onEvent(event, sequence, endOfBatch);
+            }
+            publish.onEvent(event, sequence, endOfBatch);
+            events++;
+        }
+
+        long events()
+        {
+            return events;
+        }
+    }
+}

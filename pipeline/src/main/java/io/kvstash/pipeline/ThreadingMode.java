@@ -1,0 +1,17 @@
+package io.kvstash.pipeline;
+
+/**
+ * How the pipeline's stages are mapped onto threads.
+ */
+public enum ThreadingMode
+{
+    /**
+     * All stages run in one {@link PipelineAgent} that the caller schedules, typically composed with the
+     * receiver on one thread: no thread hop between receiving a request and answering it.
+     */
+    SHARED,
+    /** All stages run one after another on one dedicated pipeline thread (the default on 2 cores). */
+    DEDICATED,
+    /** Each stage (reserve, slot-assign, commit, publish, and the journal beside publish) has its own thread. */
+    THREAD_PER_STAGE
+}
