@@ -67,9 +67,11 @@ public final class StoreContext
         {
             throw new IllegalArgumentException("lease must be positive: " + leaseNs);
         }
-        if (slotBytes < 0 || slotBytes > poolSizeBytes)
+        if (slotBytes < 0 || slotBytes > poolSizeBytes ||
+            ((slotBytes + alignment - 1) & -(long)alignment) > poolSizeBytes)
         {
-            throw new IllegalArgumentException("slot bytes must be in [0, pool size]: " + slotBytes);
+            throw new IllegalArgumentException(
+                "slot bytes rounded up to the alignment must be in [0, pool size]: " + slotBytes);
         }
         if (maxChunksPerRequest <= 0 || maxChunksPerRequest > (1 << 20))
         {

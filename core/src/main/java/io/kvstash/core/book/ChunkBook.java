@@ -243,6 +243,12 @@ public final class ChunkBook
             return;
         }
         final long neededSlotBytes = alignUp(chunkBytes);
+        if (neededSlotBytes > context.poolSizeBytes())
+        {
+            // The chunk fits the pool but its aligned slot does not: the pool would have no slot at all.
+            command.fail(Status.INVALID_LAYOUT, "chunk slot (chunk rounded up to the alignment) larger than the pool");
+            return;
+        }
         if (neededSlotBytes > slotBytes)
         {
             if (context.slotBytes() > 0)
@@ -255,12 +261,16 @@ public final class ChunkBook
                 command.fail(Status.INVALID_LAYOUT, "chunk larger than the slot size and the pool is not empty");
                 return;
             }
-            cutSlots(neededSlotBytes);
         }
+        // Every refusal comes before the first change: a refused REGISTER leaves the slots as they were.
         if (instances.isFull())
         {
             command.fail(Status.BUSY, "instance limit reached");
             return;
+        }
+        if (neededSlotBytes > slotBytes)
+        {
+            cutSlots(neededSlotBytes);
         }
         final long ns = hasher.namespace(command.model, command.modelLength, command.worldSize, command.rank, 0);
         instances.add(command.instanceId, layout, chunkBytes, ns);
