@@ -92,6 +92,7 @@ class PipelineTraceReplayTest
         final PipelineContext context = new PipelineContext()
             .storeContext(storeContext)
             .threadingMode(mode)
+            .waitMode(ThreadingMode.THREAD_PER_STAGE == mode ? WaitMode.YIELDING : WaitMode.BACKOFF)
             .journalFile(journal)
             .responseSink(router);
         try (Pipeline pipeline = new Pipeline(context).start())

@@ -1,0 +1,262 @@
+package io.kvstash.pipeline;
+
+import io.kvstash.core.ChunkKeys;
+import io.kvstash.core.RequestType;
+import io.kvstash.core.Status;
+import io.kvstash.core.StoreCommand;
+import io.kvstash.core.StoreContext;
+import io.kvstash.core.layout.Dtype;
+import io.kvstash.core.layout.Layout;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
+
+import java.util.SplittableRandom;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * Several producer threads issue a random mix of every request concurrently, on chunks they share (one
+ * model, world size and rank), with a small pool and short leases so eviction, NO_SPACE, pins held by
+ * others and expired leases all happen; a timer thread publishes SWEEP ticks. Forbidden outcomes: a request
+ * without exactly one response, a response delivered to another producer, a broken invariant of the book,
+ * anything reserved or pinned after every instance unregistered.
+ */
+@Timeout(120)
+class ConcurrentProducersTest
+{
+    static final int PRODUCERS = 3;
+    static final long RUN_NS = TimeUnit.MILLISECONDS.toNanos(1500);
+    static final Layout LAYOUT = Layout.of("shared-model", 1, 0, 1, 4, Dtype.FLOAT16, false);
+
+    @ParameterizedTest
+    @EnumSource(ThreadingMode.class)
+    void shouldAnswerEveryRequestOnceAndKeepInvariantsWhenProducersRace(final ThreadingMode mode) throws Exception
+    {
+        final StoreContext storeContext = new StoreContext()
+            .poolSizeBytes(48 * 4096L)
+            .alignment(4096)
+            .leaseNs(TimeUnit.MILLISECONDS.toNanos(20))
+            .conclude();
+        final PipelineCaller.Router router = new PipelineCaller.Router(PRODUCERS, storeContext);
+        final AtomicLong misrouted = new AtomicLong();
+        final ResponseSink sink = event ->
+        {
+            if (event.clientIndex >= 0 && (event.command.correlationId >>> 40) != event.clientIndex)
+            {
+                misrouted.incrementAndGet();
+            }
+            router.onResponse(event);
+        };
+        final PipelineContext context = new PipelineContext()
+            .storeContext(storeContext)
+            .threadingMode(ThreadingMode.SHARED == mode ? ThreadingMode.DEDICATED : mode)
+            .waitMode(WaitMode.YIELDING)
+            .multiProducer(true)
+            .responseSink(sink);
+        final long[] calls = new long[PRODUCERS];
+        final AtomicLong sweeps = new AtomicLong();
+        final AtomicReference<Throwable> failure = new AtomicReference<>();
+        try (Pipeline pipeline = new Pipeline(context).start())
+        {
+            final Thread[] threads = new Thread[PRODUCERS + 1];
+            final long end = System.nanoTime() + RUN_NS;
+            for (int p = 0; p < PRODUCERS; p++)
+            {
+                final int index = p;
+                threads[p] = new Thread(() ->
+                {
+                    try
+                    {
+                        calls[index] = produce(new PipelineCaller(pipeline, router, index), index, end);
+                    }
+                    catch (final Throwable ex)
+                    {
+                        failure.compareAndSet(null, ex);
+                    }
+                }, "producer-" + p);
+            }
+            threads[PRODUCERS] = new Thread(() ->
+            {
+                while (System.nanoTime() - end < 0)
+                {
+                    if (pipeline.tryPublishSweep(pipeline.context().clock().nanoTime()))
+                    {
+                        sweeps.incrementAndGet();
+                    }
+                    sleepMs(5);
+                }
+            }, "sweeper");
+            for (final Thread thread : threads)
+            {
+                thread.start();
+            }
+            for (final Thread thread : threads)
+            {
+                thread.join();
+            }
+            if (null != failure.get())
+            {
+                throw new AssertionError("producer failed", failure.get());
+            }
+            final PipelineCaller cleaner = new PipelineCaller(pipeline, router, 0);
+            for (int p = 0; p < PRODUCERS; p++)
+            {
+                assertEquals(Status.OK, cleaner.call(c ->
+                {
+                    c.type = RequestType.UNREGISTER;
+                    c.instanceId = 100;
+                }).status);
+                final long instance = 100 + p;
+                assertEquals(Status.OK, cleaner.call(c ->
+                {
+                    c.type = RequestType.UNREGISTER;
+                    c.instanceId = instance;
+                }).status);
+            }
+            while (!pipeline.isDrained())
+            {
+                Thread.onSpinWait();
+            }
+            long total = 0;
+            for (int p = 0; p < PRODUCERS; p++)
+            {
+                total += calls[p];
+                final long extra = 0 == p ? 2L * PRODUCERS : 0;
+                assertEquals(calls[p] + extra, router.mailboxes[p].deliveries.get(), "producer " + p);
+            }
+            assertTrue(total > 100, "only " + total + " requests in the run");
+            assertEquals(total + 2L * PRODUCERS + sweeps.get(), router.responses.get());
+            assertEquals(0, misrouted.get());
+            assertNull(pipeline.book().verifyInvariants());
+            assertEquals(0, pipeline.book().reservedChunks());
+            assertEquals(0, pipeline.book().pinnedChunks());
+            assertEquals(0, pipeline.book().pendingTransfers());
+            assertEquals(pipeline.book().slotCapacity(),
+                pipeline.book().freeSlots() + pipeline.book().readableChunks());
+        }
+    }
+
+    private static long produce(final PipelineCaller caller, final int index, final long end)
+    {
+        final SplittableRandom random = new SplittableRandom(7919L * (index + 1));
+        final long instance = 100 + index;
+        long calls = 0;
+        StoreCommand response = caller.register(instance, LAYOUT);
+        calls++;
+        assertEquals(Status.OK, response.status);
+        while (System.nanoTime() - end < 0)
+        {
+            final int from = random.nextInt(40);
+            final ChunkKeys keys = ids(from, 1 + random.nextInt(12));
+            switch (random.nextInt(7))
+            {
+                case 0:
+                case 1:
+                {
+                    response = caller.keyed(RequestType.PREPARE_STORE, instance, keys, 0);
+                    calls++;
+                    final long transfer = response.outTransferId;
+                    if (0 != transfer)
+                    {
+                        final int type = random.nextInt(5) == 0 ? RequestType.ABORT_STORE : RequestType.COMMIT_STORE;
+                        caller.onTransfer(type, instance, transfer);
+                        calls++;
+                    }
+                    break;
+                }
+                case 2:
+                {
+                    response = caller.keyed(RequestType.LOOKUP, instance, keys, StoreCommand.FLAG_PIN);
+                    calls++;
+                    final long transfer = response.outTransferId;
+                    if (0 != transfer)
+                    {
+                        if (random.nextBoolean())
+                        {
+                            caller.onTransfer(RequestType.RELEASE, instance, transfer);
+                            calls++;
+                        }
+                        else
+                        {
+                            final long retrieve = caller.call(c ->
+                            {
+                                c.type = RequestType.PREPARE_RETRIEVE;
+                                c.instanceId = instance;
+                                c.transferId = transfer;
+                                c.flags = StoreCommand.FLAG_FROM_LOOKUP;
+                            }).outTransferId;
+                            calls++;
+                            if (0 != retrieve)
+                            {
+                                caller.onTransfer(RequestType.COMMIT_RETRIEVE, instance, retrieve);
+                                calls++;
+                            }
+                        }
+                    }
+                    break;
+                }
+                case 3:
+                case 4:
+                {
+                    response = caller.keyed(RequestType.PREPARE_RETRIEVE, instance, keys, 0);
+                    calls++;
+                    final long transfer = response.outTransferId;
+                    if (0 != transfer && random.nextInt(10) != 0)
+                    {
+                        caller.onTransfer(RequestType.COMMIT_RETRIEVE, instance, transfer);
+                        calls++;
+                    }
+                    break;
+                }
+                case 5:
+                {
+                    caller.onTransfer(RequestType.COMMIT_STORE, instance, random.nextLong());
+                    calls++;
+                    break;
+                }
+                default:
+                {
+                    if (random.nextInt(50) == 0)
+                    {
+                        caller.call(c -> c.type = RequestType.CLEAR);
+                    }
+                    else
+                    {
+                        caller.call(c -> c.type = RequestType.PING);
+                    }
+                    calls++;
+                    break;
+                }
+            }
+        }
+        return calls;
+    }
+
+    private static ChunkKeys ids(final int from, final int count)
+    {
+        final long[] ids = new long[count];
+        for (int i = 0; i < count; i++)
+        {
+            ids[i] = from + i;
+        }
+        return ChunkKeys.ofIds(ids);
+    }
+
+    private static void sleepMs(final long ms)
+    {
+        try
+        {
+            Thread.sleep(ms);
+        }
+        catch (final InterruptedException ex)
+        {
+            Thread.currentThread().interrupt();
+        }
+    }
+}
