@@ -275,6 +275,17 @@ public final class Pipeline implements AutoCloseable
     }
 
     /**
+     * Highest sequence every stage has finished with (the minimum of the gating sequences): an event at or
+     * below it will never be touched by the pipeline again.
+     *
+     * @return the sequence, -1 before the first event.
+     */
+    public long processedSequence()
+    {
+        return ring.getMinimumGatingSequence();
+    }
+
+    /**
      * Whether every published event has passed every stage.
      *
      * @return true when idle.

@@ -18,6 +18,8 @@ public final class RequestEvent
     public int clientIndex;
     /** Session generation of that client, so an answer never reaches a newer client in the same slot. */
     public long clientSession;
+    /** Opaque value of the producer, handed back to the response sink (the IPC layer's response bound). */
+    public long producerTag;
     /**
      * Status the decoder failed the request with before any stage (MALFORMED, UNKNOWN_TYPE), or OK. The
      * decoder also calls {@link StoreCommand#fail}; this copy lets the journal replay the rejection.
@@ -68,6 +70,7 @@ public final class RequestEvent
         clientIndex = -1;
         clientSession = 0;
         decodeStatus = 0;
+        producerTag = 0;
         reserveStartNs = 0;
         reserveEndNs = 0;
         assignStartNs = 0;
