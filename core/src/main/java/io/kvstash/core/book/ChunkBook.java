@@ -1090,6 +1090,42 @@ public final class ChunkBook
     }
 
     /**
+     * Whether a transfer id is pending (issued, not finished, not reclaimed), for tests and diagnostics.
+     * A transfer whose lease ended but that no request or sweep has reclaimed yet is still pending.
+     *
+     * @param transferId transfer id.
+     * @return true when the id resolves to a pending transfer.
+     */
+    public boolean isPending(final long transferId)
+    {
+        return transfers.resolve(transferId) >= 0;
+    }
+
+    /**
+     * Owner of a pending transfer, for tests and diagnostics.
+     *
+     * @param transferId transfer id.
+     * @return the owning instance id; undefined when the transfer is not {@link #isPending(long) pending}.
+     */
+    public long transferOwner(final long transferId)
+    {
+        final int t = transfers.resolve(transferId);
+        return t < 0 ? 0 : instances.instanceId(transfers.instance(t));
+    }
+
+    /**
+     * Lease deadline of a pending transfer on the command clock, for tests and diagnostics.
+     *
+     * @param transferId transfer id.
+     * @return deadline in nanoseconds; undefined when the transfer is not {@link #isPending(long) pending}.
+     */
+    public long transferDeadlineNs(final long transferId)
+    {
+        final int t = transfers.resolve(transferId);
+        return t < 0 ? 0 : transfers.deadlineNs(t);
+    }
+
+    /**
      * Namespace of a registered instance's keys with no salt, for tests and diagnostics.
      *
      * @param instanceId instance.
@@ -1122,7 +1158,7 @@ public final class ChunkBook
      * capacity; the index holds exactly the reserved and readable chunks, each once; the LRU list holds
      * exactly the readable chunks; pins equal the references of pending lookup and retrieve transfers;
      * reserved chunks belong to exactly one pending store of a live instance; every pending transfer has a
-     * registered owner and a deadline; the slot table agrees with the states.
+     * registered owner and a deadline; the slot table agrees with the states (a free slot's word says FREE).
      *
      * @return null when every invariant holds, else a description of the first violation.
      */
@@ -1177,6 +1213,10 @@ public final class ChunkBook
                 SlotTableDescriptor.generation(word) != generation[id]))
             {
                 return "slot word of " + id + " disagrees with its state";
+            }
+            if (FREE == state[id] && SlotTableDescriptor.STATE_FREE != SlotTableDescriptor.state(word))
+            {
+                return "slot word of free slot " + id + " is not FREE";
             }
         }
         if (readable != readableChunks || reserved != reservedChunks || pinned != pinnedChunks ||
