@@ -191,7 +191,8 @@ public final class KvStore
     }
 
     /**
-     * LOOKUP_ALL_RANKS: the prefix readable for every rank of a world size.
+     * LOOKUP_ALL_RANKS: the prefix readable for every rank of a world size. Encodes the model name on
+     * every call (allocates); see {@link #lookupAllRanks(byte[], int, int, ChunkKeys)}.
      *
      * @param model     model name.
      * @param worldSize world size.
@@ -200,15 +201,30 @@ public final class KvStore
      */
     public StoreCommand lookupAllRanks(final String model, final int worldSize, final ChunkKeys keys)
     {
-        final StoreCommand c = withKeys(begin(RequestType.LOOKUP_ALL_RANKS, 0), keys);
         final byte[] bytes = model.getBytes(StandardCharsets.UTF_8);
-        if (bytes.length > c.model.length)
+        return lookupAllRanks(bytes, bytes.length, worldSize, keys);
+    }
+
+    /**
+     * LOOKUP_ALL_RANKS with the model name as UTF-8 bytes; unlike the {@code String} form it allocates nothing.
+     *
+     * @param model       model name bytes (UTF-8).
+     * @param modelLength bytes used from index 0.
+     * @param worldSize   world size.
+     * @param keys        key range.
+     * @return outcome: hit chunks.
+     */
+    public StoreCommand lookupAllRanks(
+        final byte[] model, final int modelLength, final int worldSize, final ChunkKeys keys)
+    {
+        final StoreCommand c = withKeys(begin(RequestType.LOOKUP_ALL_RANKS, 0), keys);
+        if (modelLength < 0 || modelLength > c.model.length || modelLength > model.length)
         {
             c.fail(Status.INVALID_REQUEST, "model name longer than 255 bytes");
             return c;
         }
-        System.arraycopy(bytes, 0, c.model, 0, bytes.length);
-        c.modelLength = bytes.length;
+        System.arraycopy(model, 0, c.model, 0, modelLength);
+        c.modelLength = modelLength;
         c.worldSize = worldSize;
         return execute(c);
     }

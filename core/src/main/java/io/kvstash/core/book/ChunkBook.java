@@ -925,8 +925,9 @@ public final class ChunkBook
         {
             return instances.namespace(instance);
         }
+        // The table's own copy of the model name: Layout.modelBytes() would allocate a copy per request.
         final Layout layout = instances.layout(instance);
-        final byte[] model = layout.modelBytes();
+        final byte[] model = instances.model(instance);
         return hasher.namespace(model, model.length, layout.worldSize(), layout.rank(), salt);
     }
 

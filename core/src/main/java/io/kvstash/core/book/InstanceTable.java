@@ -20,6 +20,7 @@ final class InstanceTable
     private final Long2LongHashMap idToIndex = new Long2LongHashMap(-1);
     private final long[] instanceId;
     private final Layout[] layout;
+    private final byte[][] model;
     private final long[] chunkBytes;
     private final long[] namespace;
     private final int[] freeStack;
@@ -30,6 +31,7 @@ final class InstanceTable
     {
         instanceId = new long[maxInstances];
         layout = new Layout[maxInstances];
+        model = new byte[maxInstances][];
         chunkBytes = new long[maxInstances];
         namespace = new long[maxInstances];
         freeStack = new int[maxInstances];
@@ -59,6 +61,7 @@ final class InstanceTable
         final int index = freeStack[--freeTop];
         instanceId[index] = id;
         layout[index] = instanceLayout;
+        model[index] = instanceLayout.modelBytes();
         chunkBytes[index] = instanceChunkBytes;
         namespace[index] = instanceNamespace;
         idToIndex.put(id, index);
@@ -70,12 +73,21 @@ final class InstanceTable
     {
         idToIndex.remove(instanceId[index]);
         layout[index] = null;
+        model[index] = null;
         freeStack[freeTop++] = index;
     }
 
     Layout layout(final int index)
     {
         return layout[index];
+    }
+
+    /**
+     * Model name bytes of an instance's layout; the table's own copy, never to be changed by the caller.
+     */
+    byte[] model(final int index)
+    {
+        return model[index];
     }
 
     long chunkBytes(final int index)
