@@ -6,61 +6,102 @@ import org.agrona.concurrent.UnsafeBuffer;
 import java.nio.ByteBuffer;
 
 /**
- * The pool's data region as raw memory: a base address and a length that may exceed 2 GiB (a mapped file
- * in the server, a direct buffer in tests). Views onto one chunk are {@link UnsafeBuffer}s re-wrapped in
- * place, so handing one out allocates nothing.
+ * The pool's data region as raw memory, possibly larger than 2 GiB: one or more segments, each a base
+ * address of up to {@link StoreContext#SEGMENT_BYTES} (a mapped file in the server and its clients, a direct
+ * buffer in tests). Slots never straddle segments ({@link SlotGeometry}), so a chunk is always one range of
+ * one segment. Views onto a chunk are {@link UnsafeBuffer}s re-wrapped in place: handing one out allocates
+ * nothing.
  */
 public final class PoolRegion
 {
-    private final long address;
+    private final long[] addresses;
+    private final long segmentBytes;
     private final long length;
     @SuppressWarnings({ "unused", "FieldCanBeLocal" })
     private final Object keepAlive;
 
-    private PoolRegion(final long address, final long length, final Object keepAlive)
+    private PoolRegion(final long[] addresses, final long segmentBytes, final long length, final Object keepAlive)
     {
-        this.address = address;
+        this.addresses = addresses;
+        this.segmentBytes = segmentBytes;
         this.length = length;
         this.keepAlive = keepAlive;
     }
 
     /**
-     * A region over memory owned by someone else, who keeps it mapped for the region's lifetime.
+     * A contiguous region over memory owned by someone else, who keeps it alive for the region's lifetime.
      *
      * @param address   base address.
-     * @param length    bytes.
+     * @param length    bytes, at most {@link StoreContext#SEGMENT_BYTES}.
      * @param keepAlive object whose reachability keeps the memory alive (a buffer, a mapping), or null.
      * @return the region.
      */
     public static PoolRegion wrap(final long address, final long length, final Object keepAlive)
     {
-        return new PoolRegion(address, length, keepAlive);
+        if (length > StoreContext.SEGMENT_BYTES)
+        {
+            throw new IllegalArgumentException("a contiguous region holds one segment at most: use ofSegments");
+        }
+        return new PoolRegion(new long[]{ address }, StoreContext.SEGMENT_BYTES, length, keepAlive);
+    }
+
+    /**
+     * A region of several mapped segments.
+     *
+     * @param addresses    base address of each segment, in order.
+     * @param segmentBytes bytes of every segment but the last.
+     * @param length       total bytes.
+     * @param keepAlive    object whose reachability keeps the mappings alive, or null.
+     * @return the region.
+     */
+    public static PoolRegion ofSegments(
+        final long[] addresses, final long segmentBytes, final long length, final Object keepAlive)
+    {
+        if (segmentBytes != StoreContext.SEGMENT_BYTES)
+        {
+            throw new IllegalArgumentException("segments must be " + StoreContext.SEGMENT_BYTES + " bytes");
+        }
+        if ((length + segmentBytes - 1) / segmentBytes != addresses.length)
+        {
+            throw new IllegalArgumentException(addresses.length + " segments do not cover " + length + " bytes");
+        }
+        return new PoolRegion(addresses.clone(), segmentBytes, length, keepAlive);
     }
 
     /**
      * A region on a fresh zeroed direct buffer, page aligned.
      *
-     * @param length bytes, at most 2 GiB minus one page.
+     * @param length bytes, at most {@link StoreContext#SEGMENT_BYTES}.
      * @return the region.
      */
     public static PoolRegion allocateDirect(final long length)
     {
-        if (length <= 0 || length > Integer.MAX_VALUE - 4096)
+        if (length <= 0 || length > StoreContext.SEGMENT_BYTES)
         {
             throw new IllegalArgumentException("direct pool length out of range: " + length);
         }
         final ByteBuffer buffer = BufferUtil.allocateDirectAligned((int)length, 4096);
-        return new PoolRegion(BufferUtil.address(buffer), length, buffer);
+        return new PoolRegion(new long[]{ BufferUtil.address(buffer) }, StoreContext.SEGMENT_BYTES, length, buffer);
     }
 
     /**
-     * Base address.
+     * Base address of the first segment.
      *
      * @return address of byte 0.
      */
     public long address()
     {
-        return address;
+        return addresses[0];
+    }
+
+    /**
+     * Number of segments.
+     *
+     * @return count.
+     */
+    public int segmentCount()
+    {
+        return addresses.length;
     }
 
     /**
@@ -74,13 +115,13 @@ public final class PoolRegion
     }
 
     /**
-     * Points a view at a range of the region.
+     * Points a view at a range of the region, which must lie inside one segment.
      *
      * @param view   buffer to re-wrap.
      * @param offset byte offset in the region.
      * @param bytes  length of the range.
      * @return the view.
-     * @throws IndexOutOfBoundsException when the range is outside the region.
+     * @throws IndexOutOfBoundsException when the range is outside the region or crosses a segment end.
      */
     public UnsafeBuffer wrap(final UnsafeBuffer view, final long offset, final int bytes)
     {
@@ -88,7 +129,13 @@ public final class PoolRegion
         {
             throw new IndexOutOfBoundsException("range [" + offset + ", +" + bytes + ") outside " + length);
         }
-        view.wrap(address + offset, bytes);
+        final int segment = (int)(offset / segmentBytes);
+        final long within = offset - segment * segmentBytes;
+        if (within + bytes > segmentBytes)
+        {
+            throw new IndexOutOfBoundsException("range [" + offset + ", +" + bytes + ") crosses a segment end");
+        }
+        view.wrap(addresses[segment] + within, bytes);
         return view;
     }
 }

@@ -38,15 +38,20 @@ public final class RequestType
     public static final int READ_DATA = 14;
     /** Internal timer tick: reclaim expired leases; issued by the server itself, never by a client. */
     public static final int SWEEP = 15;
+    /**
+     * Internal: a client session ended (closed, dead, or detached); unregister every instance it registered.
+     * Issued by the server itself, never by a client.
+     */
+    public static final int REAP = 16;
 
     /** Number of request types; codes are dense in {@code [0, COUNT)}. */
-    public static final int COUNT = 16;
+    public static final int COUNT = 17;
 
     private static final String[] NAMES =
     {
         "PING", "REGISTER", "UNREGISTER", "LOOKUP", "LOOKUP_ALL_RANKS", "RELEASE", "PREPARE_STORE",
         "COMMIT_STORE", "ABORT_STORE", "PREPARE_RETRIEVE", "COMMIT_RETRIEVE", "CLEAR", "STATS", "WRITE_DATA",
-        "READ_DATA", "SWEEP"
+        "READ_DATA", "SWEEP", "REAP"
     };
 
     private RequestType()

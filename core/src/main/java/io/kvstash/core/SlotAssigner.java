@@ -38,7 +38,7 @@ public final class SlotAssigner
         final long slotBytes = command.slotBytes;
         for (int i = 0; i < n; i++)
         {
-            final long offset = dataOffset + command.slotChunkId[i] * slotBytes;
+            final long offset = dataOffset + SlotGeometry.offset(command.slotChunkId[i], slotBytes);
             if (offset + command.chunkBytes > poolEnd || command.chunkBytes > slotBytes)
             {
                 command.fail(Status.SERVER_ERROR, "slot outside the pool");

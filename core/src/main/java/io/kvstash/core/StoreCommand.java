@@ -37,6 +37,11 @@ public final class StoreCommand
     public int flags;
     /** Cache salt value ({@link io.kvstash.core.hash.ChunkHasher#salt(String)}), 0 for none. */
     public long salt;
+    /**
+     * Client session the request came through (0 for embedded callers); REGISTER makes it the instance's
+     * owner and REAP names the session whose instances go.
+     */
+    public long session;
     /** Time of the request on the server's clock, nanoseconds; leases are judged against it. */
     public long timestampNs;
     /** Number of chunk keys in {@link #keyHi} / {@link #keyLo}. */
@@ -151,6 +156,7 @@ public final class StoreCommand
         transferId = 0;
         flags = 0;
         salt = 0;
+        session = 0;
         timestampNs = 0;
         chunkCount = 0;
         modelLength = 0;

@@ -15,7 +15,7 @@ import org.agrona.concurrent.UnsafeBuffer;
  *  32   DATA (commit stage)             copy-transport bytes
  *  48   WIRE (receiver agent)           records, malformed records, clients, dead clients
  *  64   REQUESTS (publish stage)        responses by request type x status
- *  256  ERRORS (any thread, atomic add) unexpected errors
+ *  320  ERRORS (any thread, atomic add) unexpected errors; 321: responses to unknown types (publish)
  * </pre>
  */
 public final class StoreCounters
@@ -87,10 +87,12 @@ public final class StoreCounters
     /** First id of the responses table: {@code REQUESTS_BASE + type * Status.COUNT + status}. */
     public static final int REQUESTS_BASE = 64;
     /** Unexpected errors (exceptions) anywhere in the server. */
-    public static final int ERRORS = 256;
+    public static final int ERRORS = 320;
+    /** Responses to requests of a type the server does not know (publish stage). */
+    public static final int REQUESTS_INVALID_TYPE = 321;
 
     /** Number of counter ids. */
-    public static final int COUNT = 264;
+    public static final int COUNT = 328;
     /** Bytes a counters buffer needs. */
     public static final int LENGTH = COUNT * Long.BYTES;
 
@@ -125,6 +127,7 @@ public final class StoreCounters
             }
         }
         NAMES[ERRORS] = "errors";
+        NAMES[REQUESTS_INVALID_TYPE] = "requests.invalid_type";
     }
 
     private final AtomicBuffer buffer;

@@ -175,7 +175,7 @@ final class Stages
             }
             else
             {
-                counters.increment(StoreCounters.requestId(RequestType.PING, Status.UNKNOWN_TYPE));
+                counters.increment(StoreCounters.REQUESTS_INVALID_TYPE);
             }
             final long start = 0 != event.reserveStartNs ? clock.nanoTime() : 0;
             try

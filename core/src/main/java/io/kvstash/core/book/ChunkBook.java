@@ -2,6 +2,7 @@ package io.kvstash.core.book;
 
 import io.kvstash.core.RequestType;
 import io.kvstash.core.Status;
+import io.kvstash.core.SlotGeometry;
 import io.kvstash.core.StoreCommand;
 import io.kvstash.core.StoreContext;
 import io.kvstash.core.StoreCounters;
@@ -191,6 +192,9 @@ public final class ChunkBook
             case RequestType.READ_DATA:
                 onData(command, TransferTable.KIND_RETRIEVE);
                 break;
+            case RequestType.REAP:
+                onReap(command);
+                break;
             case RequestType.SWEEP:
                 onSweep(command);
                 break;
@@ -233,6 +237,8 @@ public final class ChunkBook
                 command.fail(Status.LAYOUT_MISMATCH, "instance already registered with another layout");
                 return;
             }
+            // A worker that re-registers through a new session (it reconnected) takes its instance over.
+            instances.owner(existing, command.session);
             answerRegister(command, chunkBytes);
             return;
         }
@@ -243,7 +249,7 @@ public final class ChunkBook
             return;
         }
         final long neededSlotBytes = alignUp(chunkBytes);
-        if (neededSlotBytes > context.poolSizeBytes())
+        if (neededSlotBytes > context.poolSizeBytes() || neededSlotBytes > StoreContext.SEGMENT_BYTES)
         {
             // The chunk fits the pool but its aligned slot does not: the pool would have no slot at all.
             command.fail(Status.INVALID_LAYOUT, "chunk slot (chunk rounded up to the alignment) larger than the pool");
@@ -273,7 +279,8 @@ public final class ChunkBook
             cutSlots(neededSlotBytes);
         }
         final long ns = hasher.namespace(command.model, command.modelLength, command.worldSize, command.rank, 0);
-        instances.add(command.instanceId, layout, chunkBytes, ns);
+        final int index = instances.add(command.instanceId, layout, chunkBytes, ns);
+        instances.owner(index, command.session);
         answerRegister(command, chunkBytes);
     }
 
@@ -296,6 +303,22 @@ public final class ChunkBook
             command.status = Status.OK;
             return;
         }
+        final long ended = unregister(instance);
+        if ((command.flags & FLAG_REAPED) != 0)
+        {
+            counters.increment(StoreCounters.DEAD_CLIENTS);
+        }
+        command.removedCount = ended;
+        command.status = Status.OK;
+    }
+
+    /**
+     * Ends every pending transfer of an instance (stores aborted, pins released) and forgets it.
+     *
+     * @return transfers ended.
+     */
+    private long unregister(final int instance)
+    {
         long ended = 0;
         for (int t = transfers.instanceHead(instance); t >= 0; t = transfers.instanceHead(instance))
         {
@@ -303,12 +326,32 @@ public final class ChunkBook
             ended++;
         }
         instances.remove(instance);
+        return ended;
+    }
+
+    /**
+     * REAP: a client session ended; every instance it owns is unregistered as by UNREGISTER. With
+     * FLAG_REAPED the session's process died, counted once as a dead client.
+     */
+    private void onReap(final StoreCommand command)
+    {
+        final long session = command.session;
+        long reaped = 0;
+        if (0 != session)
+        {
+            for (int index = instances.nextOwned(session, 0); index >= 0; index = instances.nextOwned(session, index))
+            {
+                unregister(index);
+                reaped++;
+            }
+        }
         if ((command.flags & FLAG_REAPED) != 0)
         {
             counters.increment(StoreCounters.DEAD_CLIENTS);
         }
-        command.removedCount = ended;
+        command.removedCount = reaped;
         command.status = Status.OK;
+        command.done = true;
     }
 
     private void onLookup(final StoreCommand command)
@@ -959,7 +1002,7 @@ public final class ChunkBook
     private void cutSlots(final long newSlotBytes)
     {
         slotBytes = newSlotBytes;
-        slotCapacity = (int)Math.min(maxSlots, context.poolSizeBytes() / newSlotBytes);
+        slotCapacity = (int)Math.min(maxSlots, SlotGeometry.capacity(context.poolSizeBytes(), newSlotBytes));
         if (state.length < slotCapacity)
         {
             state = new byte[slotCapacity];

@@ -23,6 +23,7 @@ final class InstanceTable
     private final byte[][] model;
     private final long[] chunkBytes;
     private final long[] namespace;
+    private final long[] ownerSession;
     private final int[] freeStack;
     private int freeTop;
     private final Map<Identity, Layout> registry = new HashMap<>();
@@ -34,6 +35,7 @@ final class InstanceTable
         model = new byte[maxInstances][];
         chunkBytes = new long[maxInstances];
         namespace = new long[maxInstances];
+        ownerSession = new long[maxInstances];
         freeStack = new int[maxInstances];
         for (int i = maxInstances - 1; i >= 0; i--)
         {
@@ -69,8 +71,31 @@ final class InstanceTable
         return index;
     }
 
+    void owner(final int index, final long session)
+    {
+        ownerSession[index] = session;
+    }
+
+    /**
+     * Next registered instance owned by a session, scanning from an index.
+     *
+     * @return index or -1.
+     */
+    int nextOwned(final long session, final int from)
+    {
+        for (int i = from; i < layout.length; i++)
+        {
+            if (null != layout[i] && ownerSession[i] == session)
+            {
+                return i;
+            }
+        }
+        return -1;
+    }
+
     void remove(final int index)
     {
+        ownerSession[index] = 0;
         idToIndex.remove(instanceId[index]);
         layout[index] = null;
         model[index] = null;

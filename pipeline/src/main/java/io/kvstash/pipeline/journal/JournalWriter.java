@@ -180,8 +180,8 @@ public final class JournalWriter implements AutoCloseable
      */
     public static boolean isDeterministicCounter(final int id)
     {
-        return null != StoreCounters.name(id) &&
-            (id < StoreCounters.WIRE_RECORDS || (id >= StoreCounters.REQUESTS_BASE && id < StoreCounters.ERRORS));
+        return null != StoreCounters.name(id) && (id < StoreCounters.WIRE_RECORDS ||
+            (id >= StoreCounters.REQUESTS_BASE && id < StoreCounters.ERRORS) || id == StoreCounters.REQUESTS_INVALID_TYPE);
     }
 
     /**
