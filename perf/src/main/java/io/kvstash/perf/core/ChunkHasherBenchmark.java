@@ -25,8 +25,8 @@ import java.util.concurrent.TimeUnit;
 @BenchmarkMode(Mode.AverageTime)
 @OutputTimeUnit(TimeUnit.NANOSECONDS)
 @Warmup(iterations = 4, time = 1)
-@Measurement(iterations = 5, time = 1)
-@Fork(value = 2, jvmArgsAppend = StoreFixture.ADD_EXPORTS)
+@Measurement(iterations = 8, time = 1)
+@Fork(value = 3, jvmArgsAppend = StoreFixture.ADD_EXPORTS)
 @State(Scope.Thread)
 public class ChunkHasherBenchmark
 {

@@ -37,7 +37,7 @@ import java.util.concurrent.TimeUnit;
  */
 @BenchmarkMode(Mode.AverageTime)
 @OutputTimeUnit(TimeUnit.NANOSECONDS)
-@Fork(value = 2, jvmArgsAppend = StoreFixture.ADD_EXPORTS)
+@Fork(value = 3, jvmArgsAppend = StoreFixture.ADD_EXPORTS)
 public class StoreCycleBenchmark
 {
     /**
@@ -197,7 +197,7 @@ public class StoreCycleBenchmark
      */
     @Benchmark
     @Warmup(iterations = 4, time = 1)
-    @Measurement(iterations = 5, time = 1)
+    @Measurement(iterations = 8, time = 1)
     public int storeCycleWithEviction(final FullPool pool)
     {
         return pool.storeCycle();
