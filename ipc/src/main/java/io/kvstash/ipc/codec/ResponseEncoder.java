@@ -1,0 +1,131 @@
+package io.kvstash.ipc.codec;
+
+import io.kvstash.core.RequestType;
+import io.kvstash.core.Status;
+import io.kvstash.core.StoreCommand;
+import io.kvstash.core.StoreCounters;
+import io.kvstash.ipc.ring.RingProducer;
+import org.agrona.MutableDirectBuffer;
+
+import java.nio.ByteOrder;
+import java.nio.charset.StandardCharsets;
+
+import static io.kvstash.ipc.codec.WireDescriptor.*;
+
+/**
+ * Encodes a finished command as a response record straight into a client's response ring (claim, write,
+ * commit). Error reasons are constant strings encoded from a small cache, so steady state allocates nothing.
+ * <p>
+ * Owner: the publish stage thread.
+ */
+public final class ResponseEncoder
+{
+    private static final ByteOrder LE = ByteOrder.LITTLE_ENDIAN;
+
+    private final StoreCounters counters;
+    private String lastMessage;
+    private byte[] lastMessageBytes = new byte[0];
+
+    /**
+     * An encoder that answers STATS from a set of counters.
+     *
+     * @param counters the server's counters.
+     */
+    public ResponseEncoder(final StoreCounters counters)
+    {
+        this.counters = counters;
+    }
+
+    /**
+     * Writes the response of a command into a ring.
+     *
+     * @param c        finished command.
+     * @param producer the client's response ring.
+     * @return false when the ring has no room (the caller counts the drop).
+     */
+    public boolean encode(final StoreCommand c, final RingProducer producer)
+    {
+        final int slots = Status.OK == c.status ? Math.max(0, c.slotCount) : 0;
+        final byte[] message = Status.OK == c.status ? null : messageBytes(c.message);
+        final int extra;
+        if (null != message)
+        {
+            extra = message.length;
+        }
+        else if (RequestType.READ_DATA == c.type)
+        {
+            extra = c.dataLength;
+        }
+        else if (RequestType.STATS == c.type)
+        {
+            extra = StoreCounters.COUNT * Long.BYTES;
+        }
+        else
+        {
+            extra = 0;
+        }
+        final int length = RESPONSE_HEADER_LENGTH + slots * SLOT_ENTRY_LENGTH + pad8(extra);
+        if (length > producer.maxPayloadLength())
+        {
+            return false;
+        }
+        final int at = producer.tryClaim(RESPONSE_TYPE, length);
+        if (at < 0)
+        {
+            return false;
+        }
+        final MutableDirectBuffer b = producer.buffer();
+        b.putLong(at + RESPONSE_CORRELATION_ID_OFFSET, c.correlationId, LE);
+        b.putInt(at + RESPONSE_STATUS_OFFSET, c.status, LE);
+        b.putInt(at + RESPONSE_TYPE_OFFSET, c.type, LE);
+        b.putLong(at + RESPONSE_TRANSFER_ID_OFFSET, c.outTransferId, LE);
+        b.putInt(at + RESPONSE_HIT_CHUNKS_OFFSET, c.hitChunks, LE);
+        b.putInt(at + RESPONSE_SLOT_COUNT_OFFSET, slots, LE);
+        b.putLong(at + RESPONSE_COUNT_OFFSET, c.removedCount, LE);
+        b.putLong(at + RESPONSE_CHUNK_BYTES_OFFSET, c.chunkBytes, LE);
+        b.putLong(at + RESPONSE_SLOT_BYTES_OFFSET, c.slotBytes, LE);
+        b.putInt(at + RESPONSE_SLOT_CAPACITY_OFFSET, c.slotCapacity, LE);
+        b.putInt(at + RESPONSE_EXTRA_LENGTH_OFFSET, extra, LE);
+        int i = at + RESPONSE_HEADER_LENGTH;
+        for (int k = 0; k < slots; k++)
+        {
+            b.putInt(i, c.slotRangeIndex[k], LE);
+            b.putInt(i + 4, c.slotGeneration[k], LE);
+            b.putLong(i + 8, c.slotOffset[k], LE);
+            i += SLOT_ENTRY_LENGTH;
+        }
+        if (null != message)
+        {
+            b.putBytes(i, message);
+        }
+        else if (RequestType.READ_DATA == c.type && extra > 0)
+        {
+            b.putBytes(i, c.data, 0, extra);
+        }
+        else if (RequestType.STATS == c.type)
+        {
+            for (int id = 0; id < StoreCounters.COUNT; id++)
+            {
+                b.putLong(i + id * Long.BYTES, counters.get(id), LE);
+            }
+        }
+        producer.commit(length);
+        return true;
+    }
+
+    private byte[] messageBytes(final String message)
+    {
+        if (null == message)
+        {
+            return new byte[0];
+        }
+        if (!message.equals(lastMessage))
+        {
+            final byte[] bytes = message.getBytes(StandardCharsets.UTF_8);
+            lastMessageBytes = bytes.length > MAX_MESSAGE_LENGTH ? java.util.Arrays.copyOf(bytes, MAX_MESSAGE_LENGTH) :
+                bytes;
+            lastMessage = message;
+        }
+        return lastMessageBytes;
+    }
+}

@@ -1,0 +1,190 @@
+package io.kvstash.ipc.server;
+
+import io.kvstash.ipc.file.ClientFileDescriptor;
+import io.kvstash.ipc.ring.RingConsumer;
+import io.kvstash.ipc.ring.RingProducer;
+import org.agrona.IoUtil;
+import org.agrona.concurrent.UnsafeBuffer;
+
+import java.io.IOException;
+import java.nio.MappedByteBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.channels.FileLock;
+import java.nio.channels.OverlappingFileLockException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+
+/**
+ * One attached client: its mapped file and rings. A session slot is reused by later clients; its
+ * generation tells them apart, and the session id {@code index << 32 | generation} travels in every event
+ * so a response never reaches a newer client in the same slot.
+ * <p>
+ * Threads: the receiver attaches, reads requests and detaches; the publish stage writes responses. The
+ * mapping is released only after the pipeline has passed every event of the session (see
+ * {@link #lastSequence}), so the publish stage never writes into an unmapped ring.
+ */
+final class ClientSession
+{
+    static final int FREE = 0;
+    static final int ATTACHED = 1;
+    static final int CLOSING = 2;
+
+    final int index;
+    private volatile int state = FREE;
+    private volatile long sessionId;
+    private int generation;
+    Path file;
+    private FileChannel channel;
+    private MappedByteBuffer mapped;
+    UnsafeBuffer header;
+    RingConsumer requests;
+    RingProducer responses;
+    long pid;
+    /** Sequence of the last event the receiver published for this session (receiver thread). */
+    long lastSequence = -1;
+    /** Response bytes the receiver has admitted (receiver thread writes, release). */
+    private volatile long admittedBytes;
+    /** Response bytes the publish stage has finished (publish thread writes, release). */
+    private volatile long releasedBytes;
+    /** Why the session is closing: true when its process died. */
+    boolean dead;
+    long closingSinceMs;
+
+    ClientSession(final int index)
+    {
+        this.index = index;
+    }
+
+    int state()
+    {
+        return state;
+    }
+
+    long sessionId()
+    {
+        return sessionId;
+    }
+
+    void attach(
+        final Path file,
+        final FileChannel channel,
+        final MappedByteBuffer mapped,
+        final int requestCapacity,
+        final int responseCapacity,
+        final long pid)
+    {
+        this.file = file;
+        this.channel = channel;
+        this.mapped = mapped;
+        this.pid = pid;
+        header = new UnsafeBuffer(mapped, 0, ClientFileDescriptor.HEADER_LENGTH);
+        requests = new RingConsumer(new UnsafeBuffer(mapped, ClientFileDescriptor.REQUEST_RING_OFFSET,
+            io.kvstash.ipc.ring.RingDescriptor.totalLength(requestCapacity)));
+        responses = new RingProducer(new UnsafeBuffer(mapped, ClientFileDescriptor.responseRingOffset(requestCapacity),
+            io.kvstash.ipc.ring.RingDescriptor.totalLength(responseCapacity)));
+        lastSequence = -1;
+        admittedBytes = 0;
+        releasedBytes = 0;
+        dead = false;
+        closingSinceMs = 0;
+        generation = generation + 1 == 0 ? 1 : generation + 1;
+        sessionId = ((long)index << 32) | (generation & 0xFFFF_FFFFL);
+        header.putLong(ClientFileDescriptor.SESSION_ID_OFFSET, sessionId);
+        header.putIntRelease(ClientFileDescriptor.ATTACH_STATE_OFFSET, ClientFileDescriptor.ATTACH_ATTACHED);
+        state = ATTACHED;
+    }
+
+    /**
+     * Whether the client's process is gone: its lock can be taken. A client in this very process holds the
+     * lock through the JVM, which reports an overlap: alive.
+     */
+    boolean isProcessGone()
+    {
+        try
+        {
+            final FileLock probe = channel.tryLock();
+            if (null == probe)
+            {
+                return false;
+            }
+            probe.release();
+            return true;
+        }
+        catch (final OverlappingFileLockException ex)
+        {
+            return false;
+        }
+        catch (final IOException ex)
+        {
+            return true;
+        }
+    }
+
+    boolean isClosingRequested()
+    {
+        return 1 == header.getIntAcquire(ClientFileDescriptor.CLOSING_OFFSET);
+    }
+
+    void beginClosing(final boolean processDead, final long nowMs)
+    {
+        dead = processDead;
+        closingSinceMs = nowMs;
+        state = CLOSING;
+    }
+
+    void admit(final long bytes)
+    {
+        admittedBytes = admittedBytes + bytes;
+    }
+
+    void release(final long bytes)
+    {
+        releasedBytes = releasedBytes + bytes;
+    }
+
+    long outstandingBytes()
+    {
+        return admittedBytes - releasedBytes;
+    }
+
+    /**
+     * Unmaps, closes and deletes the client's file, then frees the slot.
+     */
+    void free()
+    {
+        try
+        {
+            header.putIntRelease(ClientFileDescriptor.ATTACH_STATE_OFFSET, ClientFileDescriptor.ATTACH_DETACHED);
+        }
+        catch (final RuntimeException ignore)
+        {
+            // The mapping is going away in any case.
+        }
+        state = FREE;
+        requests = null;
+        responses = null;
+        header = null;
+        if (null != mapped)
+        {
+            IoUtil.unmap(mapped);
+            mapped = null;
+        }
+        try
+        {
+            if (null != channel)
+            {
+                channel.close();
+            }
+            if (null != file)
+            {
+                Files.deleteIfExists(file);
+            }
+        }
+        catch (final IOException ignore)
+        {
+            // A leftover file is reclaimed at the next start.
+        }
+        channel = null;
+        file = null;
+    }
+}

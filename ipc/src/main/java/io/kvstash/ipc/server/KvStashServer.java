@@ -1,0 +1,215 @@
+package io.kvstash.ipc.server;
+
+import io.kvstash.core.StoreCounters;
+import io.kvstash.pipeline.Pipeline;
+import io.kvstash.pipeline.PipelineContext;
+import io.kvstash.pipeline.ThreadingMode;
+import io.kvstash.pipeline.latency.IntervalLogger;
+import org.HdrHistogram.HistogramLogWriter;
+import org.agrona.ErrorHandler;
+import org.agrona.concurrent.AgentRunner;
+import org.agrona.concurrent.CompositeAgent;
+import org.agrona.concurrent.SystemEpochClock;
+import org.agrona.concurrent.SystemNanoClock;
+import org.agrona.concurrent.errors.DistinctErrorLog;
+
+import java.io.FileNotFoundException;
+import java.io.IOException;
+import java.nio.file.Path;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * The kvstash server: the files in its directory, the pipeline, and the receiver that connects the two.
+ * {@link #launch(ServerContext)} starts it; {@link #close()} stops it cleanly and removes its files.
+ */
+public final class KvStashServer implements AutoCloseable
+{
+    private final ServerContext context;
+    private final ServerFiles files;
+    private final Pipeline pipeline;
+    private final ReceiverAgent receiver;
+    private final AgentRunner receiverRunner;
+    private final IntervalLogger intervalLogger;
+    private final DistinctErrorLog errorLog;
+    private volatile boolean closed;
+
+    private KvStashServer(final ServerContext context) throws IOException
+    {
+        this.context = context.conclude();
+        files = new ServerFiles(context);
+        try
+        {
+            errorLog = new DistinctErrorLog(files.errorLogBuffer(), new SystemEpochClock());
+            final StoreCounters counters = files.counters();
+            final ErrorHandler errorHandler = (throwable) ->
+            {
+                counters.addAtomic(StoreCounters.ERRORS, 1);
+                if (!errorLog.record(throwable))
+                {
+                    throwable.printStackTrace();
+                }
+            };
+            final ClientSession[] sessions = new ClientSession[context.maxClients()];
+            for (int i = 0; i < sessions.length; i++)
+            {
+                sessions[i] = new ClientSession(i);
+            }
+            context.storeContext().dataOffset(files.dataOffset());
+            final PipelineContext pipelineContext = new PipelineContext()
+                .storeContext(context.storeContext())
+                .threadingMode(context.threadingMode())
+                .waitMode(context.waitMode())
+                .ringSize(context.ringSize())
+                .multiProducer(false)
+                .latencyEnabled(context.latencyEnabled())
+                .journalFile(context.captureFile())
+                .incarnation(context.incarnation())
+                .pool(files.pool())
+                .slotTable(files.slotTable())
+                .counters(counters)
+                .errorHandler(errorHandler)
+                .responseSink(new ClientPublisher(sessions, counters))
+                .threadNamePrefix("kvstash-");
+            pipeline = new Pipeline(pipelineContext);
+            intervalLogger = context.latencyEnabled() ? new IntervalLogger(pipeline.latency(),
+                openLatencyLog(context.latencyLogFile()), System.currentTimeMillis()) : null;
+            receiver = new ReceiverAgent(context, files, pipeline, sessions, errorHandler, new SystemEpochClock(),
+                new SystemNanoClock(), intervalLogger);
+            if (ThreadingMode.SHARED == context.threadingMode())
+            {
+                receiverRunner = new AgentRunner(context.waitMode().newIdleStrategy(), errorHandler, null,
+                    new CompositeAgent(receiver, pipeline.agent()));
+            }
+            else
+            {
+                pipeline.start();
+                receiverRunner = new AgentRunner(context.waitMode().newIdleStrategy(), errorHandler, null, receiver);
+            }
+            AgentRunner.startOnThread(receiverRunner);
+        }
+        catch (final IOException | RuntimeException ex)
+        {
+            files.close();
+            throw ex;
+        }
+    }
+
+    private static HistogramLogWriter openLatencyLog(final Path file) throws FileNotFoundException
+    {
+        return null == file ? null : new HistogramLogWriter(file.toFile());
+    }
+
+    /**
+     * Starts a server.
+     *
+     * @param context configuration.
+     * @return the running server.
+     * @throws IOException when its files cannot be created.
+     * @throws IllegalStateException when another server runs on the directory.
+     */
+    public static KvStashServer launch(final ServerContext context) throws IOException
+    {
+        return new KvStashServer(context);
+    }
+
+    /**
+     * Configuration.
+     *
+     * @return context.
+     */
+    public ServerContext context()
+    {
+        return context;
+    }
+
+    /**
+     * Counters (mapped in the control file).
+     *
+     * @return counters.
+     */
+    public StoreCounters counters()
+    {
+        return files.counters();
+    }
+
+    /**
+     * The pipeline, for inspection.
+     *
+     * @return pipeline.
+     */
+    public Pipeline pipeline()
+    {
+        return pipeline;
+    }
+
+    /**
+     * Latency totals, or null when latency is off.
+     *
+     * @return the interval logger.
+     */
+    public IntervalLogger latency()
+    {
+        return intervalLogger;
+    }
+
+    /**
+     * Directory of the server's files.
+     *
+     * @return path.
+     */
+    public Path directory()
+    {
+        return files.directory();
+    }
+
+    /**
+     * Path of the pool file.
+     *
+     * @return path.
+     */
+    public Path poolPath()
+    {
+        return files.poolPath();
+    }
+
+    /**
+     * Waits until the pipeline has passed every event published so far.
+     *
+     * @param timeoutMs how long to wait.
+     * @return true when drained in time.
+     */
+    public boolean awaitDrained(final long timeoutMs)
+    {
+        final long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(timeoutMs);
+        while (!pipeline.isDrained())
+        {
+            if (System.nanoTime() - deadline > 0)
+            {
+                return false;
+            }
+            Thread.yield();
+        }
+        return true;
+    }
+
+    /**
+     * Stops the receiver and the pipeline, marks the control file closed and removes the server's files.
+     */
+    @Override
+    public void close()
+    {
+        if (closed)
+        {
+            return;
+        }
+        closed = true;
+        receiverRunner.close();
+        pipeline.close();
+        if (null != intervalLogger)
+        {
+            intervalLogger.poll(System.currentTimeMillis());
+            intervalLogger.close();
+        }
+        files.close();
+    }
+}

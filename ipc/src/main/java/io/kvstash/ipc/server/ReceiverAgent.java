@@ -1,0 +1,428 @@
+package io.kvstash.ipc.server;
+
+import io.kvstash.core.RequestType;
+import io.kvstash.core.StoreCommand;
+import io.kvstash.core.StoreCounters;
+import io.kvstash.core.book.ChunkBook;
+import io.kvstash.ipc.codec.RequestDecoder;
+import io.kvstash.ipc.file.ClientFileDescriptor;
+import io.kvstash.ipc.ring.RingConsumer;
+import io.kvstash.pipeline.Pipeline;
+import io.kvstash.pipeline.RequestEvent;
+import io.kvstash.pipeline.latency.IntervalLogger;
+import org.agrona.ErrorHandler;
+import org.agrona.concurrent.Agent;
+import org.agrona.concurrent.EpochClock;
+import org.agrona.concurrent.NanoClock;
+
+import java.io.IOException;
+import java.nio.MappedByteBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.file.DirectoryStream;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.util.HashSet;
+import java.util.Set;
+
+/**
+ * The receiver and conductor of the server: polls every client's request ring, decodes records in place
+ * and publishes them into the pipeline; on timers it attaches new clients, checks client liveness, reaps
+ * dead or closed clients, beats the server heartbeat, publishes lease sweeps and closes latency intervals.
+ * A slow client (its response ring lacks room) or a full pipeline only stops reading that client or this
+ * duty cycle; nobody ever waits for a client.
+ * <p>
+ * Owner: the receiver thread.
+ */
+final class ReceiverAgent implements Agent
+{
+    /** Records read from one client per duty cycle at most, so one busy client cannot starve the others. */
+    static final int MAX_RECORDS_PER_CLIENT = 64;
+
+    private final ServerContext context;
+    private final ServerFiles files;
+    private final Pipeline pipeline;
+    private final ClientSession[] sessions;
+    private final RequestDecoder decoder;
+    private final StoreCounters counters;
+    private final ErrorHandler errorHandler;
+    private final EpochClock epochClock;
+    private final NanoClock nanoClock;
+    private final IntervalLogger intervalLogger;
+    private final Set<String> knownFiles = new HashSet<>();
+    private final long[] reapSequence;
+    private long nextScanMs;
+    private long nextLivenessMs;
+    private long nextHeartbeatMs;
+    private long nextSweepMs;
+    private long nextLatencyMs;
+    private int roundRobin;
+    private int attached;
+
+    ReceiverAgent(
+        final ServerContext context,
+        final ServerFiles files,
+        final Pipeline pipeline,
+        final ClientSession[] sessions,
+        final ErrorHandler errorHandler,
+        final EpochClock epochClock,
+        final NanoClock nanoClock,
+        final IntervalLogger intervalLogger)
+    {
+        this.context = context;
+        this.files = files;
+        this.pipeline = pipeline;
+        this.sessions = sessions;
+        this.counters = files.counters();
+        this.errorHandler = errorHandler;
+        this.epochClock = epochClock;
+        this.nanoClock = nanoClock;
+        this.intervalLogger = intervalLogger;
+        this.decoder = new RequestDecoder(context.storeContext().chunkTokens(),
+            context.storeContext().maxChunksPerRequest(), context.storeContext().maxInlineBytes());
+        this.reapSequence = new long[sessions.length];
+    }
+
+    @Override
+    public String roleName()
+    {
+        return "kvstash-receiver";
+    }
+
+    @Override
+    public int doWork()
+    {
+        int work = pollClients();
+        final long nowMs = epochClock.time();
+        if (nowMs >= nextHeartbeatMs)
+        {
+            files.heartbeat(nowMs);
+            nextHeartbeatMs = nowMs + context.heartbeatIntervalMs();
+        }
+        if (nowMs >= nextScanMs)
+        {
+            work += scan();
+            nextScanMs = nowMs + context.scanIntervalMs();
+        }
+        if (nowMs >= nextLivenessMs)
+        {
+            work += checkLiveness(nowMs);
+            nextLivenessMs = nowMs + context.livenessIntervalMs();
+        }
+        if (nowMs >= nextSweepMs && pipeline.tryPublishSweep(nanoClock.nanoTime()))
+        {
+            nextSweepMs = nowMs + context.sweepIntervalMs();
+            work++;
+        }
+        work += finishDetaches();
+        if (null != intervalLogger && nowMs >= nextLatencyMs)
+        {
+            intervalLogger.poll(nowMs);
+            nextLatencyMs = nowMs + context.latencyIntervalMs();
+        }
+        return work;
+    }
+
+    private int pollClients()
+    {
+        int work = 0;
+        final int n = sessions.length;
+        for (int k = 0; k < n; k++)
+        {
+            final int index = (roundRobin + k) % n;
+            final ClientSession session = sessions[index];
+            if (ClientSession.ATTACHED != session.state())
+            {
+                continue;
+            }
+            final int read = pollClient(session);
+            if (read < 0)
+            {
+                roundRobin = index;
+                return work;
+            }
+            work += read;
+        }
+        roundRobin = (roundRobin + 1) % n;
+        return work;
+    }
+
+    /**
+     * Reads up to {@link #MAX_RECORDS_PER_CLIENT} records of one client.
+     *
+     * @return records read, or -1 when the pipeline is full (stop this duty cycle).
+     */
+    private int pollClient(final ClientSession session)
+    {
+        final RingConsumer ring = session.requests;
+        int read = 0;
+        while (read < MAX_RECORDS_PER_CLIENT)
+        {
+            if (!ring.next())
+            {
+                if (ring.isCorrupt())
+                {
+                    counters.increment(StoreCounters.WIRE_MALFORMED);
+                    errorHandler.onError(new IllegalStateException("corrupt request ring of client " +
+                        session.file.getFileName() + ": detaching it"));
+                    session.beginClosing(false, epochClock.time());
+                }
+                return read;
+            }
+            final int type = ring.type();
+            final int offset = ring.payloadOffset();
+            final int length = ring.payloadLength();
+            counters.increment(StoreCounters.WIRE_RECORDS);
+            if (length < 8)
+            {
+                counters.increment(StoreCounters.WIRE_MALFORMED);
+                ring.consume();
+                read++;
+                continue;
+            }
+            final long bound = decoder.peekResponseBound(type, ring.buffer(), offset, length, StoreCounters.LENGTH);
+            if (2 * bound > session.responses.freeBytes() - session.outstandingBytes())
+            {
+                counters.increment(StoreCounters.WIRE_BACK_PRESSURE);
+                return read;
+            }
+            final long sequence = pipeline.tryClaim();
+            if (sequence < 0)
+            {
+                return -1;
+            }
+            final RequestEvent event = pipeline.event(sequence);
+            final StoreCommand command = event.reset();
+            decoder.decode(type, ring.buffer(), offset, length, event);
+            if (0 != event.decodeStatus)
+            {
+                counters.increment(StoreCounters.WIRE_MALFORMED);
+            }
+            command.session = session.sessionId();
+            command.timestampNs = nanoClock.nanoTime();
+            event.clientIndex = session.index;
+            event.clientSession = session.sessionId();
+            event.producerTag = 2 * bound;
+            session.admit(2 * bound);
+            session.lastSequence = sequence;
+            pipeline.publish(sequence);
+            ring.consume();
+            read++;
+        }
+        return read;
+    }
+
+    private int scan()
+    {
+        int attachedNow = 0;
+        try (DirectoryStream<Path> entries = Files.newDirectoryStream(files.directory(),
+            ClientFileDescriptor.FILE_PREFIX + "*"))
+        {
+            for (final Path file : entries)
+            {
+                final String name = file.getFileName().toString();
+                if (!knownFiles.contains(name) && tryAttach(file))
+                {
+                    knownFiles.add(name);
+                    attachedNow++;
+                }
+            }
+        }
+        catch (final IOException ex)
+        {
+            errorHandler.onError(ex);
+        }
+        return attachedNow;
+    }
+
+    /**
+     * Attaches a client file, or rejects it.
+     *
+     * @return true when the file is settled (attached or rejected); false to look again later.
+     */
+    private boolean tryAttach(final Path file)
+    {
+        FileChannel channel = null;
+        MappedByteBuffer mapped = null;
+        try
+        {
+            channel = FileChannel.open(file, StandardOpenOption.READ, StandardOpenOption.WRITE);
+            final long size = channel.size();
+            if (size < ClientFileDescriptor.HEADER_LENGTH)
+            {
+                channel.close();
+                return false;
+            }
+            mapped = channel.map(FileChannel.MapMode.READ_WRITE, 0, size);
+            final org.agrona.concurrent.UnsafeBuffer header = new org.agrona.concurrent.UnsafeBuffer(mapped);
+            final int version = header.getIntAcquire(ClientFileDescriptor.VERSION_OFFSET);
+            if (0 == version)
+            {
+                org.agrona.IoUtil.unmap(mapped);
+                channel.close();
+                return false;
+            }
+            final int reason = check(header, version, size);
+            if (0 != reason)
+            {
+                header.putInt(ClientFileDescriptor.REJECT_REASON_OFFSET, reason);
+                header.putIntRelease(ClientFileDescriptor.ATTACH_STATE_OFFSET, ClientFileDescriptor.ATTACH_REJECTED);
+                org.agrona.IoUtil.unmap(mapped);
+                channel.close();
+                return true;
+            }
+            ClientSession free = null;
+            for (final ClientSession session : sessions)
+            {
+                if (ClientSession.FREE == session.state())
+                {
+                    free = session;
+                    break;
+                }
+            }
+            if (null == free)
+            {
+                header.putInt(ClientFileDescriptor.REJECT_REASON_OFFSET, ClientFileDescriptor.REJECT_TOO_MANY_CLIENTS);
+                header.putIntRelease(ClientFileDescriptor.ATTACH_STATE_OFFSET, ClientFileDescriptor.ATTACH_REJECTED);
+                org.agrona.IoUtil.unmap(mapped);
+                channel.close();
+                return true;
+            }
+            free.attach(file, channel, mapped, context.requestRingCapacity(), context.responseRingCapacity(),
+                header.getLong(ClientFileDescriptor.PID_OFFSET));
+            reapSequence[free.index] = -1;
+            attached++;
+            counters.increment(StoreCounters.WIRE_CLIENTS_ATTACHED);
+            counters.set(StoreCounters.WIRE_CLIENTS, attached);
+            return true;
+        }
+        catch (final IOException | RuntimeException ex)
+        {
+            if (null != mapped)
+            {
+                org.agrona.IoUtil.unmap(mapped);
+            }
+            try
+            {
+                if (null != channel)
+                {
+                    channel.close();
+                }
+            }
+            catch (final IOException ignore)
+            {
+                // Nothing else to release.
+            }
+            if (Files.exists(file))
+            {
+                errorHandler.onError(ex);
+            }
+            return true;
+        }
+    }
+
+    private int check(final org.agrona.concurrent.UnsafeBuffer header, final int version, final long size)
+    {
+        if (header.getLong(ClientFileDescriptor.MAGIC_OFFSET) != ClientFileDescriptor.MAGIC ||
+            (version >>> 16) != ClientFileDescriptor.VERSION_MAJOR)
+        {
+            return ClientFileDescriptor.REJECT_BAD_HEADER;
+        }
+        if (header.getLong(ClientFileDescriptor.INCARNATION_OFFSET) != context.incarnation())
+        {
+            return ClientFileDescriptor.REJECT_WRONG_INCARNATION;
+        }
+        final int requestCapacity = header.getInt(ClientFileDescriptor.REQUEST_CAPACITY_OFFSET);
+        final int responseCapacity = header.getInt(ClientFileDescriptor.RESPONSE_CAPACITY_OFFSET);
+        if (requestCapacity != context.requestRingCapacity() || responseCapacity != context.responseRingCapacity() ||
+            size < ClientFileDescriptor.fileLength(requestCapacity, responseCapacity))
+        {
+            return ClientFileDescriptor.REJECT_BAD_RINGS;
+        }
+        return 0;
+    }
+
+    private int checkLiveness(final long nowMs)
+    {
+        int work = 0;
+        for (final ClientSession session : sessions)
+        {
+            if (ClientSession.ATTACHED != session.state())
+            {
+                continue;
+            }
+            if (session.isClosingRequested())
+            {
+                session.beginClosing(false, nowMs);
+                work++;
+            }
+            else if (session.isProcessGone())
+            {
+                session.beginClosing(true, nowMs);
+                work++;
+            }
+        }
+        return work;
+    }
+
+    /**
+     * For each closing session: publish its REAP once, then free it when the pipeline has passed every
+     * event that names it.
+     */
+    private int finishDetaches()
+    {
+        int work = 0;
+        for (final ClientSession session : sessions)
+        {
+            if (ClientSession.CLOSING != session.state())
+            {
+                continue;
+            }
+            final int index = session.index;
+            if (reapSequence[index] < 0)
+            {
+                final long sequence = pipeline.tryClaim();
+                if (sequence < 0)
+                {
+                    return work;
+                }
+                final StoreCommand command = pipeline.event(sequence).reset();
+                command.type = RequestType.REAP;
+                command.session = session.sessionId();
+                command.flags = session.dead ? ChunkBook.FLAG_REAPED : 0;
+                command.timestampNs = nanoClock.nanoTime();
+                pipeline.publish(sequence);
+                reapSequence[index] = sequence;
+                work++;
+            }
+            else if (pipeline.processedSequence() >= Math.max(reapSequence[index], session.lastSequence))
+            {
+                final String name = session.file.getFileName().toString();
+                session.free();
+                knownFiles.remove(name);
+                attached--;
+                counters.increment(StoreCounters.WIRE_CLIENTS_DETACHED);
+                counters.set(StoreCounters.WIRE_CLIENTS, attached);
+                work++;
+            }
+        }
+        return work;
+    }
+
+    /**
+     * Whether every session is free (used at shutdown).
+     *
+     * @return true when no client is attached or closing.
+     */
+    boolean allDetached()
+    {
+        for (final ClientSession session : sessions)
+        {
+            if (ClientSession.FREE != session.state())
+            {
+                return false;
+            }
+        }
+        return true;
+    }
+}

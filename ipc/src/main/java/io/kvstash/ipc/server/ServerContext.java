@@ -1,0 +1,567 @@
+package io.kvstash.ipc.server;
+
+import io.kvstash.core.StoreContext;
+import io.kvstash.ipc.file.ControlFileDescriptor;
+import io.kvstash.ipc.file.SecureDirectory;
+import io.kvstash.ipc.ring.RingDescriptor;
+import io.kvstash.pipeline.ThreadingMode;
+import io.kvstash.pipeline.WaitMode;
+
+import java.nio.file.Path;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * Configuration of a {@link KvStashServer}, validated once by {@link #conclude()}.
+ */
+public final class ServerContext
+{
+    /** Default request ring capacity per client: 1 MiB (a 256K-token request fits). */
+    public static final int REQUEST_RING_CAPACITY_DEFAULT = 1 << 20;
+    /** Default response ring capacity per client: 256 KiB. */
+    public static final int RESPONSE_RING_CAPACITY_DEFAULT = 256 << 10;
+    /** Default client limit. */
+    public static final int MAX_CLIENTS_DEFAULT = 256;
+    /** Default heartbeat interval. */
+    public static final long HEARTBEAT_INTERVAL_MS_DEFAULT = 100;
+    /** Default time after which clients consider a silent server dead. */
+    public static final long HEARTBEAT_TIMEOUT_MS_DEFAULT = 3000;
+    /** Default client liveness check interval. */
+    public static final long LIVENESS_INTERVAL_MS_DEFAULT = 100;
+    /** Default new-client scan interval. */
+    public static final long SCAN_INTERVAL_MS_DEFAULT = 10;
+    /** Default lease sweep interval. */
+    public static final long SWEEP_INTERVAL_MS_DEFAULT = 100;
+    /** Default latency interval log period. */
+    public static final long LATENCY_INTERVAL_MS_DEFAULT = 1000;
+
+    private StoreContext storeContext = new StoreContext();
+    private Path directory;
+    private int requestRingCapacity = REQUEST_RING_CAPACITY_DEFAULT;
+    private int responseRingCapacity = RESPONSE_RING_CAPACITY_DEFAULT;
+    private int maxClients = MAX_CLIENTS_DEFAULT;
+    private int errorLogLength = ControlFileDescriptor.ERROR_LOG_LENGTH_DEFAULT;
+    private ThreadingMode threadingMode = ThreadingMode.DEDICATED;
+    private WaitMode waitMode = WaitMode.BACKOFF;
+    private int ringSize = 1024;
+    private long heartbeatIntervalMs = HEARTBEAT_INTERVAL_MS_DEFAULT;
+    private long heartbeatTimeoutMs = HEARTBEAT_TIMEOUT_MS_DEFAULT;
+    private long livenessIntervalMs = LIVENESS_INTERVAL_MS_DEFAULT;
+    private long scanIntervalMs = SCAN_INTERVAL_MS_DEFAULT;
+    private long sweepIntervalMs = SWEEP_INTERVAL_MS_DEFAULT;
+    private long latencyIntervalMs = LATENCY_INTERVAL_MS_DEFAULT;
+    private Path captureFile;
+    private Path latencyLogFile;
+    private boolean latencyEnabled = true;
+    private boolean pretouch = true;
+    private long incarnation;
+    private boolean concluded;
+
+    /**
+     * Validates and completes the configuration.
+     *
+     * @return this.
+     */
+    public ServerContext conclude()
+    {
+        if (concluded)
+        {
+            return this;
+        }
+        if (null == directory)
+        {
+            directory = SecureDirectory.defaultDirectory();
+        }
+        RingDescriptor.checkCapacity(requestRingCapacity);
+        RingDescriptor.checkCapacity(responseRingCapacity);
+        if (maxClients <= 0 || maxClients > 65536)
+        {
+            throw new IllegalArgumentException("max clients must be in [1, 65536]");
+        }
+        if (0 == incarnation)
+        {
+            incarnation = (System.currentTimeMillis() << 16) ^ (ProcessHandle.current().pid() & 0xFFFF) ^
+                System.nanoTime() & 0xFFF;
+        }
+        if (!storeContext.isConcluded())
+        {
+            storeContext.conclude();
+        }
+        final int requestMax = RingDescriptor.maxPayloadLength(requestRingCapacity);
+        if (requestMax < 256 + storeContext.maxInlineBytes())
+        {
+            throw new IllegalArgumentException("request ring too small for the largest copy-transport message");
+        }
+        final int responseMax = RingDescriptor.maxPayloadLength(responseRingCapacity);
+        if (responseMax < 64 + 16 * storeContext.maxChunksPerRequest() + storeContext.maxInlineBytes() + 512)
+        {
+            throw new IllegalArgumentException("response ring too small for the largest response");
+        }
+        concluded = true;
+        return this;
+    }
+
+    /**
+     * Store configuration.
+     *
+     * @return store context.
+     */
+    public StoreContext storeContext()
+    {
+        return storeContext;
+    }
+
+    /**
+     * Sets the store configuration.
+     *
+     * @param storeContext store context.
+     * @return this.
+     */
+    public ServerContext storeContext(final StoreContext storeContext)
+    {
+        this.storeContext = storeContext;
+        return this;
+    }
+
+    /**
+     * Shared-memory directory.
+     *
+     * @return path.
+     */
+    public Path directory()
+    {
+        return directory;
+    }
+
+    /**
+     * Sets the shared-memory directory.
+     *
+     * @param directory path.
+     * @return this.
+     */
+    public ServerContext directory(final Path directory)
+    {
+        this.directory = directory;
+        return this;
+    }
+
+    /**
+     * Request ring capacity per client.
+     *
+     * @return bytes.
+     */
+    public int requestRingCapacity()
+    {
+        return requestRingCapacity;
+    }
+
+    /**
+     * Sets the request ring capacity per client.
+     *
+     * @param requestRingCapacity bytes, a power of two.
+     * @return this.
+     */
+    public ServerContext requestRingCapacity(final int requestRingCapacity)
+    {
+        this.requestRingCapacity = requestRingCapacity;
+        return this;
+    }
+
+    /**
+     * Response ring capacity per client.
+     *
+     * @return bytes.
+     */
+    public int responseRingCapacity()
+    {
+        return responseRingCapacity;
+    }
+
+    /**
+     * Sets the response ring capacity per client.
+     *
+     * @param responseRingCapacity bytes, a power of two.
+     * @return this.
+     */
+    public ServerContext responseRingCapacity(final int responseRingCapacity)
+    {
+        this.responseRingCapacity = responseRingCapacity;
+        return this;
+    }
+
+    /**
+     * Client limit.
+     *
+     * @return clients at most.
+     */
+    public int maxClients()
+    {
+        return maxClients;
+    }
+
+    /**
+     * Sets the client limit.
+     *
+     * @param maxClients clients at most.
+     * @return this.
+     */
+    public ServerContext maxClients(final int maxClients)
+    {
+        this.maxClients = maxClients;
+        return this;
+    }
+
+    /**
+     * Error log length.
+     *
+     * @return bytes.
+     */
+    public int errorLogLength()
+    {
+        return errorLogLength;
+    }
+
+    /**
+     * Sets the error log length.
+     *
+     * @param errorLogLength bytes.
+     * @return this.
+     */
+    public ServerContext errorLogLength(final int errorLogLength)
+    {
+        this.errorLogLength = errorLogLength;
+        return this;
+    }
+
+    /**
+     * Threading mode of the pipeline and receiver.
+     *
+     * @return mode.
+     */
+    public ThreadingMode threadingMode()
+    {
+        return threadingMode;
+    }
+
+    /**
+     * Sets the threading mode: SHARED runs receiver and stages on one thread; DEDICATED a receiver thread
+     * and a pipeline thread; THREAD_PER_STAGE a receiver thread and one per stage.
+     *
+     * @param threadingMode mode.
+     * @return this.
+     */
+    public ServerContext threadingMode(final ThreadingMode threadingMode)
+    {
+        this.threadingMode = threadingMode;
+        return this;
+    }
+
+    /**
+     * Wait mode.
+     *
+     * @return mode.
+     */
+    public WaitMode waitMode()
+    {
+        return waitMode;
+    }
+
+    /**
+     * Sets the wait mode of every server thread.
+     *
+     * @param waitMode mode.
+     * @return this.
+     */
+    public ServerContext waitMode(final WaitMode waitMode)
+    {
+        this.waitMode = waitMode;
+        return this;
+    }
+
+    /**
+     * Disruptor ring size.
+     *
+     * @return events.
+     */
+    public int ringSize()
+    {
+        return ringSize;
+    }
+
+    /**
+     * Sets the Disruptor ring size.
+     *
+     * @param ringSize events, a power of two.
+     * @return this.
+     */
+    public ServerContext ringSize(final int ringSize)
+    {
+        this.ringSize = ringSize;
+        return this;
+    }
+
+    /**
+     * Heartbeat interval.
+     *
+     * @return ms.
+     */
+    public long heartbeatIntervalMs()
+    {
+        return heartbeatIntervalMs;
+    }
+
+    /**
+     * Sets the heartbeat interval.
+     *
+     * @param heartbeatIntervalMs ms.
+     * @return this.
+     */
+    public ServerContext heartbeatIntervalMs(final long heartbeatIntervalMs)
+    {
+        this.heartbeatIntervalMs = heartbeatIntervalMs;
+        return this;
+    }
+
+    /**
+     * Heartbeat timeout published to clients.
+     *
+     * @return ms.
+     */
+    public long heartbeatTimeoutMs()
+    {
+        return heartbeatTimeoutMs;
+    }
+
+    /**
+     * Sets the heartbeat timeout published to clients.
+     *
+     * @param heartbeatTimeoutMs ms.
+     * @return this.
+     */
+    public ServerContext heartbeatTimeoutMs(final long heartbeatTimeoutMs)
+    {
+        this.heartbeatTimeoutMs = heartbeatTimeoutMs;
+        return this;
+    }
+
+    /**
+     * Client liveness check interval.
+     *
+     * @return ms.
+     */
+    public long livenessIntervalMs()
+    {
+        return livenessIntervalMs;
+    }
+
+    /**
+     * Sets the client liveness check interval.
+     *
+     * @param livenessIntervalMs ms.
+     * @return this.
+     */
+    public ServerContext livenessIntervalMs(final long livenessIntervalMs)
+    {
+        this.livenessIntervalMs = livenessIntervalMs;
+        return this;
+    }
+
+    /**
+     * New-client scan interval.
+     *
+     * @return ms.
+     */
+    public long scanIntervalMs()
+    {
+        return scanIntervalMs;
+    }
+
+    /**
+     * Sets the new-client scan interval.
+     *
+     * @param scanIntervalMs ms.
+     * @return this.
+     */
+    public ServerContext scanIntervalMs(final long scanIntervalMs)
+    {
+        this.scanIntervalMs = scanIntervalMs;
+        return this;
+    }
+
+    /**
+     * Lease sweep interval.
+     *
+     * @return ms.
+     */
+    public long sweepIntervalMs()
+    {
+        return sweepIntervalMs;
+    }
+
+    /**
+     * Sets the lease sweep interval.
+     *
+     * @param sweepIntervalMs ms.
+     * @return this.
+     */
+    public ServerContext sweepIntervalMs(final long sweepIntervalMs)
+    {
+        this.sweepIntervalMs = sweepIntervalMs;
+        return this;
+    }
+
+    /**
+     * Latency interval period.
+     *
+     * @return ms.
+     */
+    public long latencyIntervalMs()
+    {
+        return latencyIntervalMs;
+    }
+
+    /**
+     * Sets the latency interval period.
+     *
+     * @param latencyIntervalMs ms.
+     * @return this.
+     */
+    public ServerContext latencyIntervalMs(final long latencyIntervalMs)
+    {
+        this.latencyIntervalMs = latencyIntervalMs;
+        return this;
+    }
+
+    /**
+     * Capture (journal) file.
+     *
+     * @return path or null.
+     */
+    public Path captureFile()
+    {
+        return captureFile;
+    }
+
+    /**
+     * Sets the capture (journal) file.
+     *
+     * @param captureFile path or null.
+     * @return this.
+     */
+    public ServerContext captureFile(final Path captureFile)
+    {
+        this.captureFile = captureFile;
+        return this;
+    }
+
+    /**
+     * Latency interval log ({@code .hlog}).
+     *
+     * @return path or null.
+     */
+    public Path latencyLogFile()
+    {
+        return latencyLogFile;
+    }
+
+    /**
+     * Sets the latency interval log ({@code .hlog}).
+     *
+     * @param latencyLogFile path or null.
+     * @return this.
+     */
+    public ServerContext latencyLogFile(final Path latencyLogFile)
+    {
+        this.latencyLogFile = latencyLogFile;
+        return this;
+    }
+
+    /**
+     * Whether latency is recorded.
+     *
+     * @return true when recording.
+     */
+    public boolean latencyEnabled()
+    {
+        return latencyEnabled;
+    }
+
+    /**
+     * Turns latency recording on or off.
+     *
+     * @param latencyEnabled true to record.
+     * @return this.
+     */
+    public ServerContext latencyEnabled(final boolean latencyEnabled)
+    {
+        this.latencyEnabled = latencyEnabled;
+        return this;
+    }
+
+    /**
+     * Whether the pool is pre-touched at start.
+     *
+     * @return true when pre-touching.
+     */
+    public boolean pretouch()
+    {
+        return pretouch;
+    }
+
+    /**
+     * Sets whether every pool page is touched at start, so no page fault lands on a request and a full
+     * tmpfs fails the start instead of a request.
+     *
+     * @param pretouch true to pre-touch.
+     * @return this.
+     */
+    public ServerContext pretouch(final boolean pretouch)
+    {
+        this.pretouch = pretouch;
+        return this;
+    }
+
+    /**
+     * Incarnation of this server start.
+     *
+     * @return incarnation, never 0 once concluded.
+     */
+    public long incarnation()
+    {
+        return incarnation;
+    }
+
+    /**
+     * Sets the incarnation (tests and replays); 0 picks a fresh one.
+     *
+     * @param incarnation incarnation.
+     * @return this.
+     */
+    public ServerContext incarnation(final long incarnation)
+    {
+        this.incarnation = incarnation;
+        return this;
+    }
+
+    /**
+     * Lease in ms, for printing.
+     *
+     * @return ms.
+     */
+    public long leaseMs()
+    {
+        return TimeUnit.NANOSECONDS.toMillis(storeContext.leaseNs());
+    }
+
+    /** {@inheritDoc} */
+    @Override
+    public String toString()
+    {
+        return "ServerContext{directory=" + directory + ", " + storeContext + ", requestRingCapacity=" +
+            requestRingCapacity + ", responseRingCapacity=" + responseRingCapacity + ", maxClients=" + maxClients +
+            ", threadingMode=" + threadingMode + ", waitMode=" + waitMode + ", ringSize=" + ringSize +
+            ", heartbeatIntervalMs=" + heartbeatIntervalMs + ", heartbeatTimeoutMs=" + heartbeatTimeoutMs +
+            ", livenessIntervalMs=" + livenessIntervalMs + ", sweepIntervalMs=" + sweepIntervalMs +
+            ", captureFile=" + captureFile + ", latencyLogFile=" + latencyLogFile + ", incarnation=" +
+            Long.toHexString(incarnation) + '}';
+    }
+}

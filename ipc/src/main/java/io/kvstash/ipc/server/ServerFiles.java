@@ -1,0 +1,398 @@
+package io.kvstash.ipc.server;
+
+import io.kvstash.core.PoolRegion;
+import io.kvstash.core.StoreContext;
+import io.kvstash.core.StoreCounters;
+import io.kvstash.core.book.SlotTableDescriptor;
+import io.kvstash.ipc.file.ClientFileDescriptor;
+import io.kvstash.ipc.file.ControlFileDescriptor;
+import io.kvstash.ipc.file.PoolFileDescriptor;
+import io.kvstash.ipc.file.SecureDirectory;
+import org.agrona.IoUtil;
+import org.agrona.concurrent.AtomicBuffer;
+import org.agrona.concurrent.UnsafeBuffer;
+
+import java.io.IOException;
+import java.nio.MappedByteBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.channels.FileLock;
+import java.nio.channels.OverlappingFileLockException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.DirectoryStream;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.nio.file.StandardOpenOption;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.List;
+
+/**
+ * The server's files in its directory: the {@code server.lock} file it locks for its whole life (a second
+ * server on the same directory is refused while the first lives), the pool file and the control file,
+ * created fresh every start. At start the files of a dead server are reclaimed: its pool and client files
+ * deleted, its control file kept as {@code dead-control-<incarnation>} (the error log survives; the three
+ * newest are kept). At a clean shutdown every file but the lock file is removed.
+ */
+final class ServerFiles implements AutoCloseable
+{
+    static final String LOCK_FILE = "server.lock";
+    static final String DEAD_CONTROL_PREFIX = "dead-control-";
+    static final int DEAD_CONTROLS_KEPT = 3;
+
+    private final ServerContext context;
+    private final Path directory;
+    private final FileChannel lockChannel;
+    private final FileLock lock;
+    private final Path controlPath;
+    private final Path poolPath;
+    private FileChannel poolChannel;
+    private MappedByteBuffer poolMeta;
+    private final List<MappedByteBuffer> poolSegments = new ArrayList<>();
+    private MappedByteBuffer controlMapped;
+    private UnsafeBuffer control;
+    private PoolRegion pool;
+    private AtomicBuffer slotTable;
+    private StoreCounters counters;
+    private AtomicBuffer errorLogBuffer;
+    private long dataOffset;
+    private long slotTableOffset;
+    private long slotTableLength;
+    private boolean closed;
+
+    ServerFiles(final ServerContext context) throws IOException
+    {
+        this.context = context;
+        this.directory = SecureDirectory.ensure(context.directory());
+        final Path lockPath = directory.resolve(LOCK_FILE);
+        if (!Files.exists(lockPath))
+        {
+            try
+            {
+                SecureDirectory.createFile(lockPath);
+            }
+            catch (final java.nio.file.FileAlreadyExistsException ignore)
+            {
+                // Another server is starting too: the lock decides.
+            }
+        }
+        lockChannel = FileChannel.open(lockPath, StandardOpenOption.READ, StandardOpenOption.WRITE);
+        FileLock acquired;
+        try
+        {
+            acquired = lockChannel.tryLock();
+        }
+        catch (final OverlappingFileLockException ex)
+        {
+            acquired = null;
+        }
+        if (null == acquired)
+        {
+            final String owner = readLockOwner(lockChannel);
+            lockChannel.close();
+            throw new IllegalStateException("a kvstash server is already running on " + directory +
+                (owner.isEmpty() ? "" : " (" + owner + ")"));
+        }
+        lock = acquired;
+        writeLockOwner();
+        controlPath = directory.resolve(ControlFileDescriptor.FILE_NAME);
+        poolPath = directory.resolve(PoolFileDescriptor.fileName(context.incarnation()));
+        try
+        {
+            reclaim();
+            createPool();
+            createControl();
+        }
+        catch (final IOException | RuntimeException ex)
+        {
+            close();
+            throw ex;
+        }
+    }
+
+    private static String readLockOwner(final FileChannel channel)
+    {
+        try
+        {
+            final java.nio.ByteBuffer bytes = java.nio.ByteBuffer.allocate(128);
+            final int n = channel.read(bytes, 0);
+            return n <= 0 ? "" : new String(bytes.array(), 0, n, StandardCharsets.US_ASCII).trim();
+        }
+        catch (final IOException ex)
+        {
+            return "";
+        }
+    }
+
+    private void writeLockOwner() throws IOException
+    {
+        final byte[] owner = ("pid " + ProcessHandle.current().pid() + " incarnation " +
+            Long.toHexString(context.incarnation()) + "\n").getBytes(StandardCharsets.US_ASCII);
+        lockChannel.truncate(0);
+        lockChannel.write(java.nio.ByteBuffer.wrap(owner), 0);
+    }
+
+    /**
+     * Removes what a dead server left: pool and client files; its control file is kept for its error log.
+     */
+    private void reclaim() throws IOException
+    {
+        final List<Path> deadControls = new ArrayList<>();
+        try (DirectoryStream<Path> files = Files.newDirectoryStream(directory))
+        {
+            for (final Path file : files)
+            {
+                final String name = file.getFileName().toString();
+                if (name.startsWith(PoolFileDescriptor.FILE_PREFIX) || name.startsWith(ClientFileDescriptor.FILE_PREFIX))
+                {
+                    Files.deleteIfExists(file);
+                }
+                else if (name.startsWith(DEAD_CONTROL_PREFIX))
+                {
+                    deadControls.add(file);
+                }
+            }
+        }
+        if (Files.exists(controlPath))
+        {
+            final long oldIncarnation = readIncarnation(controlPath);
+            final Path kept = directory.resolve(DEAD_CONTROL_PREFIX + Long.toHexString(oldIncarnation));
+            Files.move(controlPath, kept, StandardCopyOption.REPLACE_EXISTING);
+            deadControls.add(kept);
+        }
+        deadControls.sort(Comparator.comparingLong(ServerFiles::modifiedMs).reversed());
+        for (int i = DEAD_CONTROLS_KEPT; i < deadControls.size(); i++)
+        {
+            Files.deleteIfExists(deadControls.get(i));
+        }
+    }
+
+    private static long modifiedMs(final Path file)
+    {
+        try
+        {
+            return Files.getLastModifiedTime(file).toMillis();
+        }
+        catch (final IOException ex)
+        {
+            return 0;
+        }
+    }
+
+    private static long readIncarnation(final Path control)
+    {
+        try (FileChannel channel = FileChannel.open(control, StandardOpenOption.READ))
+        {
+            final java.nio.ByteBuffer bytes = java.nio.ByteBuffer.allocate(ControlFileDescriptor.HEADER_LENGTH)
+                .order(java.nio.ByteOrder.LITTLE_ENDIAN);
+            channel.read(bytes, 0);
+            return bytes.getLong(ControlFileDescriptor.INCARNATION_OFFSET);
+        }
+        catch (final IOException ex)
+        {
+            return 0;
+        }
+    }
+
+    private void createPool() throws IOException
+    {
+        final StoreContext store = context.storeContext();
+        slotTableOffset = PoolFileDescriptor.HEADER_LENGTH;
+        slotTableLength = SlotTableDescriptor.tableLength(store.poolSizeBytes(), store.alignment());
+        dataOffset = PoolFileDescriptor.dataOffset(slotTableLength, store.alignment());
+        SecureDirectory.createFile(poolPath);
+        poolChannel = FileChannel.open(poolPath, StandardOpenOption.READ, StandardOpenOption.WRITE);
+        poolChannel.truncate(0);
+        poolChannel.write(java.nio.ByteBuffer.wrap(new byte[1]), dataOffset + store.poolSizeBytes() - 1);
+        poolMeta = poolChannel.map(FileChannel.MapMode.READ_WRITE, 0, dataOffset);
+        final UnsafeBuffer meta = new UnsafeBuffer(poolMeta);
+        slotTable = new UnsafeBuffer(meta, (int)slotTableOffset, (int)Math.max(8, slotTableLength));
+        final long segmentBytes = PoolFileDescriptor.SEGMENT_BYTES;
+        final long[] addresses = new long[(int)((store.poolSizeBytes() + segmentBytes - 1) / segmentBytes)];
+        for (int i = 0; i < addresses.length; i++)
+        {
+            final long start = i * segmentBytes;
+            final long length = Math.min(segmentBytes, store.poolSizeBytes() - start);
+            final MappedByteBuffer segment = poolChannel.map(FileChannel.MapMode.READ_WRITE, dataOffset + start, length);
+            poolSegments.add(segment);
+            addresses[i] = org.agrona.BufferUtil.address(segment);
+            if (context.pretouch())
+            {
+                final UnsafeBuffer touch = new UnsafeBuffer(segment);
+                for (long page = 0; page < length; page += 4096)
+                {
+                    touch.putByte((int)page, (byte)0);
+                }
+            }
+        }
+        pool = PoolRegion.ofSegments(addresses, segmentBytes, store.poolSizeBytes(), poolSegments);
+        meta.putLong(PoolFileDescriptor.MAGIC_OFFSET, PoolFileDescriptor.MAGIC);
+        meta.putInt(PoolFileDescriptor.HEADER_LENGTH_OFFSET, PoolFileDescriptor.HEADER_LENGTH);
+        meta.putLong(PoolFileDescriptor.INCARNATION_OFFSET, context.incarnation());
+        meta.putLong(PoolFileDescriptor.POOL_SIZE_OFFSET, store.poolSizeBytes());
+        meta.putLong(PoolFileDescriptor.DATA_OFFSET_OFFSET, dataOffset);
+        meta.putLong(PoolFileDescriptor.SLOT_TABLE_OFFSET_OFFSET, slotTableOffset);
+        meta.putLong(PoolFileDescriptor.SLOT_TABLE_LENGTH_OFFSET, slotTableLength);
+        meta.putLong(PoolFileDescriptor.SEGMENT_BYTES_OFFSET, segmentBytes);
+        meta.putInt(PoolFileDescriptor.ALIGNMENT_OFFSET, store.alignment());
+        meta.putIntRelease(PoolFileDescriptor.VERSION_OFFSET, PoolFileDescriptor.VERSION);
+    }
+
+    private void createControl() throws IOException
+    {
+        final StoreContext store = context.storeContext();
+        final int countersLength = ControlFileDescriptor.countersSectionLength(StoreCounters.LENGTH);
+        final int length = ControlFileDescriptor.fileLength(StoreCounters.LENGTH, context.errorLogLength());
+        final Path staging = directory.resolve(ControlFileDescriptor.FILE_NAME + ".new-" +
+            Long.toHexString(context.incarnation()));
+        SecureDirectory.createFile(staging);
+        try (FileChannel channel = FileChannel.open(staging, StandardOpenOption.READ, StandardOpenOption.WRITE))
+        {
+            channel.write(java.nio.ByteBuffer.wrap(new byte[1]), length - 1);
+            controlMapped = channel.map(FileChannel.MapMode.READ_WRITE, 0, length);
+        }
+        control = new UnsafeBuffer(controlMapped);
+        final byte[] poolName = poolPath.getFileName().toString().getBytes(StandardCharsets.US_ASCII);
+        final int c = ControlFileDescriptor.CONFIG_OFFSET;
+        control.putInt(c + ControlFileDescriptor.POOL_NAME_LENGTH_OFFSET, poolName.length);
+        control.putBytes(c + ControlFileDescriptor.POOL_NAME_OFFSET, poolName);
+        control.putLong(c + ControlFileDescriptor.POOL_SIZE_OFFSET, store.poolSizeBytes());
+        control.putLong(c + ControlFileDescriptor.DATA_OFFSET_OFFSET, dataOffset);
+        control.putLong(c + ControlFileDescriptor.SLOT_TABLE_OFFSET_OFFSET, slotTableOffset);
+        control.putLong(c + ControlFileDescriptor.SLOT_TABLE_LENGTH_OFFSET, slotTableLength);
+        control.putLong(c + ControlFileDescriptor.SEGMENT_BYTES_OFFSET, PoolFileDescriptor.SEGMENT_BYTES);
+        control.putInt(c + ControlFileDescriptor.ALIGNMENT_OFFSET, store.alignment());
+        control.putInt(c + ControlFileDescriptor.CHUNK_TOKENS_OFFSET, store.chunkTokens());
+        control.putLong(c + ControlFileDescriptor.LEASE_NS_OFFSET, store.leaseNs());
+        control.putInt(c + ControlFileDescriptor.MAX_CHUNKS_OFFSET, store.maxChunksPerRequest());
+        control.putInt(c + ControlFileDescriptor.MAX_INLINE_OFFSET, store.maxInlineBytes());
+        control.putInt(c + ControlFileDescriptor.REQUEST_RING_CAPACITY_OFFSET, context.requestRingCapacity());
+        control.putInt(c + ControlFileDescriptor.RESPONSE_RING_CAPACITY_OFFSET, context.responseRingCapacity());
+        control.putInt(c + ControlFileDescriptor.MAX_CLIENTS_OFFSET, context.maxClients());
+        control.putInt(c + ControlFileDescriptor.HEARTBEAT_INTERVAL_OFFSET, (int)context.heartbeatIntervalMs());
+        control.putInt(c + ControlFileDescriptor.HEARTBEAT_TIMEOUT_OFFSET, (int)context.heartbeatTimeoutMs());
+
+        final int countersOffset = ControlFileDescriptor.COUNTERS_OFFSET;
+        final int errorLogOffset = countersOffset + countersLength;
+        counters = new StoreCounters(new UnsafeBuffer(control, countersOffset, StoreCounters.LENGTH));
+        errorLogBuffer = new UnsafeBuffer(control, errorLogOffset, context.errorLogLength());
+
+        control.putLong(ControlFileDescriptor.MAGIC_OFFSET, ControlFileDescriptor.MAGIC);
+        control.putInt(ControlFileDescriptor.HEADER_LENGTH_OFFSET, ControlFileDescriptor.HEADER_LENGTH);
+        control.putLong(ControlFileDescriptor.PID_OFFSET, ProcessHandle.current().pid());
+        control.putLong(ControlFileDescriptor.INCARNATION_OFFSET, context.incarnation());
+        control.putLong(ControlFileDescriptor.START_TIME_OFFSET, System.currentTimeMillis());
+        control.putLongRelease(ControlFileDescriptor.HEARTBEAT_OFFSET, System.currentTimeMillis());
+        control.putInt(ControlFileDescriptor.STATE_OFFSET, ControlFileDescriptor.STATE_RUNNING);
+        control.putInt(ControlFileDescriptor.CONFIG_SECTION_OFFSET, ControlFileDescriptor.CONFIG_OFFSET);
+        control.putInt(ControlFileDescriptor.CONFIG_SECTION_OFFSET + 4, ControlFileDescriptor.CONFIG_LENGTH);
+        control.putInt(ControlFileDescriptor.COUNTERS_SECTION_OFFSET, countersOffset);
+        control.putInt(ControlFileDescriptor.COUNTERS_SECTION_OFFSET + 4, StoreCounters.LENGTH);
+        control.putInt(ControlFileDescriptor.ERROR_LOG_SECTION_OFFSET, errorLogOffset);
+        control.putInt(ControlFileDescriptor.ERROR_LOG_SECTION_OFFSET + 4, context.errorLogLength());
+        control.putIntRelease(ControlFileDescriptor.VERSION_OFFSET, ControlFileDescriptor.VERSION);
+        Files.move(staging, controlPath, StandardCopyOption.ATOMIC_MOVE);
+    }
+
+    void heartbeat(final long nowMs)
+    {
+        control.putLongRelease(ControlFileDescriptor.HEARTBEAT_OFFSET, nowMs);
+    }
+
+    Path directory()
+    {
+        return directory;
+    }
+
+    Path poolPath()
+    {
+        return poolPath;
+    }
+
+    PoolRegion pool()
+    {
+        return pool;
+    }
+
+    AtomicBuffer slotTable()
+    {
+        return slotTable;
+    }
+
+    StoreCounters counters()
+    {
+        return counters;
+    }
+
+    AtomicBuffer errorLogBuffer()
+    {
+        return errorLogBuffer;
+    }
+
+    long dataOffset()
+    {
+        return dataOffset;
+    }
+
+    /**
+     * Marks the control file CLOSED, deletes every file of this server and releases the lock.
+     */
+    @Override
+    public void close()
+    {
+        if (closed)
+        {
+            return;
+        }
+        closed = true;
+        if (null != control)
+        {
+            control.putIntRelease(ControlFileDescriptor.STATE_OFFSET, ControlFileDescriptor.STATE_CLOSED);
+        }
+        try
+        {
+            if (null != controlMapped)
+            {
+                Files.deleteIfExists(controlPath);
+            }
+            Files.deleteIfExists(poolPath);
+            try (DirectoryStream<Path> files = Files.newDirectoryStream(directory, ClientFileDescriptor.FILE_PREFIX + "*"))
+            {
+                for (final Path file : files)
+                {
+                    Files.deleteIfExists(file);
+                }
+            }
+        }
+        catch (final IOException ignore)
+        {
+            // Best effort: the next start reclaims whatever is left.
+        }
+        for (final MappedByteBuffer segment : poolSegments)
+        {
+            IoUtil.unmap(segment);
+        }
+        poolSegments.clear();
+        if (null != poolMeta)
+        {
+            IoUtil.unmap(poolMeta);
+        }
+        if (null != controlMapped)
+        {
+            IoUtil.unmap(controlMapped);
+        }
+        try
+        {
+            if (null != poolChannel)
+            {
+                poolChannel.close();
+            }
+            lock.release();
+            lockChannel.close();
+        }
+        catch (final IOException ignore)
+        {
+            // Closing releases the lock in any case.
+        }
+    }
+}

@@ -1,0 +1,100 @@
+package io.kvstash.ipc;
+
+import io.kvstash.core.ChunkKeys;
+import io.kvstash.core.Status;
+import io.kvstash.core.StoreContext;
+import io.kvstash.core.StoreCounters;
+import io.kvstash.core.layout.Dtype;
+import io.kvstash.core.layout.Layout;
+import io.kvstash.ipc.client.ClientContext;
+import io.kvstash.ipc.client.ClientResponse;
+import io.kvstash.ipc.client.KvStashClient;
+import io.kvstash.ipc.server.KvStashServer;
+import io.kvstash.ipc.server.ServerContext;
+import io.kvstash.pipeline.ThreadingMode;
+import org.agrona.concurrent.UnsafeBuffer;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
+
+import java.nio.file.Path;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+@Timeout(60)
+class InProcessSmokeTest
+{
+    Path dir;
+
+    @AfterEach
+    void cleanup()
+    {
+        TestDirs.delete(dir);
+    }
+
+    @ParameterizedTest
+    @EnumSource(ThreadingMode.class)
+    void shouldStoreAndRetrieveThroughTheMappedPoolWhenServerAndClientShareAProcess(final ThreadingMode mode)
+        throws Exception
+    {
+        dir = TestDirs.newDirectory("smoke");
+        final ServerContext serverContext = new ServerContext()
+            .directory(dir)
+            .threadingMode(mode)
+            .storeContext(new StoreContext().poolSizeBytes(64L << 20));
+        try (KvStashServer server = KvStashServer.launch(serverContext);
+            KvStashClient client = KvStashClient.connect(new ClientContext().directory(dir)))
+        {
+            assertTrue(server.directory().endsWith(dir.getFileName()));
+            final Layout layout = Layout.of("llama", 1, 0, 2, 128, Dtype.BFLOAT16, false);
+            final ClientResponse registered = client.register(1, layout);
+            assertEquals(Status.OK, registered.status(), registered.toString());
+            final long chunkBytes = registered.chunkBytes();
+            assertEquals(2L * 2 * 256 * 128 * 2, chunkBytes);
+
+            final ChunkKeys keys = ChunkKeys.ofIds(10, 11, 12);
+            ClientResponse r = client.prepareStore(1, keys);
+            assertEquals(Status.OK, r.status(), r.toString());
+            assertEquals(3, r.slotCount());
+            final long transfer = r.transferId();
+            final UnsafeBuffer view = new UnsafeBuffer(0, 0);
+            for (int i = 0; i < r.slotCount(); i++)
+            {
+                assertTrue(client.isStillReserved(r, i));
+                client.slotView(r, i, view);
+                for (int b = 0; b < chunkBytes; b += 8)
+                {
+                    view.putLong(b, (10L + r.slotRangeIndex(i)) * 1_000_003L + b);
+                }
+            }
+            assertEquals(Status.OK, client.commitStore(1, transfer).status());
+
+            r = client.lookup(1, ChunkKeys.ofIds(10, 11, 12, 13), false);
+            assertEquals(3, r.hitChunks());
+
+            r = client.prepareRetrieve(1, keys);
+            assertEquals(Status.OK, r.status());
+            final long retrieve = r.transferId();
+            for (int i = 0; i < r.slotCount(); i++)
+            {
+                client.slotView(r, i, view);
+                for (int b = 0; b < chunkBytes; b += 8)
+                {
+                    assertEquals((10L + r.slotRangeIndex(i)) * 1_000_003L + b, view.getLong(b));
+                }
+                assertTrue(client.isStillReadable(r, i));
+            }
+            assertEquals(Status.OK, client.commitRetrieve(1, retrieve).status());
+            assertEquals(Status.UNKNOWN_TRANSFER, client.commitRetrieve(1, retrieve).status());
+            assertNotEquals("", client.commitRetrieve(1, retrieve).message());
+
+            r = client.stats();
+            assertEquals(3, r.counter(StoreCounters.STORED_CHUNKS));
+            assertEquals(3, client.counter(StoreCounters.READABLE_CHUNKS));
+            assertEquals(Status.OK, client.ping().status());
+        }
+    }
+}
