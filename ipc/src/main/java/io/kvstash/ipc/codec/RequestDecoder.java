@@ -77,6 +77,11 @@ public final class RequestDecoder
         c.transferId = buffer.getLong(offset + TRANSFER_ID_OFFSET, LE);
         c.salt = buffer.getLong(offset + SALT_OFFSET, LE);
         c.flags = buffer.getInt(offset + FLAGS_OFFSET, LE);
+        if ((c.flags & ~StoreCommand.FLAGS_MASK) != 0)
+        {
+            event.rejectAtDecode(Status.INVALID_REQUEST, "unknown flags");
+            return true;
+        }
         final int keyMode = buffer.getInt(offset + KEY_MODE_OFFSET, LE);
         int i = offset + REQUEST_HEADER_LENGTH;
         final int end = offset + length;

@@ -193,7 +193,16 @@ final class ReceiverAgent implements Agent
             }
             final RequestEvent event = pipeline.event(sequence);
             final StoreCommand command = event.reset();
-            decoder.decode(type, ring.buffer(), offset, length, event);
+            try
+            {
+                decoder.decode(type, ring.buffer(), offset, length, event);
+            }
+            catch (final RuntimeException ex)
+            {
+                // A claimed sequence must always be published, or the pipeline would stall for everyone.
+                event.rejectAtDecode(io.kvstash.core.Status.MALFORMED, "record could not be decoded");
+                errorHandler.onError(ex);
+            }
             if (0 != event.decodeStatus)
             {
                 counters.increment(StoreCounters.WIRE_MALFORMED);
