@@ -32,6 +32,7 @@ public final class KvStore
     private final DataMover mover;
     private final NanoClock clock;
     private final StoreCommand command;
+    private final CommandExecutor executor;
     private long nextCorrelationId = 1;
 
     /**
@@ -81,6 +82,39 @@ public final class KvStore
         this.assigner = new SlotAssigner(context);
         this.mover = new DataMover(context, pool, counters);
         this.command = new StoreCommand(context);
+        this.executor = this::executeInline;
+    }
+
+    /**
+     * A store whose requests another engine runs (the pipeline), over that engine's state.
+     *
+     * @param context   concluded configuration.
+     * @param pool      the engine's data region.
+     * @param slotTable the engine's slot words.
+     * @param counters  the engine's counters.
+     * @param book      the engine's chunk book, for inspection only (read it while the engine is idle).
+     * @param clock     time source stamped on requests.
+     * @param executor  runs each command to its outcome.
+     */
+    public KvStore(
+        final StoreContext context,
+        final PoolRegion pool,
+        final AtomicBuffer slotTable,
+        final StoreCounters counters,
+        final ChunkBook book,
+        final NanoClock clock,
+        final CommandExecutor executor)
+    {
+        this.context = context;
+        this.pool = pool;
+        this.slotTable = slotTable;
+        this.counters = counters;
+        this.clock = clock;
+        this.book = book;
+        this.assigner = null;
+        this.mover = null;
+        this.command = new StoreCommand(context);
+        this.executor = executor;
     }
 
     /**
@@ -112,10 +146,15 @@ public final class KvStore
         {
             request.timestampNs = clock.nanoTime();
         }
+        executor.execute(request);
+        return request;
+    }
+
+    private void executeInline(final StoreCommand request)
+    {
         book.reserve(request);
         assigner.assign(request);
         mover.commit(request);
-        return request;
     }
 
     private StoreCommand begin(final int type, final long instanceId)

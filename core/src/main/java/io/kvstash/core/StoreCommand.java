@@ -191,6 +191,75 @@ public final class StoreCommand
     }
 
     /**
+     * Copies the request fields of another command (sized alike) into this one, outcome untouched.
+     *
+     * @param from source command.
+     * @return this.
+     */
+    public StoreCommand copyRequestFrom(final StoreCommand from)
+    {
+        type = from.type;
+        correlationId = from.correlationId;
+        instanceId = from.instanceId;
+        transferId = from.transferId;
+        flags = from.flags;
+        salt = from.salt;
+        session = from.session;
+        timestampNs = from.timestampNs;
+        chunkCount = from.chunkCount;
+        final int chunks = Math.max(0, Math.min(from.chunkCount, Math.min(from.maxChunks(), maxChunks())));
+        System.arraycopy(from.keyHi, 0, keyHi, 0, chunks);
+        System.arraycopy(from.keyLo, 0, keyLo, 0, chunks);
+        modelLength = from.modelLength;
+        System.arraycopy(from.model, 0, model, 0, Math.max(0, Math.min(from.modelLength, model.length)));
+        worldSize = from.worldSize;
+        rank = from.rank;
+        layers = from.layers;
+        hidden = from.hidden;
+        dtypeCode = from.dtypeCode;
+        mla = from.mla;
+        dataChunkIndex = from.dataChunkIndex;
+        dataOffset = from.dataOffset;
+        dataLength = from.dataLength;
+        if (RequestType.WRITE_DATA == from.type)
+        {
+            data.putBytes(0, from.data, 0, Math.max(0, Math.min(from.dataLength, Math.min(data.capacity(),
+                from.data.capacity()))));
+        }
+        return this;
+    }
+
+    /**
+     * Copies the outcome fields of another command (sized alike) into this one, with READ_DATA bytes.
+     *
+     * @param from source command.
+     * @return this.
+     */
+    public StoreCommand copyOutcomeFrom(final StoreCommand from)
+    {
+        status = from.status;
+        message = from.message;
+        done = from.done;
+        outTransferId = from.outTransferId;
+        hitChunks = from.hitChunks;
+        removedCount = from.removedCount;
+        chunkBytes = from.chunkBytes;
+        slotBytes = from.slotBytes;
+        slotCapacity = from.slotCapacity;
+        slotCount = from.slotCount;
+        final int slots = Math.max(0, Math.min(from.slotCount, slotChunkId.length));
+        System.arraycopy(from.slotChunkId, 0, slotChunkId, 0, slots);
+        System.arraycopy(from.slotRangeIndex, 0, slotRangeIndex, 0, slots);
+        System.arraycopy(from.slotGeneration, 0, slotGeneration, 0, slots);
+        System.arraycopy(from.slotOffset, 0, slotOffset, 0, slots);
+        if (RequestType.READ_DATA == from.type && Status.OK == from.status)
+        {
+            data.putBytes(0, from.data, 0, Math.max(0, Math.min(from.dataLength, data.capacity())));
+        }
+        return this;
+    }
+
+    /**
      * Finishes the command with an error; later stages pass it through.
      *
      * @param status  error status.

@@ -46,7 +46,30 @@ final class StoreHarness
     StoreHarness(final StoreContext context)
     {
         this.context = context;
-        this.store = new KvStore(context, clock);
+        this.store = newStore(context, clock);
+    }
+
+    /**
+     * The store under test: inline by default; with {@code -Dkvstash.store.engine=SHARED} (or DEDICATED,
+     * THREAD_PER_STAGE) the pipeline module runs this same suite through a real Disruptor pipeline.
+     */
+    static KvStore newStore(final StoreContext context, final org.agrona.concurrent.NanoClock clock)
+    {
+        final String engine = System.getProperty("kvstash.store.engine", "inline");
+        if ("inline".equals(engine))
+        {
+            return new KvStore(context, clock);
+        }
+        try
+        {
+            return (KvStore)Class.forName("io.kvstash.pipeline.PipelineKvStores")
+                .getMethod("open", StoreContext.class, org.agrona.concurrent.NanoClock.class, String.class)
+                .invoke(null, context, clock, engine);
+        }
+        catch (final ReflectiveOperationException ex)
+        {
+            throw new IllegalStateException("engine " + engine + " needs the pipeline module on the classpath", ex);
+        }
     }
 
     static StoreContext context(final int slots)

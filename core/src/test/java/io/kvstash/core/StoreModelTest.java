@@ -541,7 +541,7 @@ class StoreModelTest
                 .sweepLimit(SWEEP_LIMIT)
                 .maxChunksPerRequest(MAX_CHUNKS)
                 .maxInlineBytes(MAX_INLINE);
-            store = new KvStore(context, clock);
+            store = StoreHarness.newStore(context, clock);
             book = store.book();
             raw = new StoreCommand(store.context());
         }

@@ -106,8 +106,9 @@ class PipelineTraceReplayTest
 
     @ParameterizedTest
     @CsvSource({
-        "SHARED, 1024, 10219", "DEDICATED, 4096, 28871", "THREAD_PER_STAGE, 16384, 64724",
-        "DEDICATED, 1024, 10219", "THREAD_PER_STAGE, 4096, 28871", "SHARED, 16384, 64724" })
+        "SHARED, 1024, 10219", "SHARED, 4096, 28871", "SHARED, 16384, 64724",
+        "DEDICATED, 1024, 10219", "DEDICATED, 4096, 28871", "DEDICATED, 16384, 64724",
+        "THREAD_PER_STAGE, 1024, 10219" })
     void shouldReproduceExactLruHitCountsThroughThePipeline(
         final ThreadingMode mode, final int capacityChunks, final long expectedHits)
     {
