@@ -50,6 +50,7 @@ final class ReceiverAgent implements Agent
     private final NanoClock nanoClock;
     private final IntervalLogger intervalLogger;
     private final Set<String> knownFiles = new HashSet<>();
+    private final Set<String> presentFiles = new HashSet<>();
     private final long[] reapSequence;
     private long nextScanMs;
     private long nextLivenessMs;
@@ -224,18 +225,22 @@ final class ReceiverAgent implements Agent
     private int scan()
     {
         int attachedNow = 0;
+        presentFiles.clear();
         try (DirectoryStream<Path> entries = Files.newDirectoryStream(files.directory(),
             ClientFileDescriptor.FILE_PREFIX + "*"))
         {
             for (final Path file : entries)
             {
                 final String name = file.getFileName().toString();
+                presentFiles.add(name);
                 if (!knownFiles.contains(name) && tryAttach(file))
                 {
                     knownFiles.add(name);
                     attachedNow++;
                 }
             }
+            // Forget rejected files their clients have deleted, so the set stays as small as the directory.
+            knownFiles.retainAll(presentFiles);
         }
         catch (final IOException ex)
         {

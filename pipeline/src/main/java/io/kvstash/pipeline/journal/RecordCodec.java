@@ -15,7 +15,7 @@ import java.nio.ByteOrder;
  * <pre>
  * Request
  *   type i32 | flags i32 | correlationId i64 | instanceId i64 | transferId i64 | salt i64 | timestampNs i64
- *   chunkCount i32 | clientIndex i32 | decodeStatus i32 | pad i32 | chunkCount x (hi i64, lo i64)
+ *   chunkCount i32 | clientIndex i32 | decodeStatus i32 | pad i32 | session i64 | chunkCount x (hi i64, lo i64)
  *   REGISTER, LOOKUP_ALL_RANKS: modelLength i32 | worldSize i32 | rank i32 | layers i32 | hidden i32 |
  *                               dtype i32 | mla i32 | pad i32 | model bytes padded to 8
  *   WRITE_DATA, READ_DATA:      dataChunkIndex i32 | dataLength i32 | dataOffset i64
@@ -76,7 +76,8 @@ public final class RecordCodec
         buffer.putInt(i + 52, clientIndex, LE);
         buffer.putInt(i + 56, decodeStatus, LE);
         buffer.putInt(i + 60, 0, LE);
-        i += 64;
+        buffer.putLong(i + 64, c.session, LE);
+        i += 72;
         for (int k = 0; k < chunks; k++)
         {
             buffer.putLong(i, c.keyHi[k], LE);
@@ -127,7 +128,7 @@ public final class RecordCodec
     public static int decodeRequest(final DirectBuffer buffer, final int offset, final int limit, final StoreCommand c)
     {
         int i = offset;
-        if (i + 64 > limit)
+        if (i + 72 > limit)
         {
             return -1;
         }
@@ -144,7 +145,8 @@ public final class RecordCodec
         {
             c.fail(decodeStatus, "rejected by the decoder");
         }
-        i += 64;
+        c.session = buffer.getLong(i + 64, LE);
+        i += 72;
         final int chunks = Math.max(0, Math.min(c.chunkCount, c.maxChunks()));
         if (i + chunks * 16L > limit)
         {

@@ -121,6 +121,7 @@ public final class Replayer
         to.transferId = from.transferId;
         to.salt = from.salt;
         to.timestampNs = from.timestampNs;
+        to.session = from.session;
         to.chunkCount = from.chunkCount;
         final int chunks = Math.max(0, Math.min(from.chunkCount, from.maxChunks()));
         System.arraycopy(from.keyHi, 0, to.keyHi, 0, chunks);
