@@ -11,6 +11,9 @@ public final class SlotAssigner
 {
     private final long dataOffset;
     private final long poolEnd;
+    private long cachedSlotBytes = -1;
+    private int slotsPerSegment;
+    private int slotsPerSegmentShift;
 
     /**
      * A slot assigner for a configuration.
@@ -36,9 +39,20 @@ public final class SlotAssigner
             return;
         }
         final long slotBytes = command.slotBytes;
+        if (slotBytes != cachedSlotBytes && slotBytes > 0)
+        {
+            // Slots per segment change only when the pool is re-cut: divide once here, not per slot.
+            cachedSlotBytes = slotBytes;
+            slotsPerSegment = (int)(StoreContext.SEGMENT_BYTES / slotBytes);
+            slotsPerSegmentShift = Integer.bitCount(slotsPerSegment) == 1 ?
+                Integer.numberOfTrailingZeros(slotsPerSegment) : -1;
+        }
         for (int i = 0; i < n; i++)
         {
-            final long offset = dataOffset + SlotGeometry.offset(command.slotChunkId[i], slotBytes);
+            final int slot = command.slotChunkId[i];
+            final int segment = slotsPerSegmentShift >= 0 ? slot >>> slotsPerSegmentShift : slot / slotsPerSegment;
+            final int within = slot - segment * slotsPerSegment;
+            final long offset = dataOffset + segment * StoreContext.SEGMENT_BYTES + within * slotBytes;
             if (offset + command.chunkBytes > poolEnd || command.chunkBytes > slotBytes)
             {
                 command.fail(Status.SERVER_ERROR, "slot outside the pool");

@@ -198,7 +198,9 @@ public final class StoreCounters
      */
     public void add(final int id, final long delta)
     {
-        buffer.addLongRelease(id * Long.BYTES, delta);
+        // Single writer: a plain read and a release store; no locked instruction is needed.
+        final int offset = id * Long.BYTES;
+        buffer.putLongRelease(offset, buffer.getLong(offset) + delta);
     }
 
     /**

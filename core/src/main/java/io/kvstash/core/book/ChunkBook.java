@@ -968,10 +968,16 @@ public final class ChunkBook
         {
             return instances.namespace(instance);
         }
+        if (instances.lastSalt(instance) == salt)
+        {
+            return instances.lastSaltNamespace(instance);
+        }
         // The table's own copy of the model name: Layout.modelBytes() would allocate a copy per request.
         final Layout layout = instances.layout(instance);
         final byte[] model = instances.model(instance);
-        return hasher.namespace(model, model.length, layout.worldSize(), layout.rank(), salt);
+        final long ns = hasher.namespace(model, model.length, layout.worldSize(), layout.rank(), salt);
+        instances.lastSalt(instance, salt, ns);
+        return ns;
     }
 
     private long deadline(final StoreCommand command)

@@ -24,6 +24,8 @@ final class InstanceTable
     private final long[] chunkBytes;
     private final long[] namespace;
     private final long[] ownerSession;
+    private final long[] lastSalt;
+    private final long[] lastSaltNamespace;
     private final int[] freeStack;
     private int freeTop;
     private final Map<Identity, Layout> registry = new HashMap<>();
@@ -36,6 +38,8 @@ final class InstanceTable
         chunkBytes = new long[maxInstances];
         namespace = new long[maxInstances];
         ownerSession = new long[maxInstances];
+        lastSalt = new long[maxInstances];
+        lastSaltNamespace = new long[maxInstances];
         freeStack = new int[maxInstances];
         for (int i = maxInstances - 1; i >= 0; i--)
         {
@@ -71,6 +75,26 @@ final class InstanceTable
         return index;
     }
 
+    /**
+     * The last non-zero salt an instance used (0 for none), so a worker's run of requests under one cache
+     * salt hashes its namespace once.
+     */
+    long lastSalt(final int index)
+    {
+        return lastSalt[index];
+    }
+
+    long lastSaltNamespace(final int index)
+    {
+        return lastSaltNamespace[index];
+    }
+
+    void lastSalt(final int index, final long salt, final long namespace)
+    {
+        lastSalt[index] = salt;
+        lastSaltNamespace[index] = namespace;
+    }
+
     void owner(final int index, final long session)
     {
         ownerSession[index] = session;
@@ -96,6 +120,7 @@ final class InstanceTable
     void remove(final int index)
     {
         ownerSession[index] = 0;
+        lastSalt[index] = 0;
         idToIndex.remove(instanceId[index]);
         layout[index] = null;
         model[index] = null;

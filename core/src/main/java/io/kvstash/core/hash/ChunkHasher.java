@@ -40,6 +40,7 @@ public final class ChunkHasher
     private final UnsafeBuffer prefixBuffer = new UnsafeBuffer(prefix);
     private byte[] tokenBytes = new byte[0];
     private final UnsafeBuffer tokenBuffer = new UnsafeBuffer(tokenBytes);
+    private java.nio.IntBuffer tokenInts = java.nio.ByteBuffer.wrap(tokenBytes).order(ByteOrder.LITTLE_ENDIAN).asIntBuffer();
     private final byte[] nsBytes = new byte[2 + 255 + 4 + 4 + 8];
     private final UnsafeBuffer nsBuffer = new UnsafeBuffer(nsBytes);
 
@@ -151,10 +152,7 @@ public final class ChunkHasher
         long prevLo = 0;
         for (int c = 0; c < chunkCount; c++)
         {
-            for (int t = 0; t < chunkTokens; t++)
-            {
-                tokenBuffer.putInt(t * Integer.BYTES, tokens[c * chunkTokens + t], ByteOrder.LITTLE_ENDIAN);
-            }
+            tokenInts.put(0, tokens, c * chunkTokens, chunkTokens);
             chain(prevHi, prevLo, chunkTokens * Integer.BYTES);
             prevHi = readLongBigEndian(digestOut, 0);
             prevLo = readLongBigEndian(digestOut, 8);
@@ -248,6 +246,7 @@ public final class ChunkHasher
         {
             tokenBytes = new byte[needed];
             tokenBuffer.wrap(tokenBytes);
+            tokenInts = java.nio.ByteBuffer.wrap(tokenBytes).order(ByteOrder.LITTLE_ENDIAN).asIntBuffer();
         }
     }
 
