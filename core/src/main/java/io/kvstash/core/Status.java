@@ -24,7 +24,7 @@ public final class Status
     public static final int INVALID_REQUEST = 7;
     /** The request type is not known. */
     public static final int UNKNOWN_TYPE = 8;
-    /** The record is short, longer than its declared fields allow, or otherwise corrupt. */
+    /** The record is shorter than its declared fields, or a length in it is inconsistent (trailing bytes are ignored). */
     public static final int MALFORMED = 9;
     /** A server limit is reached (pending transfers, instances); retry later. */
     public static final int BUSY = 10;

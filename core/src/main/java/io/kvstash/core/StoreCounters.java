@@ -82,7 +82,7 @@ public final class StoreCounters
     public static final int WIRE_CLIENTS = 52;
     /** Responses dropped because a client's response ring was gone or corrupt. */
     public static final int WIRE_RESPONSES_DROPPED = 53;
-    /** Requests deferred because a client's response ring lacked room (back pressure). */
+    /** Requests deferred (once each) because a client's response ring lacked room (back pressure). */
     public static final int WIRE_BACK_PRESSURE = 54;
     /** First id of the responses table: {@code REQUESTS_BASE + type * Status.COUNT + status}. */
     public static final int REQUESTS_BASE = 64;

@@ -52,6 +52,11 @@ class InProcessSmokeTest
             final Layout layout = Layout.of("llama", 1, 0, 2, 128, Dtype.BFLOAT16, false);
             final ClientResponse registered = client.register(1, layout);
             assertEquals(Status.OK, registered.status(), registered.toString());
+            assertEquals(serverContext.incarnation(), registered.registeredIncarnation());
+            assertEquals(64L << 20, registered.registeredPoolSizeBytes());
+            assertEquals(256, registered.registeredChunkTokens());
+            assertEquals(serverContext.storeContext().leaseNs(), registered.registeredLeaseNs());
+            assertEquals(server.poolPath().getFileName().toString(), registered.registeredPoolFileName());
             final long chunkBytes = registered.chunkBytes();
             assertEquals(2L * 2 * 256 * 128 * 2, chunkBytes);
 

@@ -4,8 +4,10 @@ package io.kvstash.core.book;
  * Byte layout of the slot table: one 64-bit word per pool slot, which the server writes with release
  * semantics every time the slot's chunk changes state, and clients read with acquire semantics to fence
  * themselves: a writer checks its slot is still RESERVED under the generation its PREPARE_STORE returned
- * before writing; a reader checks READABLE under its generation after copying, which catches a pin that
- * was reclaimed (lease expiry) while it was reading.
+ * before writing; a reader checks READABLE under its generation after copying, which catches the slot
+ * being evicted or reused while it read (possible only after its pin was reclaimed at lease expiry;
+ * releasing a pin alone does not change the word). A writer's check cannot stop its lease ending during
+ * the write itself: the lease (30 s by default) is that window's guard, so never start a write near it.
  * <pre>
  *   0                   1                   2                   3
  *   0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1

@@ -227,6 +227,59 @@ public final class ClientResponse
     }
 
     /**
+     * Server incarnation, from a REGISTER answered OK.
+     *
+     * @return incarnation.
+     */
+    public long registeredIncarnation()
+    {
+        return buffer.getLong(extraOffset(), LE);
+    }
+
+    /**
+     * Pool data bytes, from a REGISTER answered OK.
+     *
+     * @return bytes.
+     */
+    public long registeredPoolSizeBytes()
+    {
+        return buffer.getLong(extraOffset() + 8, LE);
+    }
+
+    /**
+     * Lease, from a REGISTER answered OK.
+     *
+     * @return ns.
+     */
+    public long registeredLeaseNs()
+    {
+        return buffer.getLong(extraOffset() + 16, LE);
+    }
+
+    /**
+     * Tokens per chunk, from a REGISTER answered OK.
+     *
+     * @return tokens.
+     */
+    public int registeredChunkTokens()
+    {
+        return buffer.getInt(extraOffset() + 24, LE);
+    }
+
+    /**
+     * Pool file name in the server's directory, from a REGISTER answered OK.
+     *
+     * @return the name.
+     */
+    public String registeredPoolFileName()
+    {
+        final int n = buffer.getInt(extraOffset() + 28, LE);
+        final byte[] bytes = new byte[Math.max(0, Math.min(n, 128))];
+        buffer.getBytes(extraOffset() + 32, bytes);
+        return new String(bytes, StandardCharsets.US_ASCII);
+    }
+
+    /**
      * Counter {@code id} of a STATS response.
      *
      * @param id counter id.

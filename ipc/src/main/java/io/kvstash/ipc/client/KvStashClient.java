@@ -104,6 +104,18 @@ public final class KvStashClient implements AutoCloseable
         this.context = context.conclude();
         this.directory = context.directory();
         this.idleStrategy = context.idleStrategy();
+        try
+        {
+            SecureDirectory.check(directory);
+        }
+        catch (final NoSuchFileException ex)
+        {
+            throw new KvStashException(KvStashException.Reason.SERVER_GONE, "no kvstash server on " + directory);
+        }
+        catch (final IOException ex)
+        {
+            throw new KvStashException(KvStashException.Reason.BAD_FILES, ex.getMessage(), ex);
+        }
         final Path controlPath = directory.resolve(ControlFileDescriptor.FILE_NAME);
         try (FileChannel channel = FileChannel.open(controlPath, StandardOpenOption.READ))
         {
@@ -166,7 +178,18 @@ public final class KvStashClient implements AutoCloseable
                 ClientFileDescriptor.responseRingOffset(requestCapacity), RingDescriptor.totalLength(responseCapacity)));
             response = new ClientResponse(RingDescriptor.maxPayloadLength(responseCapacity));
             clientHeader.putIntRelease(ClientFileDescriptor.VERSION_OFFSET, ClientFileDescriptor.VERSION);
-            sessionId = awaitAttach();
+            long attachedSession;
+            try
+            {
+                attachedSession = awaitAttach();
+            }
+            catch (final KvStashException ex)
+            {
+                // Refused or never attached: the file is this client's to remove.
+                Files.deleteIfExists(clientPath);
+                throw ex;
+            }
+            sessionId = attachedSession;
         }
         catch (final IOException ex)
         {
@@ -701,6 +724,8 @@ public final class KvStashClient implements AutoCloseable
         idleStrategy.reset();
         while ((correlationId = send.getAsLong()) < 0)
         {
+            // The server reads a request only when the response ring has room for its answer: keep reading.
+            drainResponses();
             if (System.nanoTime() - start > context.livenessCheckNs())
             {
                 checkServer();
@@ -712,6 +737,30 @@ public final class KvStashClient implements AutoCloseable
             idleStrategy.idle();
         }
         return correlationId;
+    }
+
+    private void drainResponses()
+    {
+        while (responses.next())
+        {
+            if (RESPONSE_TYPE == responses.type())
+            {
+                response.copyFrom(responses.buffer(), responses.payloadOffset(), responses.payloadLength());
+                responses.consume();
+                if (null != asyncHandler)
+                {
+                    asyncHandler.onResponse(response);
+                }
+                else
+                {
+                    orphanResponses++;
+                }
+            }
+            else
+            {
+                responses.consume();
+            }
+        }
     }
 
     private ClientResponse simple(final int type, final long instanceId, final long transferId, final int flags)

@@ -297,6 +297,8 @@ public final class RequestDecoder
                 return base + SLOT_ENTRY_LENGTH;
             case RequestType.STATS:
                 return base + countersLength;
+            case RequestType.REGISTER:
+                return base + 32 + 128;
             default:
                 return base;
         }

@@ -23,17 +23,48 @@ public final class ResponseEncoder
     private static final ByteOrder LE = ByteOrder.LITTLE_ENDIAN;
 
     private final StoreCounters counters;
+    private final byte[] registerExtra;
     private String lastMessage;
     private byte[] lastMessageBytes = new byte[0];
 
     /**
-     * An encoder that answers STATS from a set of counters.
+     * An encoder that answers STATS from a set of counters and REGISTER with the server's facts.
      *
-     * @param counters the server's counters.
+     * @param counters      the server's counters.
+     * @param registerExtra the extra part of every REGISTER answered OK ({@link #registerExtra}).
      */
-    public ResponseEncoder(final StoreCounters counters)
+    public ResponseEncoder(final StoreCounters counters, final byte[] registerExtra)
     {
         this.counters = counters;
+        this.registerExtra = registerExtra.clone();
+    }
+
+    /**
+     * The extra part of a REGISTER answered OK: what SPEC section 2 says a registration returns beyond the
+     * chunk and slot sizes of the header.
+     * <pre>
+     *   Incarnation (i64) | Pool Data Bytes (i64) | Lease ns (i64) | Chunk Tokens (i32) |
+     *   Pool File Name Length (i32) | Pool File Name (ASCII)
+     * </pre>
+     *
+     * @param incarnation   server incarnation.
+     * @param poolSizeBytes pool data bytes.
+     * @param leaseNs       lease.
+     * @param chunkTokens   tokens per chunk.
+     * @param poolFileName  pool file name in the server's directory.
+     * @return the bytes.
+     */
+    public static byte[] registerExtra(
+        final long incarnation,
+        final long poolSizeBytes,
+        final long leaseNs,
+        final int chunkTokens,
+        final String poolFileName)
+    {
+        final byte[] name = poolFileName.getBytes(StandardCharsets.US_ASCII);
+        final java.nio.ByteBuffer b = java.nio.ByteBuffer.allocate(32 + name.length).order(LE);
+        b.putLong(incarnation).putLong(poolSizeBytes).putLong(leaseNs).putInt(chunkTokens).putInt(name.length).put(name);
+        return b.array();
     }
 
     /**
@@ -59,6 +90,10 @@ public final class ResponseEncoder
         else if (RequestType.STATS == c.type)
         {
             extra = StoreCounters.COUNT * Long.BYTES;
+        }
+        else if (RequestType.REGISTER == c.type)
+        {
+            extra = registerExtra.length;
         }
         else
         {
@@ -108,6 +143,10 @@ public final class ResponseEncoder
             {
                 b.putLong(i + id * Long.BYTES, counters.get(id), LE);
             }
+        }
+        else if (RequestType.REGISTER == c.type)
+        {
+            b.putBytes(i, registerExtra);
         }
         producer.commit(length);
         return true;

@@ -15,6 +15,8 @@ package io.kvstash.ipc.codec;
  *  |                    Salt (i64)                                 |  24
  *  |  Flags (i32)                      |  Key Mode (i32)           |  32
  *  +---------------------------------------------------------------+
+ * Padding: REGISTER's model name need not be padded (it ends the record); LOOKUP_ALL_RANKS's model name is
+ * padded to 8 because the key range follows it.
  * REGISTER body (after the header)
  *  |  World Size  |  Rank  |  Layers  |  Hidden  |  Dtype  |  MLA  |  6 x i32
  *  |  Model Length (i32) | reserved (i32) | Model (UTF-8, padded)  |
@@ -43,6 +45,8 @@ package io.kvstash.ipc.codec;
  *  |    status not OK: the reason, UTF-8                           |
  *  |    READ_DATA OK: the bytes read                               |
  *  |    STATS OK: every counter, i64 each, by counter id           |
+ *  |    REGISTER OK: Incarnation i64 | Pool Data Bytes i64 |        |
+ *  |      Lease ns i64 | Chunk Tokens i32 | Name Length i32 | Name  |
  *  +---------------------------------------------------------------+
  * </pre>
  */

@@ -36,7 +36,7 @@ public final class ClientFileDescriptor
     /** File name prefix. */
     public static final String FILE_PREFIX = "client-";
     /** Magic. */
-    public static final long MAGIC = 0x544E4C4354535654L;
+    public static final long MAGIC = 0x544E4C435453564BL;
     /** Major version. */
     public static final int VERSION_MAJOR = 1;
     /** Packed version. */

@@ -48,7 +48,7 @@ public final class ControlFileDescriptor
     /** File name inside the directory. */
     public static final String FILE_NAME = "control";
     /** Magic. */
-    public static final long MAGIC = 0x004C544354535654L;
+    public static final long MAGIC = 0x004C54435453564BL;
     /** Major version. */
     public static final int VERSION_MAJOR = 1;
     /** Packed version. */

@@ -33,7 +33,7 @@ public final class PoolFileDescriptor
     /** File name prefix; the incarnation in hex follows. */
     public static final String FILE_PREFIX = "pool-";
     /** Magic. */
-    public static final long MAGIC = 0x4C4F4F5054535654L;
+    public static final long MAGIC = 0x4C4F4F505453564BL;
     /** Major version. */
     public static final int VERSION_MAJOR = 1;
     /** Packed version. */

@@ -18,10 +18,10 @@ final class ClientPublisher implements ResponseSink
     private final ResponseEncoder encoder;
     private final StoreCounters counters;
 
-    ClientPublisher(final ClientSession[] sessions, final StoreCounters counters)
+    ClientPublisher(final ClientSession[] sessions, final StoreCounters counters, final byte[] registerExtra)
     {
         this.sessions = sessions;
-        this.encoder = new ResponseEncoder(counters);
+        this.encoder = new ResponseEncoder(counters, registerExtra);
         this.counters = counters;
     }
 

@@ -46,6 +46,8 @@ final class ClientSession
     private volatile long admittedBytes;
     /** Response bytes the publish stage has finished (publish thread writes, release). */
     private volatile long releasedBytes;
+    /** Whether the head request waits for response room; counted once per deferred request (receiver). */
+    boolean backPressured;
     /** Why the session is closing: true when its process died. */
     boolean dead;
     long closingSinceMs;
@@ -86,6 +88,7 @@ final class ClientSession
         admittedBytes = 0;
         releasedBytes = 0;
         dead = false;
+        backPressured = false;
         closingSinceMs = 0;
         generation = generation + 1 == 0 ? 1 : generation + 1;
         sessionId = ((long)index << 32) | (generation & 0xFFFF_FFFFL);

@@ -41,9 +41,9 @@ public final class KvStashServer implements AutoCloseable
         {
             errorLog = new DistinctErrorLog(files.errorLogBuffer(), new SystemEpochClock());
             final StoreCounters counters = files.counters();
+            // Logs only: the pipeline stages and the receiver count ERRORS where they catch, once each.
             final ErrorHandler errorHandler = (throwable) ->
             {
-                counters.addAtomic(StoreCounters.ERRORS, 1);
                 if (!errorLog.record(throwable))
                 {
                     throwable.printStackTrace();
@@ -68,7 +68,9 @@ public final class KvStashServer implements AutoCloseable
                 .slotTable(files.slotTable())
                 .counters(counters)
                 .errorHandler(errorHandler)
-                .responseSink(new ClientPublisher(sessions, counters))
+                .responseSink(new ClientPublisher(sessions, counters, io.kvstash.ipc.codec.ResponseEncoder.registerExtra(
+                    context.incarnation(), context.storeContext().poolSizeBytes(), context.storeContext().leaseNs(),
+                    context.storeContext().chunkTokens(), files.poolPath().getFileName().toString())))
                 .threadNamePrefix("kvstash-");
             pipeline = new Pipeline(pipelineContext);
             intervalLogger = context.latencyEnabled() ? new IntervalLogger(pipeline.latency(),

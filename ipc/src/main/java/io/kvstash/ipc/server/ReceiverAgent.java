@@ -164,6 +164,7 @@ final class ReceiverAgent implements Agent
                 if (ring.isCorrupt())
                 {
                     counters.increment(StoreCounters.WIRE_MALFORMED);
+                    counters.addAtomic(StoreCounters.ERRORS, 1);
                     errorHandler.onError(new IllegalStateException("corrupt request ring of client " +
                         session.file.getFileName() + ": detaching it"));
                     session.beginClosing(false, epochClock.time());
@@ -184,9 +185,14 @@ final class ReceiverAgent implements Agent
             final long bound = decoder.peekResponseBound(type, ring.buffer(), offset, length, StoreCounters.LENGTH);
             if (2 * bound > session.responses.freeBytes() - session.outstandingBytes())
             {
-                counters.increment(StoreCounters.WIRE_BACK_PRESSURE);
+                if (!session.backPressured)
+                {
+                    session.backPressured = true;
+                    counters.increment(StoreCounters.WIRE_BACK_PRESSURE);
+                }
                 return read;
             }
+            session.backPressured = false;
             final long sequence = pipeline.tryClaim();
             if (sequence < 0)
             {
@@ -202,6 +208,7 @@ final class ReceiverAgent implements Agent
             {
                 // A claimed sequence must always be published, or the pipeline would stall for everyone.
                 event.rejectAtDecode(io.kvstash.core.Status.MALFORMED, "record could not be decoded");
+                counters.addAtomic(StoreCounters.ERRORS, 1);
                 errorHandler.onError(ex);
             }
             if (0 != event.decodeStatus)
@@ -244,6 +251,7 @@ final class ReceiverAgent implements Agent
         }
         catch (final IOException ex)
         {
+            counters.addAtomic(StoreCounters.ERRORS, 1);
             errorHandler.onError(ex);
         }
         return attachedNow;
@@ -329,6 +337,7 @@ final class ReceiverAgent implements Agent
             }
             if (Files.exists(file))
             {
+                counters.addAtomic(StoreCounters.ERRORS, 1);
                 errorHandler.onError(ex);
             }
             return true;
@@ -338,7 +347,7 @@ final class ReceiverAgent implements Agent
     private int check(final org.agrona.concurrent.UnsafeBuffer header, final int version, final long size)
     {
         if (header.getLong(ClientFileDescriptor.MAGIC_OFFSET) != ClientFileDescriptor.MAGIC ||
-            (version >>> 16) != ClientFileDescriptor.VERSION_MAJOR)
+            ((version >>> 16) & 0xFF) != ClientFileDescriptor.VERSION_MAJOR)
         {
             return ClientFileDescriptor.REJECT_BAD_HEADER;
         }

@@ -15,8 +15,12 @@ import java.util.concurrent.TimeUnit;
  */
 public final class ServerContext
 {
-    /** Default request ring capacity per client: 1 MiB (a 256K-token request fits). */
-    public static final int REQUEST_RING_CAPACITY_DEFAULT = 1 << 20;
+    /**
+     * Default request ring capacity per client: 2 MiB. A record carries at most half a ring, so the largest
+     * token request is 262,128 tokens (1,023 chunks of 256); longer prompts are hashed by the client and sent
+     * as chunk hashes. Pages of a client file that are never written cost no memory.
+     */
+    public static final int REQUEST_RING_CAPACITY_DEFAULT = 2 << 20;
     /** Default response ring capacity per client: 256 KiB. */
     public static final int RESPONSE_RING_CAPACITY_DEFAULT = 256 << 10;
     /** Default client limit. */

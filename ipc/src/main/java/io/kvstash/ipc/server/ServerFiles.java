@@ -143,7 +143,8 @@ final class ServerFiles implements AutoCloseable
             for (final Path file : files)
             {
                 final String name = file.getFileName().toString();
-                if (name.startsWith(PoolFileDescriptor.FILE_PREFIX) || name.startsWith(ClientFileDescriptor.FILE_PREFIX))
+                if (name.startsWith(PoolFileDescriptor.FILE_PREFIX) || name.startsWith(ClientFileDescriptor.FILE_PREFIX) ||
+                    name.startsWith(ControlFileDescriptor.FILE_NAME + ".new-"))
                 {
                     Files.deleteIfExists(file);
                 }
