@@ -1003,6 +1003,23 @@ public final class KvStashClient implements AutoCloseable
         return pool.wrap(view, r.slotOffset(i) - dataOffset, (int)r.chunkBytes());
     }
 
+    /**
+     * Points a view at a slot by its pool offset (as a PREPARE response gave it).
+     *
+     * @param slotOffset file offset of the slot in the pool.
+     * @param length     bytes of the view (the chunk's length).
+     * @param view       buffer to re-wrap.
+     * @return the view.
+     */
+    public UnsafeBuffer slotView(final long slotOffset, final int length, final UnsafeBuffer view)
+    {
+        if (null == pool)
+        {
+            throw new IllegalStateException("the copy transport maps no pool: use writeChunk/readChunk");
+        }
+        return pool.wrap(view, slotOffset - dataOffset, length);
+    }
+
     private long slotWord(final ClientResponse r, final int i)
     {
         final long relative = r.slotOffset(i) - dataOffset;

@@ -11,9 +11,10 @@ import java.util.Locale;
 /**
  * Reads interval histograms from {@link LatencyRecorders}, writes them tagged to an {@code .hlog} interval
  * log ({@link HistogramLogWriter}) and accumulates totals for a report. Tags: {@code type.<REQUEST_TYPE>},
- * {@code stage.<name>.service}, {@code stage.<name>.queued}. Call {@link #poll(long)} from one thread
+ * {@code stage.<name>.service}, {@code stage.<name>.queued}. {@link #poll(long)} is called by one thread
  * (the server's conductor, a test); it allocates nothing after construction except what the log writer's
- * compression does.
+ * compression does. {@link #poll(long)} and {@link #copyRequestTotal(int)} are synchronized so another
+ * thread may take copies; the other accessors are for the polling thread or after it stopped.
  */
 public final class IntervalLogger implements AutoCloseable
 {
@@ -76,7 +77,7 @@ public final class IntervalLogger implements AutoCloseable
      * @param nowMs wall clock now, end of the interval.
      * @return number of values recorded in the interval.
      */
-    public long poll(final long nowMs)
+    public synchronized long poll(final long nowMs)
     {
         long values = 0;
         for (int k = 0; k < sources.length; k++)
@@ -98,6 +99,17 @@ public final class IntervalLogger implements AutoCloseable
         }
         intervalStartMs = nowMs;
         return values;
+    }
+
+    /**
+     * A copy of the accumulated histogram of a request type, safe to take while another thread polls.
+     *
+     * @param type request type.
+     * @return a copy of the totals so far.
+     */
+    public synchronized Histogram copyRequestTotal(final int type)
+    {
+        return totals[type].copy();
     }
 
     /**

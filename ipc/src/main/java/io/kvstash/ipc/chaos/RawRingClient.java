@@ -1,0 +1,129 @@
+package io.kvstash.ipc.chaos;
+
+import io.kvstash.ipc.file.ClientFileDescriptor;
+import io.kvstash.ipc.file.SecureDirectory;
+import io.kvstash.ipc.ring.RingConsumer;
+import io.kvstash.ipc.ring.RingDescriptor;
+import io.kvstash.ipc.ring.RingProducer;
+import org.agrona.IoUtil;
+import org.agrona.concurrent.UnsafeBuffer;
+
+import java.io.IOException;
+import java.nio.MappedByteBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.channels.FileLock;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+
+/**
+ * A client built from the file layouts alone, which writes arbitrary records into its request ring: the
+ * fuzzer's way in. It takes the client file's lock like any client.
+ */
+final class RawRingClient implements AutoCloseable
+{
+    private final Path file;
+    private final FileChannel channel;
+    private final FileLock lock;
+    private final MappedByteBuffer mapped;
+    private final UnsafeBuffer header;
+    private final RingProducer requests;
+    private final RingConsumer responses;
+
+    RawRingClient(final Path dir, final long incarnation, final int requestCapacity, final int responseCapacity)
+        throws IOException
+    {
+        file = dir.resolve(ClientFileDescriptor.fileName(ProcessHandle.current().pid(), System.nanoTime()));
+        SecureDirectory.createFile(file);
+        channel = FileChannel.open(file, StandardOpenOption.READ, StandardOpenOption.WRITE);
+        lock = channel.lock();
+        final int length = ClientFileDescriptor.fileLength(requestCapacity, responseCapacity);
+        channel.write(java.nio.ByteBuffer.wrap(new byte[1]), length - 1);
+        mapped = channel.map(FileChannel.MapMode.READ_WRITE, 0, length);
+        header = new UnsafeBuffer(mapped, 0, ClientFileDescriptor.HEADER_LENGTH);
+        header.putLong(ClientFileDescriptor.MAGIC_OFFSET, ClientFileDescriptor.MAGIC);
+        header.putInt(ClientFileDescriptor.HEADER_LENGTH_OFFSET, ClientFileDescriptor.HEADER_LENGTH);
+        header.putLong(ClientFileDescriptor.PID_OFFSET, ProcessHandle.current().pid());
+        header.putLong(ClientFileDescriptor.INCARNATION_OFFSET, incarnation);
+        header.putInt(ClientFileDescriptor.REQUEST_CAPACITY_OFFSET, requestCapacity);
+        header.putInt(ClientFileDescriptor.RESPONSE_CAPACITY_OFFSET, responseCapacity);
+        requests = new RingProducer(new UnsafeBuffer(mapped, ClientFileDescriptor.REQUEST_RING_OFFSET,
+            RingDescriptor.totalLength(requestCapacity)));
+        responses = new RingConsumer(new UnsafeBuffer(mapped, ClientFileDescriptor.responseRingOffset(requestCapacity),
+            RingDescriptor.totalLength(responseCapacity)));
+        header.putIntRelease(ClientFileDescriptor.VERSION_OFFSET, ClientFileDescriptor.VERSION);
+    }
+
+    boolean awaitAttached(final long timeoutMs) throws InterruptedException
+    {
+        final long deadline = System.currentTimeMillis() + timeoutMs;
+        while (ClientFileDescriptor.ATTACH_ATTACHED != header.getIntAcquire(ClientFileDescriptor.ATTACH_STATE_OFFSET))
+        {
+            if (System.currentTimeMillis() > deadline)
+            {
+                return false;
+            }
+            Thread.sleep(1);
+        }
+        return true;
+    }
+
+    int maxPayload()
+    {
+        return requests.maxPayloadLength();
+    }
+
+    /**
+     * Writes one record, waiting for room.
+     *
+     * @return false when no room came within the timeout.
+     */
+    boolean send(final int type, final byte[] payload, final long timeoutMs) throws InterruptedException
+    {
+        final long deadline = System.currentTimeMillis() + timeoutMs;
+        int at;
+        while ((at = requests.tryClaim(type, payload.length)) < 0)
+        {
+            if (System.currentTimeMillis() > deadline)
+            {
+                return false;
+            }
+            Thread.onSpinWait();
+        }
+        requests.buffer().putBytes(at, payload);
+        requests.commit(payload.length);
+        return true;
+    }
+
+    /**
+     * The next response payload.
+     *
+     * @return a copy, or null when none arrived within the timeout.
+     */
+    UnsafeBuffer receive(final long timeoutMs)
+    {
+        final long deadline = System.nanoTime() + timeoutMs * 1_000_000;
+        while (!responses.next())
+        {
+            if (System.nanoTime() - deadline > 0)
+            {
+                return null;
+            }
+            Thread.onSpinWait();
+        }
+        final byte[] copy = new byte[responses.payloadLength()];
+        responses.buffer().getBytes(responses.payloadOffset(), copy);
+        responses.consume();
+        return new UnsafeBuffer(copy);
+    }
+
+    @Override
+    public void close() throws IOException
+    {
+        header.putIntRelease(ClientFileDescriptor.CLOSING_OFFSET, 1);
+        lock.release();
+        channel.close();
+        IoUtil.unmap(mapped);
+        Files.deleteIfExists(file);
+    }
+}

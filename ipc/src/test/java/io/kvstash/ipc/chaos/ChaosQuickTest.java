@@ -1,0 +1,53 @@
+package io.kvstash.ipc.chaos;
+
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+import java.util.Map;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * The quick profile of every reliability suite (issue 6) with real worker and server processes: what the
+ * suites promise, asserted; how fast things happened is reported, never asserted.
+ */
+@Timeout(300)
+class ChaosQuickTest
+{
+    @Test
+    void shouldLoseNothingAndLeakNothingUnderKillsZombiesRestartsFuzzAndExhaustion() throws Exception
+    {
+        final ChaosRunner.Options options = ChaosRunner.Options.quick();
+        options.killSeconds = 15;
+        options.zombieReps = 10;
+        options.fuzzRecords = 10_000;
+        final Map<String, Object> report = new ChaosRunner(options).run();
+        System.out.println(ChaosRunner.toJson(report));
+
+        assertTrue((Long)report.get("kills") > 0, "no worker was killed");
+        assertTrue((Long)report.get("verified_reads") > 0, "no read was verified");
+        assertEquals(0L, report.get("checksum_mismatches"));
+        assertEquals(0L, report.get("leaked_reservations"));
+        assertEquals(0L, report.get("leaked_pins"));
+        assertEquals(0L, report.get("pending_transfers"));
+        assertEquals(true, report.get("free_plus_readable_equals_total"));
+        assertEquals(0L, report.get("worker_crashes"));
+
+        assertEquals(report.get("late_commits_total"), report.get("late_commits_rejected"));
+        assertEquals(0L, report.get("late_writes"));
+        assertEquals(report.get("late_commits_total"), report.get("new_owner_bytes_intact"));
+
+        assertEquals(report.get("reconnections_expected"), report.get("reconnections"));
+        assertEquals(true, report.get("error_log_kept"));
+
+        assertEquals(0L, report.get("fuzz_unanswered"));
+        assertEquals(true, report.get("fuzz_server_alive"));
+        assertEquals(0L, report.get("fuzz_server_errors"));
+        assertTrue((Long)report.get("fuzz_answered") > 0);
+
+        assertTrue((Long)report.get("exhaustion_no_space") > 0, "the flood never ran out of space");
+        assertEquals(true, report.get("exhaustion_pinned_intact"));
+        assertEquals(true, report.get("exhaustion_reserved_intact"));
+    }
+}
