@@ -15,12 +15,13 @@ import java.util.zip.CRC32C;
  *  +---------------------------------------------------------------+
  *  |                     Chunk Key High (i64)                      |  0
  *  |                     Chunk Key Low (i64)                       |  8
- *  |  CRC-32C of bytes [24, length) (u32)  |  0 (u32)              |  16
+ *  |  CRC-32C of bytes [24, length) then [0, 16) (u32) |  0 (u32) |  16
  *  |  Fill derived from the key ...                                |  24
  *  +---------------------------------------------------------------+
  * </pre>
- * The fill is an arithmetic sequence of longs seeded by a mix of the key: one add and one store per 8 bytes,
- * so a chunk of the wrong key, a stale slot or a torn copy fails the check. Instances are not thread safe
+ * The fill is an arithmetic sequence of longs seeded by a mix of the key: one add and one store per 8 bytes.
+ * The checksum covers the fill and the key, so a chunk of the wrong key, a stale slot, a torn copy or a
+ * header over another chunk's body fails the check. Instances are not thread safe
  * (one CRC state each); the buffers must be backed by a byte array or a {@link ByteBuffer}.
  */
 public final class ChunkPattern
@@ -30,6 +31,7 @@ public final class ChunkPattern
     /** Smallest chunk the pattern fits. */
     public static final int MIN_LENGTH = 32;
 
+    private static final int KEY_LENGTH = 16;
     private static final ByteOrder LE = ByteOrder.LITTLE_ENDIAN;
     private static final long GOLDEN = 0x9E3779B97F4A7C15L;
 
@@ -91,10 +93,13 @@ public final class ChunkPattern
             final int start = buffer.wrapAdjustment();
             view.limit(start + length).position(start + HEADER_LENGTH);
             crc.update(view);
+            view.limit(start + KEY_LENGTH).position(start);
+            crc.update(view);
         }
         else if (null != buffer.byteArray())
         {
             crc.update(buffer.byteArray(), buffer.wrapAdjustment() + HEADER_LENGTH, length - HEADER_LENGTH);
+            crc.update(buffer.byteArray(), buffer.wrapAdjustment(), KEY_LENGTH);
         }
         else
         {

@@ -476,7 +476,7 @@ public final class TraceReplay
             }
             Thread.sleep(20);
         }
-        if (null != progress && printed >= 0)
+        if (null != progress)
         {
             if (printed < requests)
             {
