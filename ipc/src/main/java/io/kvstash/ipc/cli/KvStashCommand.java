@@ -1,0 +1,147 @@
+package io.kvstash.ipc.cli;
+
+import io.kvstash.ipc.client.KvStashException;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Spec;
+
+import java.io.IOException;
+import java.io.PrintWriter;
+import java.io.UncheckedIOException;
+import java.nio.file.NoSuchFileException;
+import java.util.concurrent.Callable;
+
+/**
+ * The {@code kvstash} command line: {@code serve}, {@code stat}, {@code errors}, {@code replay},
+ * {@code demo} (and the hidden {@code worker} that replays start). {@code --help} works on every command.
+ * Exit codes: 0 success, 1 failure (a one-line {@code kvstash <command>: error: ...} on standard error), 2
+ * usage error (unknown option, bad value, no command).
+ * <p>
+ * Reuse: {@link #newCommandLine()} builds the whole command line; another module adds its own subcommands
+ * and runs it the same way, e.g. the perf module's launcher:
+ * <pre>{@code
+ * CommandLine commandLine = KvStashCommand.newCommandLine()
+ *     .addSubcommand("bench", new BenchCommand())
+ *     .addSubcommand("chaos", new ChaosCommand());
+ * System.exit(commandLine.execute(args));
+ * }</pre>
+ * Added subcommands get the same exception handling and exit codes. Replays spawn their workers with this
+ * class as main class, so a jar that carries an extended command line must carry this class too (it does
+ * when it depends on the ipc module).
+ */
+@Command(name = "kvstash", mixinStandardHelpOptions = true, versionProvider = KvStashCommand.Version.class,
+    description = "kvstash: a KV-cache chunk store for LLM inference workers over shared memory.",
+    subcommands = {
+        ServeCommand.class, StatCommand.class, ErrorsCommand.class, ReplayCommand.class, DemoCommand.class,
+        WorkerCommand.class, CommandLine.HelpCommand.class })
+public final class KvStashCommand implements Callable<Integer>
+{
+    @Spec
+    CommandSpec spec;
+
+    /**
+     * The top-level command (picocli instantiates it).
+     */
+    public KvStashCommand()
+    {
+    }
+
+    /**
+     * Without a subcommand: prints the usage and fails with exit code 2.
+     *
+     * @return 2.
+     */
+    @Override
+    public Integer call()
+    {
+        final PrintWriter err = spec.commandLine().getErr();
+        err.println("kvstash: a command is required");
+        spec.commandLine().usage(err);
+        err.flush();
+        return CommandLine.ExitCode.USAGE;
+    }
+
+    /**
+     * Builds the command line with every kvstash subcommand, case-insensitive enum values, and the exception
+     * handler that turns failures into exit code 1 with a one-line message.
+     *
+     * @return a new command line; add subcommands before executing it.
+     */
+    public static CommandLine newCommandLine()
+    {
+        final CommandLine commandLine = new CommandLine(new KvStashCommand());
+        commandLine.setCaseInsensitiveEnumValuesAllowed(true);
+        commandLine.setExecutionExceptionHandler(KvStashCommand::handleExecutionException);
+        return commandLine;
+    }
+
+    /**
+     * Runs the command line and exits the JVM with its exit code.
+     *
+     * @param args command-line arguments.
+     */
+    public static void main(final String[] args)
+    {
+        System.exit(newCommandLine().execute(args));
+    }
+
+    private static int handleExecutionException(
+        final Exception ex, final CommandLine commandLine, final CommandLine.ParseResult parseResult)
+    {
+        final PrintWriter err = commandLine.getErr();
+        final String name = commandLine.getCommandSpec().qualifiedName();
+        if (isExpected(ex))
+        {
+            err.println(name + ": error: " + message(ex));
+        }
+        else
+        {
+            err.println(name + ": unexpected error: " + ex);
+            ex.printStackTrace(err);
+        }
+        err.flush();
+        return CommandLine.ExitCode.SOFTWARE;
+    }
+
+    private static boolean isExpected(final Exception ex)
+    {
+        return ex instanceof IOException || ex instanceof UncheckedIOException || ex instanceof KvStashException ||
+            ex instanceof IllegalArgumentException || ex instanceof IllegalStateException;
+    }
+
+    private static String message(final Exception ex)
+    {
+        if (ex instanceof NoSuchFileException)
+        {
+            return "no such file: " + ex.getMessage();
+        }
+        final String message = ex.getMessage();
+        return null == message ? ex.toString() : message;
+    }
+
+    /**
+     * The version from the jar manifest, or "development" when run from classes.
+     */
+    public static final class Version implements CommandLine.IVersionProvider
+    {
+        /**
+         * A version provider.
+         */
+        public Version()
+        {
+        }
+
+        /**
+         * The version lines.
+         *
+         * @return one line.
+         */
+        @Override
+        public String[] getVersion()
+        {
+            final String version = KvStashCommand.class.getPackage().getImplementationVersion();
+            return new String[]{ "kvstash " + (null == version ? "(development build)" : version) };
+        }
+    }
+}

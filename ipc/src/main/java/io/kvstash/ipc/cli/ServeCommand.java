@@ -1,0 +1,171 @@
+package io.kvstash.ipc.cli;
+
+import io.kvstash.core.StoreContext;
+import io.kvstash.ipc.server.KvStashServer;
+import io.kvstash.ipc.server.ServerContext;
+import io.kvstash.ipc.tools.Sizes;
+import io.kvstash.pipeline.ThreadingMode;
+import io.kvstash.pipeline.WaitMode;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Spec;
+
+import java.io.PrintWriter;
+import java.nio.file.Path;
+import java.util.concurrent.Callable;
+import java.util.concurrent.CountDownLatch;
+
+/**
+ * {@code kvstash serve}: the server in the foreground until SIGINT or SIGTERM, which close it cleanly (its
+ * files are removed). Prints one {@code kvstash ready: ...} line once clients can connect.
+ * {@code --print-config} prints the resolved configuration and exits without starting.
+ */
+@Command(name = "serve", mixinStandardHelpOptions = true, sortOptions = false,
+    description = {
+        "Runs the kvstash server in the foreground; SIGINT or SIGTERM shut it down cleanly and remove its files.",
+        "Prints 'kvstash ready: ...' once workers can connect." })
+public final class ServeCommand implements Callable<Integer>
+{
+    @Spec
+    CommandSpec spec;
+
+    @Option(names = "--dir", paramLabel = "DIR",
+        description = "Shared-memory directory (default: /dev/shm/kvstash-$USER).")
+    Path directory;
+
+    @Option(names = "--pool-size", paramLabel = "SIZE", converter = Converters.Size.class, defaultValue = "1g",
+        description = "Pool size, e.g. 1g, 512m, 4096 (default: ${DEFAULT-VALUE}).")
+    long poolSizeBytes;
+
+    @Mixin
+    StoreOptions store;
+
+    @Option(names = "--max-clients", paramLabel = "N", defaultValue = "256",
+        description = "Most worker clients at once (default: ${DEFAULT-VALUE}).")
+    int maxClients;
+
+    @Option(names = "--threading", paramLabel = "MODE", converter = Converters.Threading.class,
+        defaultValue = "dedicated",
+        description = "shared, dedicated or thread-per-stage (default: ${DEFAULT-VALUE}).")
+    ThreadingMode threadingMode;
+
+    @Option(names = "--wait", paramLabel = "MODE", converter = Converters.Wait.class, defaultValue = "backoff",
+        description = "How idle threads wait: busy-spin, yielding, backoff or blocking (default: ${DEFAULT-VALUE}).")
+    WaitMode waitMode;
+
+    @Option(names = "--capture", paramLabel = "FILE",
+        description = "Journal every request and its outcome to FILE (replay with 'replay --format kvstash').")
+    Path captureFile;
+
+    @Option(names = "--hlog", paramLabel = "FILE",
+        description = "Write per-request-type and per-stage latency as an HdrHistogram interval log to FILE.")
+    Path latencyLogFile;
+
+    @Option(names = "--print-config", description = "Print the resolved configuration and exit without starting.")
+    boolean printConfig;
+
+    /**
+     * A command with default options (picocli sets the fields).
+     */
+    public ServeCommand()
+    {
+    }
+
+    /**
+     * Starts the server, or prints its configuration.
+     *
+     * @return exit code: 0 after printing the configuration; when serving, this returns only on an error.
+     * @throws Exception when the server cannot start.
+     */
+    @Override
+    public Integer call() throws Exception
+    {
+        final ServerContext context = serverContext();
+        final PrintWriter out = spec.commandLine().getOut();
+        if (printConfig)
+        {
+            printConfig(context, out);
+            out.flush();
+            return 0;
+        }
+        final KvStashServer server = KvStashServer.launch(context);
+        final CountDownLatch stopped = new CountDownLatch(1);
+        Runtime.getRuntime().addShutdownHook(new Thread(() ->
+        {
+            server.close();
+            out.println("kvstash stopped: dir=" + server.directory());
+            out.flush();
+            stopped.countDown();
+        }, "kvstash-shutdown"));
+        out.println("kvstash ready: dir=" + server.directory() + ", pool=" +
+            Sizes.formatSize(context.storeContext().poolSizeBytes()) + " (" + server.poolPath().getFileName() +
+            "), incarnation=" + Long.toHexString(context.incarnation()) + ", pid=" + ProcessHandle.current().pid());
+        out.flush();
+        stopped.await();
+        return 0;
+    }
+
+    private ServerContext serverContext()
+    {
+        try
+        {
+            final StoreContext storeContext = store.storeContext(poolSizeBytes);
+            return new ServerContext()
+                .directory(null == directory ? null : directory.toAbsolutePath())
+                .storeContext(storeContext)
+                .maxClients(maxClients)
+                .threadingMode(threadingMode)
+                .waitMode(waitMode)
+                .captureFile(captureFile)
+                .latencyLogFile(latencyLogFile)
+                .conclude();
+        }
+        catch (final IllegalArgumentException ex)
+        {
+            throw new CommandLine.ParameterException(spec.commandLine(), "invalid configuration: " + ex.getMessage(), ex);
+        }
+    }
+
+    /**
+     * Prints a server configuration, one {@code name: value} line per setting, named as the options.
+     *
+     * @param context concluded configuration.
+     * @param out     where to print.
+     */
+    static void printConfig(final ServerContext context, final PrintWriter out)
+    {
+        final StoreContext s = context.storeContext();
+        out.println("kvstash configuration");
+        line(out, "dir", context.directory().toString());
+        line(out, "pool-size", s.poolSizeBytes() + " (" + Sizes.formatSize(s.poolSizeBytes()) + ")");
+        line(out, "alignment", String.valueOf(s.alignment()));
+        line(out, "chunk-tokens", String.valueOf(s.chunkTokens()));
+        line(out, "lease", Sizes.formatDuration(s.leaseNs()));
+        line(out, "slot-bytes", 0 == s.slotBytes() ? "0 (sized from the first registered layout)" :
+            String.valueOf(s.slotBytes()));
+        line(out, "max-chunks", String.valueOf(s.maxChunksPerRequest()));
+        line(out, "max-clients", String.valueOf(context.maxClients()));
+        line(out, "threading", Converters.spell(context.threadingMode()));
+        line(out, "wait", Converters.spell(context.waitMode()));
+        line(out, "capture", null == context.captureFile() ? "off" : context.captureFile().toString());
+        line(out, "hlog", null == context.latencyLogFile() ? "off" : context.latencyLogFile().toString());
+        line(out, "max-transfers", String.valueOf(s.maxTransfers()));
+        line(out, "max-instances", String.valueOf(s.maxInstances()));
+        line(out, "max-inline-bytes", String.valueOf(s.maxInlineBytes()));
+        line(out, "request-ring", context.requestRingCapacity() + " (" +
+            Sizes.formatSize(context.requestRingCapacity()) + " per client)");
+        line(out, "response-ring", context.responseRingCapacity() + " (" +
+            Sizes.formatSize(context.responseRingCapacity()) + " per client)");
+        line(out, "heartbeat", context.heartbeatIntervalMs() + "ms (clients give up after " +
+            context.heartbeatTimeoutMs() + "ms)");
+        line(out, "pretouch", String.valueOf(context.pretouch()));
+    }
+
+    private static void line(final PrintWriter out, final String name, final String value)
+    {
+        out.printf("  %-18s %s%n", name + ":", value);
+    }
+}
