@@ -1,0 +1,107 @@
+package io.kvstash.ipc.cli;
+
+import io.kvstash.core.ChunkKeys;
+import io.kvstash.core.Status;
+import io.kvstash.core.layout.Dtype;
+import io.kvstash.core.layout.Layout;
+import io.kvstash.ipc.TestDirs;
+import io.kvstash.ipc.client.ClientContext;
+import io.kvstash.ipc.client.ClientResponse;
+import io.kvstash.ipc.client.KvStashClient;
+import io.kvstash.ipc.file.ControlFileDescriptor;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+import java.util.stream.Stream;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+@Timeout(60)
+class ServeCommandTest
+{
+    Path dir;
+
+    @AfterEach
+    void cleanup()
+    {
+        TestDirs.delete(dir);
+    }
+
+    @Test
+    void shouldPrintTheResolvedConfigurationWithoutStartingWhenAskedTo()
+    {
+        dir = TestDirs.newDirectory("cli-config");
+        final Cli cli = Cli.run("serve", "--print-config", "--dir", dir.toString(), "--pool-size", "512m",
+            "--lease", "500ms", "--threading", "thread-per-stage", "--wait", "busy-spin", "--chunk-tokens", "128");
+        assertEquals(0, cli.exitCode, cli.toString());
+        assertTrue(cli.out.contains("pool-size:         536870912 (512 MiB)"), cli.out);
+        assertTrue(cli.out.contains("lease:             500ms"), cli.out);
+        assertTrue(cli.out.contains("threading:         thread-per-stage"), cli.out);
+        assertTrue(cli.out.contains("wait:              busy-spin"), cli.out);
+        assertTrue(cli.out.contains("chunk-tokens:      128"), cli.out);
+        assertTrue(cli.out.contains("dir:               " + dir), cli.out);
+        assertFalse(Files.exists(dir), "nothing is created");
+    }
+
+    @Test
+    void shouldFailWithUsageWhenAnOptionIsInvalid()
+    {
+        assertEquals(2, Cli.run("serve", "--print-config", "--alignment", "3000").exitCode);
+        assertEquals(2, Cli.run("serve", "--print-config", "--lease", "30").exitCode);
+        assertEquals(2, Cli.run("serve", "--print-config", "--threading", "many").exitCode);
+        assertEquals(2, Cli.run("serve", "--no-such-option").exitCode);
+        assertEquals(2, Cli.run().exitCode);
+        assertEquals(0, Cli.run("serve", "--help").exitCode);
+    }
+
+    @Test
+    void shouldAnswerAClientAndRemoveItsFilesWhenServeRunsAsAProcessAndGetsSigterm() throws Exception
+    {
+        dir = TestDirs.newDirectory("cli-serve");
+        try (Cli.Child serve = Cli.Child.start("serve", "--dir", dir.toString(), "--pool-size", "16m"))
+        {
+            final String ready = serve.awaitLine("kvstash ready:", 30_000);
+            assertTrue(ready.contains("dir=" + dir), ready);
+            assertTrue(ready.contains("incarnation="), ready);
+            assertTrue(Files.exists(dir.resolve(ControlFileDescriptor.FILE_NAME)));
+
+            try (KvStashClient client = KvStashClient.connect(new ClientContext().directory(dir)))
+            {
+                assertEquals(Status.OK, client.ping().status());
+                assertEquals(Status.OK, client.register(3, Layout.of("m", 1, 0, 1, 16, Dtype.UINT8, true)).status());
+                final ClientResponse r = client.prepareStore(3, ChunkKeys.ofIds(1, 2));
+                assertEquals(Status.OK, r.status());
+                assertEquals(Status.OK, client.commitStore(3, r.transferId()).status());
+                assertEquals(2, client.lookup(3, ChunkKeys.ofIds(1, 2, 3), false).hitChunks());
+
+                final Cli stat = Cli.run("stat", "--dir", dir.toString(), "--json");
+                assertEquals(0, stat.exitCode, stat.toString());
+                final Map<String, Object> json = stat.json();
+                assertEquals(Boolean.TRUE, json.get("alive"));
+                assertEquals("RUNNING", json.get("state"));
+                assertEquals(serve.process.pid(), json.get("pid"));
+                assertEquals(2L, ((Map<?, ?>)json.get("counters")).get("stored_chunks"));
+            }
+
+            // SIGTERM through the handle: Process.destroy() would also close the pipe we read the last line from.
+            serve.process.toHandle().destroy();
+            assertTrue(serve.process.waitFor(20, TimeUnit.SECONDS));
+            serve.awaitLine("kvstash stopped", 5_000);
+        }
+        try (Stream<Path> files = Files.list(dir))
+        {
+            assertEquals(0, files.filter((f) -> !f.getFileName().toString().equals("server.lock")).count(),
+                "only the lock file is left");
+        }
+        final Cli stat = Cli.run("stat", "--dir", dir.toString());
+        assertEquals(1, stat.exitCode, stat.toString());
+        assertTrue(stat.err.contains("no control file"), stat.err);
+    }
+}

@@ -1,0 +1,166 @@
+package io.kvstash.ipc.cli;
+
+import io.kvstash.core.ChunkKeys;
+import io.kvstash.core.Status;
+import io.kvstash.core.StoreContext;
+import io.kvstash.core.layout.Dtype;
+import io.kvstash.core.layout.Layout;
+import io.kvstash.ipc.TestDirs;
+import io.kvstash.ipc.client.ClientContext;
+import io.kvstash.ipc.client.ClientResponse;
+import io.kvstash.ipc.client.KvStashClient;
+import io.kvstash.ipc.file.ControlFileDescriptor;
+import io.kvstash.ipc.server.KvStashServer;
+import io.kvstash.ipc.server.ServerContext;
+import org.agrona.IoUtil;
+import org.agrona.concurrent.SystemEpochClock;
+import org.agrona.concurrent.UnsafeBuffer;
+import org.agrona.concurrent.errors.DistinctErrorLog;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+import java.io.IOException;
+import java.nio.MappedByteBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+import java.util.stream.Stream;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+@Timeout(60)
+class StatErrorsCommandTest
+{
+    Path dir;
+
+    @AfterEach
+    void cleanup()
+    {
+        TestDirs.delete(dir);
+    }
+
+    @Test
+    void shouldReadCountersAndAnEmptyErrorLogWhenTheServerRuns() throws Exception
+    {
+        dir = TestDirs.newDirectory("cli-stat");
+        final ServerContext context = new ServerContext()
+            .directory(dir)
+            .storeContext(new StoreContext().poolSizeBytes(8L << 20));
+        try (KvStashServer server = KvStashServer.launch(context);
+            KvStashClient client = KvStashClient.connect(new ClientContext().directory(dir)))
+        {
+            assertEquals(Status.OK, client.register(5, Layout.of("m", 1, 0, 1, 16, Dtype.UINT8, true)).status());
+            final ClientResponse r = client.prepareStore(5, ChunkKeys.ofIds(1, 2, 3));
+            assertEquals(Status.OK, client.commitStore(5, r.transferId()).status());
+            assertTrue(server.awaitDrained(5000));
+
+            final Cli stat = Cli.run("stat", "--dir", dir.toString());
+            assertEquals(0, stat.exitCode, stat.toString());
+            assertTrue(stat.out.contains("RUNNING, alive"), stat.out);
+            assertTrue(stat.out.contains("incarnation      " + Long.toHexString(context.incarnation())), stat.out);
+            assertTrue(stat.out.matches("(?s).*stored_chunks +3\\n.*"), stat.out);
+            assertTrue(stat.out.contains("requests.commit_store.ok"), stat.out);
+
+            final Map<String, Object> json = Cli.run("stat", "--dir", dir.toString(), "--json").json();
+            final Map<?, ?> counters = (Map<?, ?>)json.get("counters");
+            assertEquals(3L, counters.get("readable_chunks"));
+            assertEquals(1L, counters.get("instances"));
+
+            final Cli errors = Cli.run("errors", "--dir", dir.toString());
+            assertEquals(0, errors.exitCode, errors.toString());
+            assertTrue(errors.out.contains("RUNNING, alive): 0 distinct errors"), errors.out);
+        }
+    }
+
+    @Test
+    void shouldReadTheErrorLogOfADeadServerAndOfTheDeadControlFileTheNextServerKeeps() throws Exception
+    {
+        dir = TestDirs.newDirectory("cli-errors");
+        final long deadPid;
+        try (Cli.Child serve = Cli.Child.start("serve", "--dir", dir.toString(), "--pool-size", "8m"))
+        {
+            serve.awaitLine("kvstash ready:", 30_000);
+            deadPid = serve.process.pid();
+            serve.process.destroyForcibly();
+            assertTrue(serve.process.waitFor(10, TimeUnit.SECONDS));
+        }
+        final Path control = dir.resolve(ControlFileDescriptor.FILE_NAME);
+        recordError(control, new IllegalStateException("disk on fire"));
+        recordError(control, new IllegalStateException("disk on fire"));
+
+        final Cli stat = Cli.run("stat", "--dir", dir.toString(), "--json");
+        assertEquals(0, stat.exitCode, stat.toString());
+        assertEquals(Boolean.FALSE, stat.json().get("alive"));
+        assertEquals(deadPid, stat.json().get("pid"));
+        assertTrue(Cli.run("stat", "--dir", dir.toString()).out.contains("NOT alive"));
+
+        Cli errors = Cli.run("errors", "--dir", dir.toString());
+        assertEquals(0, errors.exitCode, errors.toString());
+        assertTrue(errors.out.contains("not alive): 1 distinct error"), errors.out);
+        assertTrue(errors.out.contains("2 time(s)"), errors.out);
+        assertTrue(errors.out.contains("java.lang.IllegalStateException: disk on fire"), errors.out);
+
+        try (KvStashServer next = KvStashServer.launch(new ServerContext()
+            .directory(dir)
+            .storeContext(new StoreContext().poolSizeBytes(8L << 20))))
+        {
+            assertTrue(next.awaitDrained(1000));
+            errors = Cli.run("errors", "--dir", dir.toString(), "--json");
+            assertEquals(0, errors.exitCode, errors.toString());
+            final List<?> files = (List<?>)errors.json().get("files");
+            assertEquals(2, files.size(), errors.out);
+            final Map<?, ?> current = (Map<?, ?>)files.get(0);
+            final Map<?, ?> dead = (Map<?, ?>)files.get(1);
+            assertTrue(String.valueOf(current.get("file")).endsWith("/control"), errors.out);
+            assertEquals(Boolean.TRUE, current.get("alive"));
+            assertEquals(0, ((List<?>)current.get("errors")).size());
+            assertTrue(String.valueOf(dead.get("file")).contains("dead-control-"), errors.out);
+            assertEquals(deadPid, dead.get("pid"));
+            final Map<?, ?> error = (Map<?, ?>)((List<?>)dead.get("errors")).get(0);
+            assertEquals(2L, error.get("count"));
+        }
+    }
+
+    @Test
+    void shouldFailWhenThereIsNoServerFile() throws IOException
+    {
+        dir = TestDirs.newDirectory("cli-nothing");
+        Files.createDirectories(dir);
+        assertEquals(1, Cli.run("stat", "--dir", dir.toString()).exitCode);
+        assertEquals(1, Cli.run("errors", "--dir", dir.toString()).exitCode);
+        try (Stream<Path> files = Files.list(dir))
+        {
+            assertEquals(0, files.count());
+        }
+    }
+
+    /**
+     * Plays the dead server's error handler: records into the error log section of its control file.
+     */
+    private static void recordError(final Path control, final Throwable error) throws IOException
+    {
+        final MappedByteBuffer mapped;
+        try (FileChannel channel = FileChannel.open(control, StandardOpenOption.READ, StandardOpenOption.WRITE))
+        {
+            mapped = channel.map(FileChannel.MapMode.READ_WRITE, 0, channel.size());
+        }
+        try
+        {
+            final UnsafeBuffer buffer = new UnsafeBuffer(mapped);
+            final int offset = buffer.getInt(ControlFileDescriptor.ERROR_LOG_SECTION_OFFSET);
+            final int length = buffer.getInt(ControlFileDescriptor.ERROR_LOG_SECTION_OFFSET + 4);
+            assertTrue(new DistinctErrorLog(new UnsafeBuffer(buffer, offset, length), new SystemEpochClock())
+                .record(error));
+        }
+        finally
+        {
+            IoUtil.unmap(mapped);
+        }
+    }
+}
