@@ -22,6 +22,7 @@ import org.agrona.concurrent.IdleStrategy;
 import org.agrona.concurrent.UnsafeBuffer;
 
 import java.io.IOException;
+import java.lang.invoke.VarHandle;
 import java.nio.ByteOrder;
 import java.nio.MappedByteBuffer;
 import java.nio.channels.FileChannel;
@@ -1062,6 +1063,9 @@ public final class KvStashClient implements AutoCloseable
         {
             return true;
         }
+        // The chunk's bytes were read with plain loads before this check: an acquire load alone would let
+        // them move after it, so fence loads first (a seqlock reader's second check).
+        VarHandle.acquireFence();
         final long word = slotWord(r, i);
         return SlotTableDescriptor.STATE_READABLE == SlotTableDescriptor.state(word) &&
             SlotTableDescriptor.generation(word) == r.slotGeneration(i);
