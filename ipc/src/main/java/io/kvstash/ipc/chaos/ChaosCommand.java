@@ -1,0 +1,115 @@
+package io.kvstash.ipc.chaos;
+
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+import java.nio.file.Path;
+import java.util.Map;
+import java.util.concurrent.Callable;
+
+/**
+ * {@code kvstash chaos}: the reliability suites of issue 6 with a real server and real worker processes.
+ * {@code --quick} (the default, under two minutes) or {@code --long} (at least 10^6 verified reads, 1,000
+ * zombie repetitions, 10^6 fuzz records), or {@code --soak DURATION} for the soak. Prints one JSON object
+ * with {@code --json}; exits 1 when a promise is broken.
+ */
+@Command(name = "chaos", mixinStandardHelpOptions = true, sortOptions = false,
+    description = {
+        "Runs the reliability suites against a real server and worker processes: kills at failpoints, " +
+            "zombie fencing, server restarts, wire fuzzing, pool exhaustion; or a soak." })
+public final class ChaosCommand implements Callable<Integer>
+{
+    @Option(names = "--quick", description = "The quick profile (default): under two minutes.")
+    boolean quick;
+
+    @Option(names = "--long", description = "The long profile: >= 10^6 verified reads, 1,000 zombies, 10^6 fuzz records.")
+    boolean longProfile;
+
+    @Option(names = "--soak", paramLabel = "MINUTES", description = "Run the soak for this many minutes instead.")
+    double soakMinutes;
+
+    @Option(names = "--workers", paramLabel = "W", description = "Load worker processes (default 3).")
+    Integer workers;
+
+    @Option(names = "--seed", paramLabel = "S", description = "Seed of every random choice (default 42).")
+    Long seed;
+
+    @Option(names = "--base-dir", paramLabel = "DIR", description = "Where server directories go (default /dev/shm).")
+    Path baseDirectory;
+
+    @Option(names = "--json", description = "Print one JSON object on standard output.")
+    boolean json;
+
+    /**
+     * Runs the chosen profile.
+     *
+     * @return 0 when every promise held, 1 otherwise.
+     * @throws Exception when a suite cannot run.
+     */
+    @Override
+    public Integer call() throws Exception
+    {
+        final Map<String, Object> report;
+        if (soakMinutes > 0)
+        {
+            report = new SoakRunner((long)(soakMinutes * 60_000), null == workers ? 3 : workers, 20_000, 60_000,
+                null == baseDirectory ? ChaosRunner.Options.quick().baseDirectory : baseDirectory, System.err).run();
+        }
+        else
+        {
+            final ChaosRunner.Options options = longProfile ? ChaosRunner.Options.full() : ChaosRunner.Options.quick();
+            if (null != workers)
+            {
+                options.workers = workers;
+            }
+            if (null != seed)
+            {
+                options.seed = seed;
+            }
+            if (null != baseDirectory)
+            {
+                options.baseDirectory = baseDirectory;
+            }
+            report = new ChaosRunner(options).run();
+        }
+        final String text = ChaosRunner.toJson(report);
+        if (json)
+        {
+            System.out.println(text);
+        }
+        else
+        {
+            for (final Map.Entry<String, Object> entry : report.entrySet())
+            {
+                System.out.printf("%-36s %s%n", entry.getKey(), entry.getValue());
+            }
+        }
+        return broken(report) ? 1 : 0;
+    }
+
+    /**
+     * Whether a report shows a broken promise.
+     *
+     * @param report chaos or soak report.
+     * @return true when something was lost, leaked, crashed or left behind.
+     */
+    public static boolean broken(final Map<String, Object> report)
+    {
+        return nonZero(report, "checksum_mismatches") || nonZero(report, "leaked_reservations") ||
+            nonZero(report, "leaked_pins") || nonZero(report, "pending_transfers") ||
+            nonZero(report, "worker_crashes") || nonZero(report, "late_writes") || nonZero(report, "fuzz_unanswered") ||
+            nonZero(report, "soak_checksum_mismatches") || nonZero(report, "soak_stale_files") ||
+            Boolean.FALSE.equals(report.get("free_plus_readable_equals_total")) ||
+            Boolean.FALSE.equals(report.get("fuzz_server_alive")) ||
+            Boolean.FALSE.equals(report.get("exhaustion_pinned_intact")) ||
+            Boolean.FALSE.equals(report.get("exhaustion_reserved_intact")) ||
+            (report.containsKey("late_commits_total") &&
+                !report.get("late_commits_total").equals(report.get("late_commits_rejected")));
+    }
+
+    private static boolean nonZero(final Map<String, Object> report, final String key)
+    {
+        final Object value = report.get(key);
+        return value instanceof Number && ((Number)value).longValue() != 0;
+    }
+}
