@@ -1,0 +1,176 @@
+"""Byte layouts of the kvstash shared-memory files and records (docs/PROTOCOL.md).
+
+Every constant here is taken from docs/PROTOCOL.md; section numbers are given beside each group. All
+multi-byte fields are little-endian. Offsets are byte offsets from the start of the file, or relative to
+the section/record named in the group's comment.
+"""
+
+import struct
+
+MASK64 = 0xFFFFFFFFFFFFFFFF
+MASK32 = 0xFFFFFFFF
+
+VERSION_1_0_0 = 0x00010000
+MAJOR_VERSION = 1
+
+
+def major(version):
+    """Major number of a packed 0x00MMmmpp version (§2.1)."""
+    return (version >> 16) & 0xFF
+
+
+def pad8(n):
+    return (n + 7) & ~7
+
+
+# --- §2 control file --------------------------------------------------------------------------------
+CONTROL_FILE_NAME = "control"
+CONTROL_MAGIC = 0x004C54435453564B          # b"KVSTCTL\0"
+CONTROL_MIN_LENGTH = 768
+
+CTL_MAGIC_OFFSET = 0
+CTL_VERSION_OFFSET = 8                       # i32, release, written last
+CTL_HEADER_LENGTH_OFFSET = 12
+CTL_PID_OFFSET = 16
+CTL_INCARNATION_OFFSET = 24
+CTL_START_TIME_OFFSET = 32
+CTL_HEARTBEAT_OFFSET = 40                    # i64 epoch ms, release
+CTL_STATE_OFFSET = 48                        # i32 1 RUNNING, 2 CLOSED
+CTL_CONFIG_OFFSET_OFFSET = 64
+CTL_CONFIG_LENGTH_OFFSET = 68
+CTL_COUNTERS_OFFSET_OFFSET = 72
+CTL_COUNTERS_LENGTH_OFFSET = 76
+CTL_ERROR_LOG_OFFSET_OFFSET = 80
+CTL_ERROR_LOG_LENGTH_OFFSET = 84
+
+STATE_RUNNING = 1
+STATE_CLOSED = 2
+
+# §2.2 config section, offsets relative to the section (file offset = Config Offset + these)
+CFG_POOL_FILE_NAME_LENGTH = 0                # i32
+CFG_POOL_FILE_NAME = 4                       # up to 124 ASCII bytes
+CFG_POOL_FILE_NAME_MAX = 124
+CFG_POOL_DATA_BYTES = 128                    # i64
+CFG_DATA_OFFSET = 136
+CFG_SLOT_TABLE_OFFSET = 144
+CFG_SLOT_TABLE_LENGTH = 152
+CFG_SEGMENT_BYTES = 160
+CFG_ALIGNMENT = 168                          # i32
+CFG_CHUNK_TOKENS = 172                       # i32
+CFG_LEASE_NS = 176                           # i64
+CFG_MAX_CHUNKS = 184                         # i32
+CFG_MAX_INLINE_BYTES = 188                   # i32
+CFG_REQUEST_RING_CAPACITY = 192              # i32
+CFG_RESPONSE_RING_CAPACITY = 196             # i32
+CFG_MAX_CLIENTS = 200                        # i32
+CFG_HEARTBEAT_INTERVAL_MS = 204              # i32
+CFG_HEARTBEAT_TIMEOUT_MS = 208               # i32
+
+# --- §3 pool file -------------------------------------------------------------------------------------
+POOL_MAGIC = 0x4C4F4F505453564B             # b"KVSTPOOL"
+POOL_HEADER_LENGTH = 4096
+POOL_MAGIC_OFFSET = 0
+POOL_VERSION_OFFSET = 8
+POOL_INCARNATION_OFFSET = 16
+POOL_DATA_BYTES_OFFSET = 24
+POOL_DATA_OFFSET_OFFSET = 32
+POOL_SLOT_TABLE_OFFSET_OFFSET = 40
+POOL_SLOT_TABLE_LENGTH_OFFSET = 48
+POOL_SEGMENT_BYTES_OFFSET = 56
+POOL_ALIGNMENT_OFFSET = 64
+
+# §3.3 slot word = (generation << 32) | state
+SLOT_FREE = 0
+SLOT_RESERVED = 1
+SLOT_READABLE = 2
+
+# --- §4 client file -----------------------------------------------------------------------------------
+CLIENT_FILE_PREFIX = "client-"
+CLIENT_MAGIC = 0x544E4C435453564B           # b"KVSTCLNT"
+CLIENT_HEADER_LENGTH = 256
+CLI_MAGIC_OFFSET = 0
+CLI_VERSION_OFFSET = 8                       # i32, release, written last
+CLI_HEADER_LENGTH_OFFSET = 12
+CLI_PID_OFFSET = 16
+CLI_INCARNATION_OFFSET = 24
+CLI_REQUEST_CAPACITY_OFFSET = 32
+CLI_RESPONSE_CAPACITY_OFFSET = 36
+CLI_FLAGS_OFFSET = 40
+CLI_ATTACH_STATE_OFFSET = 64                 # i32, server writes, release
+CLI_REJECT_REASON_OFFSET = 68
+CLI_SESSION_ID_OFFSET = 72
+CLI_CLOSING_OFFSET = 128                     # i32, client writes, release
+CLI_REQUEST_RING_OFFSET = 256
+CLIENT_FLAG_COPY_TRANSPORT = 1
+
+ATTACH_PENDING = 0
+ATTACH_ATTACHED = 1
+ATTACH_REJECTED = 2
+ATTACH_DETACHED = 3
+
+REJECT_REASONS = {
+    1: "BAD_HEADER (magic or major version not understood)",
+    2: "WRONG_INCARNATION (the file targets another server incarnation)",
+    3: "TOO_MANY_CLIENTS (no free session)",
+    4: "BAD_RINGS (capacities differ from the server's, or file too short)",
+}
+
+
+def client_file_length(request_capacity, response_capacity):
+    return CLIENT_HEADER_LENGTH + 128 + request_capacity + 128 + response_capacity
+
+
+def response_ring_offset(request_capacity):
+    return CLI_REQUEST_RING_OFFSET + 128 + request_capacity
+
+
+# --- §5 rings -----------------------------------------------------------------------------------------
+RING_HEADER_LENGTH = 128
+RING_TAIL_OFFSET = 0                         # i64, producer, release
+RING_HEAD_OFFSET = 64                        # i64, consumer, release
+RECORD_HEADER_LENGTH = 8
+PADDING_TYPE = -1
+RESPONSE_TYPE = 0x5250
+
+# --- §6 records ---------------------------------------------------------------------------------------
+REQUEST_HEADER = struct.Struct("<QQQQii")    # correlation, instance, transfer, salt, flags, key mode
+REQUEST_HEADER_LENGTH = 40
+RESPONSE_HEADER = struct.Struct("<QiiQiiqqqii")
+RESPONSE_HEADER_LENGTH = 64
+SLOT_ENTRY = struct.Struct("<iiq")           # range index, generation (u32), file offset
+SLOT_ENTRY_LENGTH = 16
+REGISTER_BODY = struct.Struct("<iiiiiiii")   # world, rank, layers, hidden, dtype, mla, model length, 0
+DATA_BODY = struct.Struct("<iiq")            # slot index, length, offset in chunk
+DATA_BODY_LENGTH = 16
+KEYS_HASHES_HEADER = struct.Struct("<ii")    # chunk count, 0
+KEYS_TOKENS_HEADER = struct.Struct("<iiii")  # token count, from chunk, to chunk (-1 all), 0
+ALL_RANKS_HEADER = struct.Struct("<ii")      # world size, model length
+
+FLAG_PIN = 1
+FLAG_FORCE = 2
+FLAG_FROM_LOOKUP = 4
+
+KEY_MODE_NONE = 0
+KEY_MODE_HASHES = 1
+KEY_MODE_TOKENS = 2
+
+MAX_MODEL_LENGTH = 255
+MAX_WORLD_SIZE = 4096
+
+# --- §2.3 counters ------------------------------------------------------------------------------------
+COUNTER_COUNT = 328
+REQUEST_COUNTERS_BASE = 64
+STATUS_COUNT = 12
+
+COUNTER_NAMES = {
+    0: "readable_chunks", 1: "reserved_chunks", 2: "pinned_chunks", 3: "free_slots", 4: "slot_capacity",
+    5: "pending_transfers", 6: "instances", 7: "lookup_hit_chunks", 8: "lookup_miss_chunks",
+    9: "retrieve_hit_chunks", 10: "retrieve_misses", 11: "stored_chunks", 12: "retrieved_chunks",
+    13: "evictions", 14: "bytes_in", 15: "bytes_out", 16: "reclaimed_leases", 17: "aborted_chunks",
+    18: "no_space", 19: "unregister_unknown", 20: "empty_prepares", 21: "dead_clients",
+    22: "cleared_chunks",
+    32: "copy_bytes_in", 33: "copy_bytes_out",
+    48: "wire_records", 49: "wire_malformed", 50: "clients_attached", 51: "clients_detached",
+    52: "clients", 53: "responses_dropped", 54: "back_pressure",
+    320: "errors", 321: "requests.invalid_type",
+}
