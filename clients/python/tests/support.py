@@ -1,0 +1,218 @@
+"""Test support: real server and Java peer processes (io.kvstash.ipc.tools.InteropPeer).
+
+The Java classpath is, in this order: $KVSTASH_JAVA_CLASSPATH, or the module class directories plus the
+dependency jars printed by ``mvn dependency:build-classpath`` (computed once per test run, ~8 s; the
+``test-compile`` phase also compiles InteropPeer). Every server runs in a fresh
+/dev/shm/kvstash-pytest-<random> directory, created by the server (0700) and removed by the test.
+"""
+
+import os
+import secrets
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+CLIENT_ROOT = os.path.dirname(HERE)
+REPO = os.path.dirname(os.path.dirname(CLIENT_ROOT))
+sys.path.insert(0, CLIENT_ROOT)
+
+JAVA_OPTIONS = ["--add-exports", "java.base/jdk.internal.misc=ALL-UNNAMED"]
+PEER_CLASS = "io.kvstash.ipc.tools.InteropPeer"
+HASH_VECTORS = os.path.join(REPO, "core", "src", "test", "resources", "hash-vectors.txt")
+
+_classpath = None
+_classpath_lock = threading.Lock()
+
+
+def java_classpath():
+    """The classpath of the InteropPeer (see the module comment)."""
+    global _classpath
+    with _classpath_lock:
+        if _classpath is not None:
+            return _classpath
+        env = os.environ.get("KVSTASH_JAVA_CLASSPATH")
+        if env:
+            _classpath = env
+            return _classpath
+        out = os.path.join(tempfile.mkdtemp(prefix="kvstash-pytest-cp-"), "classpath.txt")
+        base = ["mvn", "-B", "-q", "test-compile", "dependency:build-classpath", "-pl", "ipc", "-am",
+                "-Dmdep.outputFile=" + out, "-Dmdep.includeScope=runtime"]
+        for command in (base[:3] + ["-o"] + base[3:], base):          # offline first, then online
+            result = subprocess.run(command, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                    text=True)
+            if result.returncode == 0 and os.path.exists(out):
+                break
+        else:
+            raise RuntimeError("could not build the Java classpath:\n" + result.stdout[-4000:])
+        with open(out) as f:
+            jars = f.read().strip()
+        shutil.rmtree(os.path.dirname(out), ignore_errors=True)
+        classes = os.path.join(REPO, "ipc", "target", "classes")
+        _classpath = classes + os.pathsep + jars
+        return _classpath
+
+
+def java_command(*args):
+    return ["java"] + JAVA_OPTIONS + ["-cp", java_classpath(), PEER_CLASS] + [str(a) for a in args]
+
+
+def new_directory():
+    """A fresh, not yet existing /dev/shm/kvstash-pytest-<random> path (the server creates it)."""
+    base = "/dev/shm" if os.path.isdir("/dev/shm") else tempfile.gettempdir()
+    return os.path.join(base, "kvstash-pytest-" + secrets.token_hex(6))
+
+
+class Server:
+    """A kvstash server process (InteropPeer serve). Stops when the test stops it, or at stdin EOF."""
+
+    def __init__(self, pool_bytes=64 << 20, chunk_tokens=16, lease_ms=None, wait=None, directory=None):
+        self.pool_bytes = pool_bytes
+        self.chunk_tokens = chunk_tokens
+        self.lease_ms = lease_ms
+        self.wait = wait
+        self.directory = directory or new_directory()
+        self.process = None
+        self.incarnation = None
+
+    def start(self, timeout=60):
+        args = ["serve", self.directory, self.pool_bytes, self.chunk_tokens]
+        if self.lease_ms is not None or self.wait is not None:
+            args.append(self.lease_ms if self.lease_ms is not None else 30000)
+        if self.wait is not None:
+            args.append(self.wait)
+        self.process = subprocess.Popen(java_command(*args), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                        stderr=subprocess.PIPE, text=True)
+        ready = {}
+
+        def read_ready():
+            line = self.process.stdout.readline()
+            ready["line"] = line
+        reader = threading.Thread(target=read_ready, daemon=True)
+        reader.start()
+        reader.join(timeout)
+        line = ready.get("line", "")
+        if not line.startswith("READY"):
+            self.process.kill()
+            err = self.process.stderr.read() if self.process.poll() is not None else ""
+            raise RuntimeError("server did not start: %r %s" % (line, err[-4000:]))
+        fields = dict(kv.split("=", 1) for kv in line.split()[1:])
+        self.incarnation = int(fields["incarnation"], 16)
+        # Drain the server's output so that it never blocks on a full pipe.
+        for stream in (self.process.stdout, self.process.stderr):
+            threading.Thread(target=stream.read, daemon=True).start()
+        return self
+
+    @property
+    def pid(self):
+        return self.process.pid
+
+    def stop(self, timeout=30):
+        """Clean shutdown (stdin EOF, like SIGTERM): the server deletes its files."""
+        if self.process is None:
+            return
+        try:
+            self.process.stdin.close()
+        except OSError:
+            pass
+        try:
+            self.process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+        self._release_pipes()
+
+    def _release_pipes(self):
+        for stream in (self.process.stdin, self.process.stdout, self.process.stderr):
+            try:
+                stream.close()
+            except (OSError, ValueError):
+                pass
+        self.process = None
+
+    def kill(self):
+        """kill -9: the server leaves its files behind."""
+        if self.process is None:
+            return
+        self.process.send_signal(signal.SIGKILL)
+        self.process.wait()
+        self._release_pipes()
+
+    def close(self):
+        """Stops the server and removes its directory."""
+        self.stop()
+        shutil.rmtree(self.directory, ignore_errors=True)
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def run_peer(*args, timeout=120):
+    """Runs an InteropPeer command; returns (exit code, {range index: sha256 hex}, DONE line)."""
+    result = subprocess.run(java_command(*args), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            timeout=timeout)
+    chunks, done = {}, ""
+    for line in result.stdout.splitlines():
+        if line.startswith("CHUNK "):
+            _, index, digest = line.split()
+            chunks[int(index)] = digest
+        elif line.startswith("DONE") or line.startswith("BENCH"):
+            done = line
+    if result.returncode != 0 and not done:
+        done = "exit %d: %s" % (result.returncode, result.stderr[-2000:])
+    return result.returncode, chunks, done
+
+
+def java_random_bytes(seed, n):
+    """java.util.Random(seed).nextBytes(n bytes), for checking what the Java peer stored."""
+    multiplier, addend, mask = 0x5DEECE66D, 0xB, (1 << 48) - 1
+    state = (seed ^ multiplier) & mask
+    out = bytearray(n)
+    i = 0
+    while i < n:
+        state = (state * multiplier + addend) & mask
+        rnd = state >> 16                                    # next(32), as an unsigned 32-bit value
+        for _ in range(min(4, n - i)):
+            out[i] = rnd & 0xFF
+            rnd >>= 8
+            i += 1
+    return bytes(out)
+
+
+def wait_until(predicate, timeout, interval=0.01):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(interval)
+    return predicate()
+
+
+class ServerTestCase(__import__("unittest").TestCase):
+    """One server per test class (started in setUpClass, stopped and its directory removed after)."""
+
+    SERVER_OPTIONS = {}
+    server = None
+
+    @classmethod
+    def setUpClass(cls):
+        cls.server = Server(**cls.SERVER_OPTIONS).start()
+
+    @classmethod
+    def tearDownClass(cls):
+        if cls.server is not None:
+            cls.server.close()
+            assert not os.path.exists(cls.server.directory)
+
+    def connect(self, **options):
+        import kvstash
+        client = kvstash.connect(self.server.directory, **options)
+        self.addCleanup(client.close)
+        return client
