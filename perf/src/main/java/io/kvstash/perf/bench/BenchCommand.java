@@ -1,0 +1,618 @@
+package io.kvstash.perf.bench;
+
+import io.kvstash.core.StoreContext;
+import io.kvstash.ipc.file.SecureDirectory;
+import io.kvstash.ipc.server.KvStashServer;
+import io.kvstash.ipc.server.ServerContext;
+import io.kvstash.ipc.tools.Json;
+import io.kvstash.pipeline.ThreadingMode;
+import io.kvstash.pipeline.WaitMode;
+import org.HdrHistogram.Histogram;
+import org.HdrHistogram.HistogramLogWriter;
+import org.agrona.concurrent.AgentRunner;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+import java.io.IOException;
+import java.io.PrintStream;
+import java.nio.MappedByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.LocalDateTime;
+import java.time.format.DateTimeFormatter;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.Callable;
+
+/**
+ * {@code kvstash bench}: kvstash side by side with the physical limit (a single-thread copy into a mapped
+ * {@code /dev/shm} file), the IPC floor (a bare ring echo between two processes), Redis and an in-process
+ * map, in one invocation, on the same chunks (4 KiB, 256 KiB, 2 MiB, 32 MiB), as ratios. The coordinator
+ * (this JVM) runs the kvstash servers, the echo agent and redis-server; a separate worker JVM
+ * ({@link BenchWorker}) is the client of each. Every figure is the median of several repetitions after
+ * warm-up; every latency is an HdrHistogram, written to {@code bench.hlog} and plotted in
+ * {@code bench-plot.html} in the output directory. Progress goes to standard error; the results (tables,
+ * or one JSON object with {@code --json}) to standard output.
+ */
+@Command(name = "bench", mixinStandardHelpOptions = true,
+    description = "Benchmarks kvstash against a raw copy, a bare ring echo, Redis and an in-process map, " +
+        "side by side, and prints the ratios.")
+public final class BenchCommand implements Callable<Integer>
+{
+    /** Chunk sizes of every run: 4 KiB, 256 KiB, 2 MiB and 32 MiB (a 256-token chunk of an 8B model). */
+    static final long[] SIZES = { 4L << 10, 256L << 10, 2L << 20, 32L << 20 };
+
+    @Option(names = "--quick", description = "Smoke-test settings: finishes in under a minute.")
+    boolean quick;
+
+    @Option(names = "--json", description = "Print one JSON object instead of tables.")
+    boolean json;
+
+    @Option(names = "--out", paramLabel = "DIR",
+        description = "Directory of the .hlog files, the plot and result.json (default: a new one under /tmp).")
+    Path out;
+
+    @Option(names = "--no-redis", description = "Leave out the redis contender.")
+    boolean noRedis;
+
+    @Option(names = "--reps", paramLabel = "N", description = "Measured repetitions per contender (default 7, 3 quick).")
+    Integer reps;
+
+    private final PrintStream stdout;
+    private final PrintStream stderr;
+    private long startNs;
+
+    /**
+     * The command (picocli instantiates it); prints to the process's standard streams.
+     */
+    public BenchCommand()
+    {
+        this(System.out, System.err);
+    }
+
+    BenchCommand(final PrintStream stdout, final PrintStream stderr)
+    {
+        this.stdout = stdout;
+        this.stderr = stderr;
+    }
+
+    /**
+     * Settings of one run.
+     */
+    static final class Settings
+    {
+        int reps;
+        int warmups;
+        long bytesPerRep;
+        int minChunks;
+        int maxChunks;
+        long poolBytes;
+        long controlPoolBytes;
+        long warmupMs;
+        long latencyMs;
+        long throughputMs;
+        long pacedMs;
+        long pacedRate;
+        int window;
+        String workerHeap;
+
+        static Settings of(final boolean quick, final Integer reps)
+        {
+            final Settings s = new Settings();
+            s.reps = null != reps ? reps : quick ? 3 : 7;
+            s.warmups = quick ? 1 : 2;
+            s.bytesPerRep = quick ? 32L << 20 : 512L << 20;
+            s.minChunks = quick ? 4 : 8;
+            s.maxChunks = quick ? 4096 : 32768;
+            s.poolBytes = quick ? 256L << 20 : 1L << 30;
+            s.controlPoolBytes = 64L << 20;
+            s.warmupMs = quick ? 200 : 1000;
+            s.latencyMs = quick ? 500 : 3000;
+            s.throughputMs = quick ? 500 : 3000;
+            s.pacedMs = quick ? 500 : 3000;
+            s.pacedRate = 20_000;
+            s.window = 64;
+            s.workerHeap = quick ? "2g" : "4g";
+            return s;
+        }
+
+        int chunksPerRep(final long chunkBytes)
+        {
+            final long byBytes = bytesPerRep / chunkBytes;
+            return (int)Math.min(maxChunks, Math.max(minChunks, byBytes));
+        }
+    }
+
+    /**
+     * Runs the bench.
+     *
+     * @return 0 on success.
+     * @throws Exception when a contender fails.
+     */
+    @Override
+    public Integer call() throws Exception
+    {
+        startNs = System.nanoTime();
+        final Settings settings = Settings.of(quick, reps);
+        final Path outDir = null != out ? out : Path.of(System.getProperty("java.io.tmpdir"),
+            "kvstash-bench-" + LocalDateTime.now().format(DateTimeFormatter.ofPattern("yyyyMMdd-HHmmss")));
+        Files.createDirectories(outDir);
+        final Map<String, Object> machine = MachineFacts.collect();
+        progress(BenchSupport.fmt("kvstash bench%s: %s cores, %s, %s GiB, %s; load %.2f; output in %s",
+            quick ? " --quick" : "", machine.get("cores"), machine.get("cpu_model"), machine.get("memory_gib"),
+            machine.get("jvm"), MachineFacts.loadAverage(), outDir));
+
+        final Path shmBase = Files.isDirectory(Path.of("/dev/shm")) ? Path.of("/dev/shm") :
+            Path.of(System.getProperty("java.io.tmpdir"));
+        final Path work = SecureDirectory.ensure(shmBase.resolve("kvstash-bench-" + ProcessHandle.current().pid()));
+        final Results results = new Results(settings);
+        RedisContender redis = null;
+        try
+        {
+            if (!noRedis)
+            {
+                Path executable = RedisContender.find();
+                if (null == executable)
+                {
+                    results.redisInstalled = true;
+                    executable = RedisContender.install(this::progress);
+                }
+                if (null != executable)
+                {
+                    redis = RedisContender.start(executable, work, outDir.resolve("redis.log"));
+                    results.redisVersion = redis.version();
+                    progress("redis-server " + redis.version() + " on 127.0.0.1:" + redis.port() +
+                        " (--save \"\" --appendonly no)");
+                }
+            }
+            try (WorkerProcess worker = WorkerProcess.start(settings.workerHeap, this::progress))
+            {
+                machine.put("worker_jvm_flags", String.join(" ", worker.flags()));
+                for (final long size : SIZES)
+                {
+                    runSize(worker, redis, settings, work, outDir, size, results);
+                }
+                for (final String waitMode : new String[]{ BenchSupport.BUSY_SPIN, BenchSupport.BACKOFF })
+                {
+                    runControl(worker, settings, work, waitMode, results);
+                }
+            }
+        }
+        finally
+        {
+            if (null != redis)
+            {
+                redis.close();
+            }
+            BenchSupport.deleteTree(work);
+        }
+        machine.put("load_average_end", MachineFacts.loadAverage());
+        final Map<String, Object> report = results.report(machine, outDir, quick, elapsedSeconds());
+        writeFiles(results, report, outDir);
+        if (json)
+        {
+            stdout.println(Json.write(report));
+        }
+        else
+        {
+            new BenchTables(stdout).print(report, results);
+        }
+        stdout.flush();
+        progress("done in " + Math.round(elapsedSeconds()) + " s");
+        return 0;
+    }
+
+    private void runSize(
+        final WorkerProcess worker,
+        final RedisContender redis,
+        final Settings settings,
+        final Path work,
+        final Path outDir,
+        final long chunkBytes,
+        final Results results) throws Exception
+    {
+        final String label = BenchSupport.size(chunkBytes);
+        final int chunks = settings.chunksPerRep(chunkBytes);
+        progress(BenchSupport.fmt("%s: %d chunks per repetition, %d warm-up + %d measured repetitions", label, chunks,
+            settings.warmups, settings.reps));
+        final Path dir = work.resolve("server-" + chunkBytes);
+        final ServerContext context = new ServerContext()
+            .directory(dir)
+            .threadingMode(ThreadingMode.SHARED)
+            .waitMode(WaitMode.BUSY_SPIN)
+            .latencyLogFile(outDir.resolve("server-" + chunkBytes + ".hlog"))
+            .storeContext(new StoreContext().poolSizeBytes(settings.poolBytes));
+        final Map<String, Object> data;
+        final long benchGc;
+        try (KvStashServer server = KvStashServer.launch(context))
+        {
+            final Map<String, Object> command = new LinkedHashMap<>();
+            command.put("cmd", "data");
+            command.put("dir", server.directory().toString());
+            command.put("chunk_bytes", chunkBytes);
+            command.put("reps", settings.reps);
+            command.put("warmups", settings.warmups);
+            command.put("chunks_per_rep", chunks);
+            command.put("copy_file", work.resolve("copy-" + chunkBytes).toString());
+            command.put("copy_file_bytes", settings.poolBytes);
+            command.put("wait", BenchSupport.BUSY_SPIN);
+            final long gc0 = BenchSupport.gcCount();
+            data = worker.call(command, 600);
+            benchGc = BenchSupport.gcCount() - gc0;
+        }
+        finally
+        {
+            BenchSupport.deleteTree(dir);
+        }
+        final Map<String, Object> common = new LinkedHashMap<>();
+        common.put("chunk_bytes", chunkBytes);
+        common.put("reps", settings.reps);
+        common.put("warmups", settings.warmups);
+        common.put("chunks_per_rep", chunks);
+        Map<String, Object> redisResult = null;
+        if (null != redis)
+        {
+            final Map<String, Object> command = new LinkedHashMap<>(common);
+            command.put("cmd", "redis");
+            command.put("port", redis.port());
+            redisResult = worker.call(command, 900);
+        }
+        final Map<String, Object> command = new LinkedHashMap<>(common);
+        command.put("cmd", "chm");
+        final Map<String, Object> chm = worker.call(command, 600);
+        results.addSize(chunkBytes, chunks, data, benchGc, redisResult, chm);
+    }
+
+    private void runControl(
+        final WorkerProcess worker, final Settings settings, final Path work, final String waitMode,
+        final Results results) throws Exception
+    {
+        final WaitMode serverWait = WaitMode.parse(waitMode);
+        final Map<String, Object> common = new LinkedHashMap<>();
+        common.put("wait", waitMode);
+        common.put("warmup_ms", settings.warmupMs);
+        common.put("latency_ms", settings.latencyMs);
+        common.put("throughput_ms", settings.throughputMs);
+        common.put("window", settings.window);
+        common.put("paced_rate", settings.pacedRate);
+        common.put("paced_ms", settings.pacedMs);
+
+        progress("control, " + waitMode + ": kvstash server (SHARED, " + serverWait + ") and client " + waitMode);
+        final Path dir = work.resolve("control-" + waitMode);
+        final Map<String, Object> control;
+        try (KvStashServer server = KvStashServer.launch(new ServerContext()
+            .directory(dir)
+            .threadingMode(ThreadingMode.SHARED)
+            .waitMode(serverWait)
+            .storeContext(new StoreContext().poolSizeBytes(settings.controlPoolBytes))))
+        {
+            final Map<String, Object> command = new LinkedHashMap<>(common);
+            command.put("cmd", "control");
+            command.put("dir", server.directory().toString());
+            control = worker.call(command, 300);
+        }
+        finally
+        {
+            BenchSupport.deleteTree(dir);
+        }
+
+        progress("echo, " + waitMode + ": bare rings, echo agent " + serverWait + " and client " + waitMode);
+        final Path file = work.resolve("echo-" + waitMode);
+        final MappedByteBuffer mapped = BenchSupport.mapNew(file, EchoRings.FILE_LENGTH);
+        final Map<String, Object> echo;
+        final EchoRings.EchoAgent agent = new EchoRings.EchoAgent(mapped);
+        final AgentRunner runner = new AgentRunner(serverWait.newIdleStrategy(), Throwable::printStackTrace, null, agent);
+        AgentRunner.startOnThread(runner);
+        try
+        {
+            final Map<String, Object> command = new LinkedHashMap<>(common);
+            command.put("cmd", "echo");
+            command.put("file", file.toString());
+            echo = worker.call(command, 300);
+        }
+        finally
+        {
+            runner.close();
+            BenchSupport.unmap(mapped);
+            Files.deleteIfExists(file);
+        }
+        results.addControl(waitMode, control, echo);
+    }
+
+    private void writeFiles(final Results results, final Map<String, Object> report, final Path outDir)
+        throws IOException
+    {
+        final long nowMs = System.currentTimeMillis();
+        try (PrintStream hlog = new PrintStream(Files.newOutputStream(outDir.resolve("bench.hlog")), false,
+            StandardCharsets.UTF_8))
+        {
+            final HistogramLogWriter writer = new HistogramLogWriter(hlog);
+            writer.outputComment("kvstash bench: one histogram per contender, tagged; values in ns");
+            writer.outputLogFormatVersion();
+            writer.outputStartTime(nowMs);
+            writer.setBaseTime(nowMs);
+            writer.outputLegend();
+            for (final Map.Entry<String, Histogram> e : results.histograms.entrySet())
+            {
+                final Histogram h = e.getValue();
+                h.setTag(e.getKey().replace(' ', '_'));
+                h.setStartTimeStamp(nowMs);
+                h.setEndTimeStamp(nowMs);
+                writer.outputIntervalHistogram(h);
+            }
+        }
+        final PercentilePlot plot = new PercentilePlot("kvstash bench" + (quick ? " --quick" : ""),
+            PercentilePlot.escape(BenchTables.machineLine(results.machine)));
+        plot.chart("Control pairs (PREPARE_STORE + COMMIT_STORE of one chunk) and bare ring echo pairs, " +
+            "one in flight", results.controlSeries(false));
+        plot.chart("Paced at " + results.settings.pacedRate + " pairs/s (coordinated omission corrected)",
+            results.controlSeries(true));
+        for (final long size : SIZES)
+        {
+            plot.chart("Time per " + BenchSupport.size(size) + " chunk", results.sizeSeries(size));
+        }
+        plot.write(outDir.resolve("bench-plot.html"));
+        Files.writeString(outDir.resolve("result.json"), Json.write(report) + "\n", StandardCharsets.UTF_8);
+    }
+
+    private double elapsedSeconds()
+    {
+        return (System.nanoTime() - startNs) / 1e9;
+    }
+
+    private void progress(final String text)
+    {
+        stderr.println(BenchSupport.fmt("[bench %5.1fs] %s", elapsedSeconds(), text));
+        stderr.flush();
+    }
+
+    /**
+     * Results as they come in, and the report built from them.
+     */
+    static final class Results
+    {
+        final Settings settings;
+        final Map<String, Histogram> histograms = new LinkedHashMap<>();
+        final List<Map<String, Object>> sizes = new ArrayList<>();
+        final Map<String, Map<String, Object>> control = new LinkedHashMap<>();
+        final Map<String, Map<String, Object>> echo = new LinkedHashMap<>();
+        Map<String, Object> machine;
+        long gcSteady;
+        String redisVersion;
+        boolean redisInstalled;
+
+        Results(final Settings settings)
+        {
+            this.settings = settings;
+        }
+
+        private double median(final Map<String, Object> series, final String name, final long size)
+        {
+            @SuppressWarnings("unchecked")
+            final Map<String, Object> s = (Map<String, Object>)series.get(name);
+            histograms.put(name + " " + BenchSupport.size(size), BenchSupport.decode((String)s.get("histogram")));
+            return ((Number)s.get("median_gbps")).doubleValue();
+        }
+
+        @SuppressWarnings("unchecked")
+        void addSize(
+            final long size,
+            final int chunks,
+            final Map<String, Object> data,
+            final long benchGc,
+            final Map<String, Object> redis,
+            final Map<String, Object> chm)
+        {
+            final Map<String, Object> row = new LinkedHashMap<>();
+            row.put("chunk_bytes", size);
+            row.put("chunks_per_rep", chunks);
+            row.put("copy_in_gbps", median(data, "copy_in", size));
+            row.put("store_gbps", median(data, "store", size));
+            row.put("copy_out_gbps", median(data, "copy_out", size));
+            row.put("retrieve_gbps", median(data, "retrieve", size));
+            if (null != redis)
+            {
+                final Map<String, Object> set = (Map<String, Object>)redis.get("set");
+                final Map<String, Object> get = (Map<String, Object>)redis.get("get");
+                final Map<String, Object> r = new LinkedHashMap<>();
+                r.put("redis_set", set);
+                r.put("redis_get", get);
+                row.put("redis_set_gbps", median(r, "redis_set", size));
+                row.put("redis_get_gbps", median(r, "redis_get", size));
+            }
+            else
+            {
+                row.put("redis_set_gbps", null);
+                row.put("redis_get_gbps", null);
+            }
+            final Map<String, Object> m = new LinkedHashMap<>();
+            m.put("map_put", chm.get("put"));
+            m.put("map_get", chm.get("get"));
+            row.put("map_put_gbps", median(m, "map_put", size));
+            row.put("map_get_gbps", median(m, "map_get", size));
+            for (final String name : new String[]{ "copy_in", "store", "copy_out", "retrieve" })
+            {
+                final Histogram h = histograms.get(name + " " + BenchSupport.size(size));
+                row.put(name + "_p50_us", h.getValueAtPercentile(50) / 1e3);
+                row.put(name + "_p99_us", h.getValueAtPercentile(99) / 1e3);
+            }
+            final long workerGc = ((Number)data.get("gc_worker")).longValue();
+            row.put("gc_worker", workerGc);
+            row.put("gc_bench", benchGc);
+            gcSteady += workerGc + benchGc;
+            sizes.add(row);
+        }
+
+        void addControl(final String waitMode, final Map<String, Object> c, final Map<String, Object> e)
+        {
+            control.put(waitMode, summary("control " + waitMode, c));
+            echo.put(waitMode, summary("echo " + waitMode, e));
+        }
+
+        private Map<String, Object> summary(final String name, final Map<String, Object> r)
+        {
+            final Histogram latency = BenchSupport.decode((String)r.get("latency"));
+            final Histogram paced = BenchSupport.decode((String)r.get("paced"));
+            histograms.put(name, latency);
+            histograms.put(name + " paced", paced);
+            final Map<String, Object> s = new LinkedHashMap<>();
+            s.put("pairs_timed", latency.getTotalCount());
+            s.put("p50_us", latency.getValueAtPercentile(50) / 1e3);
+            s.put("p99_us", latency.getValueAtPercentile(99) / 1e3);
+            s.put("p999_us", latency.getValueAtPercentile(99.9) / 1e3);
+            s.put("max_us", latency.getMaxValue() / 1e3);
+            s.put("pairs_per_s", ((Number)r.get("pairs_per_s")).doubleValue());
+            s.put("window", r.get("window"));
+            s.put("paced_rate", r.get("paced_rate"));
+            s.put("paced_p50_us", paced.getValueAtPercentile(50) / 1e3);
+            s.put("paced_p99_us", paced.getValueAtPercentile(99) / 1e3);
+            s.put("paced_p999_us", paced.getValueAtPercentile(99.9) / 1e3);
+            s.put("paced_max_us", paced.getMaxValue() / 1e3);
+            return s;
+        }
+
+        List<PercentilePlot.Series> controlSeries(final boolean paced)
+        {
+            final List<PercentilePlot.Series> series = new ArrayList<>();
+            for (final String mode : new String[]{ BenchSupport.BUSY_SPIN, BenchSupport.BACKOFF })
+            {
+                for (final String who : new String[]{ "control", "echo" })
+                {
+                    final String name = who + " " + mode + (paced ? " paced" : "");
+                    series.add(new PercentilePlot.Series(name, histograms.get(name)));
+                }
+            }
+            return series;
+        }
+
+        List<PercentilePlot.Series> sizeSeries(final long size)
+        {
+            final List<PercentilePlot.Series> series = new ArrayList<>();
+            for (final String name : new String[]{ "copy_in", "store", "copy_out", "retrieve", "redis_set",
+                "redis_get", "map_put", "map_get" })
+            {
+                final String key = name + " " + BenchSupport.size(size);
+                series.add(new PercentilePlot.Series(key, histograms.get(key)));
+            }
+            return series;
+        }
+
+        private Double ratio(final String numerator, final String denominator, final long... sizesOf)
+        {
+            Double min = null;
+            for (final long size : sizesOf)
+            {
+                for (final Map<String, Object> row : sizes)
+                {
+                    if (((Number)row.get("chunk_bytes")).longValue() != size)
+                    {
+                        continue;
+                    }
+                    final Object n = row.get(numerator);
+                    final Object d = row.get(denominator);
+                    if (!(n instanceof Number) || !(d instanceof Number))
+                    {
+                        return null;
+                    }
+                    final double r = ((Number)n).doubleValue() / ((Number)d).doubleValue();
+                    min = null == min ? r : Math.min(min, r);
+                }
+            }
+            return min;
+        }
+
+        private static Object value(final Map<String, Map<String, Object>> m, final String mode, final String key)
+        {
+            final Map<String, Object> s = m.get(mode);
+            return null == s ? null : s.get(key);
+        }
+
+        Map<String, Object> report(
+            final Map<String, Object> machineFacts, final Path outDir, final boolean quick, final double elapsedS)
+        {
+            machine = machineFacts;
+            final Map<String, Object> ratios = new LinkedHashMap<>();
+            ratios.put("store_vs_copy", ratio("store_gbps", "copy_in_gbps", 256L << 10, 2L << 20, 32L << 20));
+            ratios.put("retrieve_vs_copy", ratio("retrieve_gbps", "copy_out_gbps", 256L << 10, 2L << 20, 32L << 20));
+            ratios.put("store_vs_redis_small", ratio("store_gbps", "redis_set_gbps", 256L << 10, 2L << 20));
+            ratios.put("retrieve_vs_redis_small", ratio("retrieve_gbps", "redis_get_gbps", 256L << 10, 2L << 20));
+            ratios.put("store_vs_redis_large", ratio("store_gbps", "redis_set_gbps", 32L << 20));
+            ratios.put("retrieve_vs_redis_large", ratio("retrieve_gbps", "redis_get_gbps", 32L << 20));
+            final Object controlP50 = value(control, BenchSupport.BUSY_SPIN, "p50_us");
+            final Object echoP50 = value(echo, BenchSupport.BUSY_SPIN, "p50_us");
+            ratios.put("control_p50_vs_echo", controlP50 instanceof Number && echoP50 instanceof Number ?
+                ((Number)controlP50).doubleValue() / ((Number)echoP50).doubleValue() : null);
+            ratios.put("store_vs_map", ratio("store_gbps", "map_put_gbps", 256L << 10, 2L << 20, 32L << 20));
+            ratios.put("retrieve_vs_map", ratio("retrieve_gbps", "map_get_gbps", 256L << 10, 2L << 20, 32L << 20));
+
+            final Map<String, Object> report = new LinkedHashMap<>();
+            report.put("bench", "kvstash");
+            report.put("mode", quick ? "quick" : "full");
+            report.put("ratios", ratios);
+            report.put("control_p999_us", value(control, BenchSupport.BUSY_SPIN, "p999_us"));
+            report.put("control_pairs_per_s", value(control, BenchSupport.BUSY_SPIN, "pairs_per_s"));
+            report.put("gc_count_steady", gcSteady);
+            report.put("targets", targets(ratios, report));
+            report.put("sizes", sizes);
+            report.put("control", control);
+            report.put("echo", echo);
+            final Map<String, Object> redis = new LinkedHashMap<>();
+            redis.put("version", redisVersion);
+            redis.put("installed_by_bench", redisInstalled);
+            report.put("redis", redis);
+            final Map<String, Object> run = new LinkedHashMap<>();
+            run.put("reps", settings.reps);
+            run.put("warmups", settings.warmups);
+            run.put("pool_bytes", settings.poolBytes);
+            run.put("server", "in the bench JVM: SHARED threading (receiver and pipeline on one thread), " +
+                "busy-spin for the data path");
+            run.put("elapsed_s", Math.round(elapsedS * 10) / 10.0);
+            report.put("run", run);
+            report.put("machine", machine);
+            final Map<String, Object> files = new LinkedHashMap<>();
+            files.put("dir", outDir.toAbsolutePath().toString());
+            files.put("hlog", outDir.resolve("bench.hlog").toAbsolutePath().toString());
+            files.put("plot", outDir.resolve("bench-plot.html").toAbsolutePath().toString());
+            files.put("json", outDir.resolve("result.json").toAbsolutePath().toString());
+            report.put("files", files);
+            return report;
+        }
+
+        private static Map<String, Object> targets(final Map<String, Object> ratios, final Map<String, Object> report)
+        {
+            final Map<String, Object> t = new LinkedHashMap<>();
+            target(t, "store_vs_copy", ratios.get("store_vs_copy"), ">=", 0.90);
+            target(t, "retrieve_vs_copy", ratios.get("retrieve_vs_copy"), ">=", 0.90);
+            target(t, "store_vs_redis_small", ratios.get("store_vs_redis_small"), ">=", 3);
+            target(t, "retrieve_vs_redis_small", ratios.get("retrieve_vs_redis_small"), ">=", 3);
+            target(t, "store_vs_redis_large", ratios.get("store_vs_redis_large"), ">=", 10);
+            target(t, "retrieve_vs_redis_large", ratios.get("retrieve_vs_redis_large"), ">=", 10);
+            target(t, "control_p50_vs_echo", ratios.get("control_p50_vs_echo"), "<=", 1.5);
+            target(t, "control_p999_us", report.get("control_p999_us"), "<=", 20);
+            target(t, "control_pairs_per_s", report.get("control_pairs_per_s"), ">=", 1_000_000);
+            target(t, "gc_count_steady", report.get("gc_count_steady"), "<=", 0);
+            return t;
+        }
+
+        private static void target(
+            final Map<String, Object> t, final String name, final Object value, final String op, final double bound)
+        {
+            final Map<String, Object> m = new LinkedHashMap<>();
+            m.put("value", value);
+            m.put("target", op + " " + (bound == Math.rint(bound) ? Long.toString((long)bound) : Double.toString(bound)));
+            if (value instanceof Number)
+            {
+                final double v = ((Number)value).doubleValue();
+                m.put("met", ">=".equals(op) ? v >= bound : v <= bound);
+            }
+            else
+            {
+                m.put("met", null);
+            }
+            t.put(name, m);
+        }
+    }
+}

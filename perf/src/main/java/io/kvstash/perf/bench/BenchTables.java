@@ -1,0 +1,104 @@
+package io.kvstash.perf.bench;
+
+import java.io.PrintStream;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * The human form of a bench report: the machine, the data-path table per chunk size, the control table per
+ * wait mode, and the ratios against their targets.
+ */
+final class BenchTables
+{
+    private final PrintStream out;
+
+    BenchTables(final PrintStream out)
+    {
+        this.out = out;
+    }
+
+    static String machineLine(final Map<String, Object> m)
+    {
+        return BenchSupport.fmt("%s cores, %s, %s GiB, kernel %s, clock %s, load %s -> %s; %s; bench JVM flags [%s]; " +
+            "worker JVM flags [%s]", m.get("cores"), m.get("cpu_model"), m.get("memory_gib"), m.get("kernel"),
+            m.get("clock_source"), m.get("load_average"), m.get("load_average_end"), m.get("jvm"), m.get("jvm_flags"),
+            m.get("worker_jvm_flags"));
+    }
+
+    private static String num(final Object v, final String format)
+    {
+        return v instanceof Number ? BenchSupport.fmt(format, ((Number)v).doubleValue()) : "-";
+    }
+
+    private static String ratio(final Object n, final Object d)
+    {
+        return n instanceof Number && d instanceof Number ?
+            BenchSupport.fmt("%.2f", ((Number)n).doubleValue() / ((Number)d).doubleValue()) : "-";
+    }
+
+    @SuppressWarnings("unchecked")
+    void print(final Map<String, Object> report, final BenchCommand.Results results)
+    {
+        final Map<String, Object> run = (Map<String, Object>)report.get("run");
+        out.println("kvstash bench (" + report.get("mode") + "): median of " + run.get("reps") + " repetitions after " +
+            run.get("warmups") + " warm-up; " + run.get("elapsed_s") + " s");
+        out.println("machine: " + machineLine((Map<String, Object>)report.get("machine")));
+        out.println();
+        out.println("Data path, GB/s (10^9 bytes/s), single thread; store/retrieve = worker process through the " +
+            "server, zero-copy slot views");
+        out.println(BenchSupport.fmt("%-8s %7s %7s %6s %8s %8s %6s %9s %9s %6s %6s %7s %7s %9s %9s",
+            "chunk", "copyIn", "store", "st/cp", "copyOut", "retrieve", "re/cp", "redisSET", "redisGET", "st/rd",
+            "re/rd", "mapPut", "mapGet", "store p50", "retr p50"));
+        for (final Map<String, Object> row : (List<Map<String, Object>>)report.get("sizes"))
+        {
+            out.println(BenchSupport.fmt("%-8s %7s %7s %6s %8s %8s %6s %9s %9s %6s %6s %7s %7s %9s %9s",
+                BenchSupport.size(((Number)row.get("chunk_bytes")).longValue()),
+                num(row.get("copy_in_gbps"), "%.2f"), num(row.get("store_gbps"), "%.2f"),
+                ratio(row.get("store_gbps"), row.get("copy_in_gbps")),
+                num(row.get("copy_out_gbps"), "%.2f"), num(row.get("retrieve_gbps"), "%.2f"),
+                ratio(row.get("retrieve_gbps"), row.get("copy_out_gbps")),
+                num(row.get("redis_set_gbps"), "%.2f"), num(row.get("redis_get_gbps"), "%.2f"),
+                ratio(row.get("store_gbps"), row.get("redis_set_gbps")),
+                ratio(row.get("retrieve_gbps"), row.get("redis_get_gbps")),
+                num(row.get("map_put_gbps"), "%.2f"), num(row.get("map_get_gbps"), "%.2f"),
+                num(row.get("store_p50_us"), "%.1fus"), num(row.get("retrieve_p50_us"), "%.1fus")));
+        }
+        out.println();
+        out.println("Control pairs (PREPARE_STORE + COMMIT_STORE of one chunk, no bytes written) vs bare ring echo " +
+            "pairs (same record sizes), microseconds");
+        out.println(BenchSupport.fmt("%-10s %-8s %8s %8s %8s %9s %12s %10s %10s", "mode", "who", "p50", "p99", "p99.9",
+            "max", "pairs/s", "paced p50", "paced p99.9"));
+        for (final String mode : new String[]{ BenchSupport.BUSY_SPIN, BenchSupport.BACKOFF })
+        {
+            for (final String who : new String[]{ "control", "echo" })
+            {
+                final Map<String, Object> s = (Map<String, Object>)((Map<String, Object>)report.get(who)).get(mode);
+                if (null == s)
+                {
+                    continue;
+                }
+                out.println(BenchSupport.fmt("%-10s %-8s %8s %8s %8s %9s %12s %10s %10s", mode, who,
+                    num(s.get("p50_us"), "%.2f"), num(s.get("p99_us"), "%.2f"), num(s.get("p999_us"), "%.2f"),
+                    num(s.get("max_us"), "%.1f"), num(s.get("pairs_per_s"), "%.0f"), num(s.get("paced_p50_us"), "%.2f"),
+                    num(s.get("paced_p999_us"), "%.2f")));
+            }
+        }
+        out.println();
+        out.println("Targets (issue 5)");
+        final Map<String, Object> targets = (Map<String, Object>)report.get("targets");
+        for (final Map.Entry<String, Object> e : targets.entrySet())
+        {
+            final Map<String, Object> t = (Map<String, Object>)e.getValue();
+            final Object met = t.get("met");
+            out.println(BenchSupport.fmt("  %-24s %14s  target %-12s %s", e.getKey(), num(t.get("value"), "%.3f"),
+                t.get("target"), null == met ? "n/a" : Boolean.TRUE.equals(met) ? "met" : "MISSED"));
+        }
+        final Map<String, Object> files = (Map<String, Object>)report.get("files");
+        out.println();
+        out.println("files: " + files.get("hlog") + ", " + files.get("plot") + ", " + files.get("json"));
+        if (results.redisInstalled)
+        {
+            out.println("note: redis-server was missing and was installed with apt-get by this run");
+        }
+    }
+}

@@ -1,0 +1,455 @@
+package io.kvstash.perf.bench;
+
+import io.kvstash.core.ChunkKeys;
+import io.kvstash.core.RequestType;
+import io.kvstash.core.Status;
+import io.kvstash.core.layout.Layout;
+import io.kvstash.ipc.client.ClientContext;
+import io.kvstash.ipc.client.ClientResponse;
+import io.kvstash.ipc.client.KvStashClient;
+import io.kvstash.ipc.tools.Json;
+import org.HdrHistogram.Histogram;
+import org.agrona.BufferUtil;
+import org.agrona.concurrent.UnsafeBuffer;
+
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
+import java.io.PrintStream;
+import java.nio.MappedByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.SplittableRandom;
+
+/**
+ * The bench's worker process: the client side of every cross-process contender, run in its own JVM as an
+ * inference worker would be. It reads one JSON command per line on standard input and answers each with
+ * one {@code RESULT {json}} line on standard output ({@code PROGRESS text} lines before it); the coordinator
+ * ({@link BenchCommand}) runs the servers. Commands:
+ * <ul>
+ * <li>{@code data}: copy into and out of a mapped {@code /dev/shm} file, and store / retrieve through a
+ * kvstash server with the client's zero-copy slot views, interleaved repetition by repetition;</li>
+ * <li>{@code redis}, {@code chm}: SET/GET through redis-server, put/get of a {@code ConcurrentHashMap};</li>
+ * <li>{@code control}, {@code echo}: prepare + commit pairs through a kvstash server, and the bare ring echo
+ * of the same record sizes;</li>
+ * <li>{@code exit}.</li>
+ * </ul>
+ * Any failure answers {@code RESULT {"error": ...}} and the worker goes on with the next command.
+ */
+public final class BenchWorker
+{
+    private final PrintStream out;
+
+    private BenchWorker(final PrintStream out)
+    {
+        this.out = out;
+    }
+
+    /**
+     * Runs commands from standard input until {@code exit} or end of input.
+     *
+     * @param args none.
+     * @throws Exception when standard input fails.
+     */
+    public static void main(final String[] args) throws Exception
+    {
+        final PrintStream out = new PrintStream(new java.io.FileOutputStream(java.io.FileDescriptor.out), true,
+            StandardCharsets.UTF_8);
+        final BenchWorker worker = new BenchWorker(out);
+        try (BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8)))
+        {
+            out.println("READY " + ProcessHandle.current().pid());
+            String line;
+            while (null != (line = in.readLine()))
+            {
+                if (line.isBlank())
+                {
+                    continue;
+                }
+                final Map<String, Object> command = Json.parseObject(line);
+                final String name = String.valueOf(command.get("cmd"));
+                if ("exit".equals(name))
+                {
+                    break;
+                }
+                Map<String, Object> result;
+                try
+                {
+                    result = worker.run(name, command);
+                }
+                catch (final Throwable ex)
+                {
+                    result = new LinkedHashMap<>();
+                    result.put("error", name + ": " + ex);
+                    ex.printStackTrace();
+                }
+                out.println("RESULT " + Json.write(result));
+            }
+        }
+    }
+
+    private Map<String, Object> run(final String name, final Map<String, Object> c) throws Exception
+    {
+        switch (name)
+        {
+            case "data":
+                return new DataRun(c).run();
+            case "redis":
+                return RedisContender.runClient(c, this::progress);
+            case "chm":
+                return InProcessContender.run(c, this::progress);
+            case "control":
+                return ControlRun.kvstash(c, this::progress);
+            case "echo":
+                return ControlRun.echo(c, this::progress);
+            default:
+                throw new IllegalArgumentException("unknown command " + name);
+        }
+    }
+
+    void progress(final String text)
+    {
+        out.println("PROGRESS " + text);
+    }
+
+    static long longOf(final Map<String, Object> c, final String key)
+    {
+        final Object v = c.get(key);
+        if (!(v instanceof Number))
+        {
+            throw new IllegalArgumentException("missing " + key);
+        }
+        return ((Number)v).longValue();
+    }
+
+    static String stringOf(final Map<String, Object> c, final String key)
+    {
+        final Object v = c.get(key);
+        if (null == v)
+        {
+            throw new IllegalArgumentException("missing " + key);
+        }
+        return v.toString();
+    }
+
+    /**
+     * Source bytes of a chunk: the same pseudo-random pattern for every contender of a size.
+     *
+     * @param bytes chunk size.
+     * @return the bytes.
+     */
+    static byte[] pattern(final int bytes)
+    {
+        final byte[] data = new byte[bytes];
+        final SplittableRandom random = new SplittableRandom(bytes);
+        for (int i = 0; i + 8 <= bytes; i += 8)
+        {
+            final long v = random.nextLong();
+            for (int k = 0; k < 8; k++)
+            {
+                data[i + k] = (byte)(v >>> (8 * k));
+            }
+        }
+        return data;
+    }
+
+    /**
+     * Result of the contenders of one chunk size that share a stream: GB/s per repetition and a per-chunk
+     * latency histogram over every measured repetition.
+     */
+    static final class Series
+    {
+        final String name;
+        final double[] gbps;
+        final Histogram perChunk = BenchSupport.newHistogram();
+
+        Series(final String name, final int reps)
+        {
+            this.name = name;
+            this.gbps = new double[reps];
+        }
+
+        Map<String, Object> toMap()
+        {
+            final Map<String, Object> m = new LinkedHashMap<>();
+            m.put("gbps", java.util.Arrays.stream(gbps).boxed().collect(java.util.stream.Collectors.toList()));
+            m.put("median_gbps", BenchSupport.median(gbps));
+            m.put("histogram", BenchSupport.encode(perChunk));
+            return m;
+        }
+    }
+
+    /**
+     * The data command: copy (the physical limit) and kvstash store / retrieve of the same chunks,
+     * interleaved repetition by repetition.
+     */
+    final class DataRun
+    {
+        private final Map<String, Object> c;
+
+        DataRun(final Map<String, Object> c)
+        {
+            this.c = c;
+        }
+
+        Map<String, Object> run() throws Exception
+        {
+            final int chunkBytes = (int)longOf(c, "chunk_bytes");
+            final int reps = (int)longOf(c, "reps");
+            final int warmups = (int)longOf(c, "warmups");
+            final int chunksPerRep = (int)longOf(c, "chunks_per_rep");
+            final long copyFileBytes = longOf(c, "copy_file_bytes");
+            final Path dir = Path.of(stringOf(c, "dir"));
+            final Path copyFile = Path.of(stringOf(c, "copy_file"));
+            final String waitMode = stringOf(c, "wait");
+            final String label = BenchSupport.size(chunkBytes);
+
+            final UnsafeBuffer source = new UnsafeBuffer(BufferUtil.allocateDirectAligned(chunkBytes, 4096));
+            source.putBytes(0, pattern(chunkBytes));
+            final UnsafeBuffer destination = new UnsafeBuffer(BufferUtil.allocateDirectAligned(chunkBytes, 4096));
+            final MappedByteBuffer copyMapped = BenchSupport.mapNew(copyFile, copyFileBytes);
+            final Map<String, Object> result = new LinkedHashMap<>();
+            try (KvStashClient client = KvStashClient.connect(new ClientContext()
+                .directory(dir)
+                .idleStrategy(BenchSupport.clientIdle(waitMode))))
+            {
+                final UnsafeBuffer copyRegion = new UnsafeBuffer(copyMapped);
+                final int copySlots = (int)(copyFileBytes / chunkBytes);
+                final Layout layout = BenchSupport.layout(chunkBytes);
+                final ClientResponse registered = client.register(1, layout);
+                if (!registered.isOk() || registered.chunkBytes() != chunkBytes)
+                {
+                    throw new IllegalStateException("register failed: " + registered);
+                }
+                final int capacity = registered.slotCapacity();
+                if (chunksPerRep > capacity || chunksPerRep > copySlots)
+                {
+                    throw new IllegalArgumentException(chunksPerRep + " chunks per repetition exceed the pool");
+                }
+                // More keys than slots: a key comes round again only after it was evicted, so every prepare
+                // reserves (and, once the pool is full, evicts the least recently used chunk).
+                final int keyCount = capacity + chunksPerRep;
+                final ChunkKeys[] keys = new ChunkKeys[keyCount];
+                final SplittableRandom random = new SplittableRandom(chunkBytes * 31L);
+                for (int i = 0; i < keyCount; i++)
+                {
+                    keys[i] = ChunkKeys.ofHashes(new long[]{ random.nextLong() }, new long[]{ random.nextLong() });
+                }
+                final Series copyIn = new Series("copy_in", reps);
+                final Series store = new Series("store", reps);
+                final Series copyOut = new Series("copy_out", reps);
+                final Series retrieve = new Series("retrieve", reps);
+                final Loops loops = new Loops(client, keys, source, destination, copyRegion, copySlots, chunkBytes);
+                long gcSteady = 0;
+                for (int rep = -warmups; rep < reps; rep++)
+                {
+                    final boolean measured = rep >= 0;
+                    final double in = loops.copyIn(chunksPerRep, measured ? copyIn.perChunk : null);
+                    final long gc0 = BenchSupport.gcCount();
+                    final double st = loops.store(chunksPerRep, measured ? store.perChunk : null);
+                    final long gc1 = BenchSupport.gcCount();
+                    final double outGbps = loops.copyOut(chunksPerRep, measured ? copyOut.perChunk : null);
+                    final long gc2 = BenchSupport.gcCount();
+                    final double re = loops.retrieve(chunksPerRep, measured ? retrieve.perChunk : null);
+                    final long gc3 = BenchSupport.gcCount();
+                    if (measured)
+                    {
+                        copyIn.gbps[rep] = in;
+                        store.gbps[rep] = st;
+                        copyOut.gbps[rep] = outGbps;
+                        retrieve.gbps[rep] = re;
+                        gcSteady += (gc1 - gc0) + (gc3 - gc2);
+                    }
+                    progress(BenchSupport.fmt("%s %s %d/%d: copy in %.2f, store %.2f, copy out %.2f, retrieve %.2f GB/s",
+                        label, measured ? "rep" : "warm-up", measured ? rep + 1 : rep + warmups + 1,
+                        measured ? reps : warmups, in, st, outGbps, re));
+                }
+                result.put("chunk_bytes", chunkBytes);
+                result.put("chunks_per_rep", chunksPerRep);
+                result.put("slot_capacity", capacity);
+                result.put("copy_in", copyIn.toMap());
+                result.put("store", store.toMap());
+                result.put("copy_out", copyOut.toMap());
+                result.put("retrieve", retrieve.toMap());
+                result.put("gc_worker", gcSteady);
+                result.put("orphans", client.orphanResponses());
+            }
+            finally
+            {
+                BenchSupport.unmap(copyMapped);
+                java.nio.file.Files.deleteIfExists(copyFile);
+            }
+            return result;
+        }
+    }
+
+    /**
+     * The timed loops of the data command. Each returns GB/s (10^9 bytes per second) over the whole loop and,
+     * when given a histogram, records each chunk's time; nothing in them allocates.
+     */
+    static final class Loops
+    {
+        private final KvStashClient client;
+        private final ChunkKeys[] keys;
+        private final UnsafeBuffer source;
+        private final UnsafeBuffer destination;
+        private final UnsafeBuffer copyRegion;
+        private final UnsafeBuffer copyView = new UnsafeBuffer(0, 0);
+        private final UnsafeBuffer slotView = new UnsafeBuffer(0, 0);
+        private final int copySlots;
+        private final int chunkBytes;
+        private int copyCursor;
+        private int keyCursor;
+        private int repFirstKey;
+
+        Loops(
+            final KvStashClient client,
+            final ChunkKeys[] keys,
+            final UnsafeBuffer source,
+            final UnsafeBuffer destination,
+            final UnsafeBuffer copyRegion,
+            final int copySlots,
+            final int chunkBytes)
+        {
+            this.client = client;
+            this.keys = keys;
+            this.source = source;
+            this.destination = destination;
+            this.copyRegion = copyRegion;
+            this.copySlots = copySlots;
+            this.chunkBytes = chunkBytes;
+        }
+
+        double copyIn(final int chunks, final Histogram h)
+        {
+            final long start = System.nanoTime();
+            long t0 = start;
+            for (int i = 0; i < chunks; i++)
+            {
+                final int slot = copyCursor;
+                copyCursor = slot + 1 == copySlots ? 0 : slot + 1;
+                copyView.wrap(copyRegion, slot * chunkBytes, chunkBytes);
+                source.putLong(0, i);
+                copyView.putBytes(0, source, 0, chunkBytes);
+                if (null != h)
+                {
+                    final long t1 = System.nanoTime();
+                    BenchSupport.record(h, t1 - t0);
+                    t0 = t1;
+                }
+            }
+            return gbps(chunks, System.nanoTime() - start);
+        }
+
+        double copyOut(final int chunks, final Histogram h)
+        {
+            // Reads back the chunks copyIn just wrote, oldest first, as retrieve reads what store wrote.
+            int slot = Math.floorMod(copyCursor - chunks, copySlots);
+            final long start = System.nanoTime();
+            long t0 = start;
+            for (int i = 0; i < chunks; i++)
+            {
+                copyView.wrap(copyRegion, slot * chunkBytes, chunkBytes);
+                slot = slot + 1 == copySlots ? 0 : slot + 1;
+                destination.putBytes(0, copyView, 0, chunkBytes);
+                if (destination.getLong(0) != i)
+                {
+                    throw new IllegalStateException("copy out read chunk " + destination.getLong(0) + ", not " + i);
+                }
+                if (null != h)
+                {
+                    final long t1 = System.nanoTime();
+                    BenchSupport.record(h, t1 - t0);
+                    t0 = t1;
+                }
+            }
+            return gbps(chunks, System.nanoTime() - start);
+        }
+
+        double store(final int chunks, final Histogram h)
+        {
+            final KvStashClient client = this.client;
+            repFirstKey = keyCursor;
+            final long start = System.nanoTime();
+            long t0 = start;
+            for (int i = 0; i < chunks; i++)
+            {
+                final int k = keyCursor;
+                keyCursor = k + 1 == keys.length ? 0 : k + 1;
+                final ClientResponse prepared = client.prepareStore(1, keys[k]);
+                if (!prepared.isOk() || 1 != prepared.slotCount() || !client.isStillReserved(prepared, 0))
+                {
+                    throw new IllegalStateException("prepare store failed: " + prepared);
+                }
+                final long transferId = prepared.transferId();
+                client.slotView(prepared, 0, slotView);
+                source.putLong(0, k);
+                slotView.putBytes(0, source, 0, chunkBytes);
+                final ClientResponse committed = client.commitStore(1, transferId);
+                if (!committed.isOk())
+                {
+                    throw new IllegalStateException("commit store failed: " + committed);
+                }
+                if (null != h)
+                {
+                    final long t1 = System.nanoTime();
+                    BenchSupport.record(h, t1 - t0);
+                    t0 = t1;
+                }
+            }
+            return gbps(chunks, System.nanoTime() - start);
+        }
+
+        double retrieve(final int chunks, final Histogram h)
+        {
+            final KvStashClient client = this.client;
+            int k = repFirstKey;
+            final long start = System.nanoTime();
+            long t0 = start;
+            for (int i = 0; i < chunks; i++)
+            {
+                final ClientResponse prepared = client.prepareRetrieve(1, keys[k]);
+                if (!prepared.isOk() || 1 != prepared.slotCount())
+                {
+                    throw new IllegalStateException("prepare retrieve failed: " + prepared);
+                }
+                final long transferId = prepared.transferId();
+                client.slotView(prepared, 0, slotView);
+                destination.putBytes(0, slotView, 0, chunkBytes);
+                if (!client.isStillReadable(prepared, 0) || destination.getLong(0) != k)
+                {
+                    throw new IllegalStateException("retrieve read the wrong chunk");
+                }
+                final ClientResponse committed = client.commitRetrieve(1, transferId);
+                if (!committed.isOk())
+                {
+                    throw new IllegalStateException("commit retrieve failed: " + committed);
+                }
+                k = k + 1 == keys.length ? 0 : k + 1;
+                if (null != h)
+                {
+                    final long t1 = System.nanoTime();
+                    BenchSupport.record(h, t1 - t0);
+                    t0 = t1;
+                }
+            }
+            return gbps(chunks, System.nanoTime() - start);
+        }
+
+        private double gbps(final int chunks, final long ns)
+        {
+            return (double)chunks * chunkBytes / Math.max(1, ns);
+        }
+    }
+
+    static boolean isPrepare(final int type)
+    {
+        return RequestType.PREPARE_STORE == type;
+    }
+
+    static boolean isOk(final int status)
+    {
+        return Status.OK == status;
+    }
+}

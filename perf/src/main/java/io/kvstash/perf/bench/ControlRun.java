@@ -1,0 +1,460 @@
+package io.kvstash.perf.bench;
+
+import io.kvstash.core.ChunkKeys;
+import io.kvstash.core.RequestType;
+import io.kvstash.core.Status;
+import io.kvstash.ipc.client.ClientContext;
+import io.kvstash.ipc.client.ClientResponse;
+import io.kvstash.ipc.client.KvStashClient;
+import io.kvstash.ipc.codec.WireDescriptor;
+import io.kvstash.ipc.ring.RingConsumer;
+import io.kvstash.ipc.ring.RingProducer;
+import org.HdrHistogram.Histogram;
+import org.agrona.concurrent.IdleStrategy;
+
+import java.nio.MappedByteBuffer;
+import java.nio.file.Path;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.SplittableRandom;
+import java.util.function.Consumer;
+
+import static io.kvstash.perf.bench.BenchWorker.longOf;
+import static io.kvstash.perf.bench.BenchWorker.stringOf;
+
+/**
+ * The control contender and its IPC floor, measured the same three ways.
+ * <p>
+ * A <b>control pair</b> is a real PREPARE_STORE of one new 4 KiB chunk and, once it is answered, the
+ * COMMIT_STORE of its transfer; no chunk byte is written. Keys never repeat within a pool's worth, so every
+ * prepare reserves a slot (evicting the least recently used chunk once the pool is full). An <b>echo pair</b>
+ * is two round trips over the bare rings with the same record sizes: a 64-byte request answered with 80
+ * bytes (the prepare and its one-slot response), then a 40-byte request answered with 64 bytes (the commit).
+ * <ul>
+ * <li>latency: one pair in flight, back to back; the time of each pair (both round trips);</li>
+ * <li>throughput: a window of pairs in flight (non-blocking sends and poll), pairs completed per second;</li>
+ * <li>paced: one pair every {@code 1/rate} seconds, each timed from when it was due, so a stall delays
+ * the pairs behind it and they are counted late (coordinated omission corrected).</li>
+ * </ul>
+ */
+final class ControlRun
+{
+    /** Request payload of the prepare: header, hashes header, one 16-byte hash. */
+    static final int PREPARE_REQUEST_LENGTH =
+        WireDescriptor.REQUEST_HEADER_LENGTH + WireDescriptor.HASHES_HEADER_LENGTH + 16;
+    /** Response payload of the prepare: header and one slot entry. */
+    static final int PREPARE_RESPONSE_LENGTH = WireDescriptor.RESPONSE_HEADER_LENGTH + WireDescriptor.SLOT_ENTRY_LENGTH;
+    /** Request payload of the commit: the header alone. */
+    static final int COMMIT_REQUEST_LENGTH = WireDescriptor.REQUEST_HEADER_LENGTH;
+    /** Response payload of the commit: the header alone. */
+    static final int COMMIT_RESPONSE_LENGTH = WireDescriptor.RESPONSE_HEADER_LENGTH;
+    /** Chunk size of the control pairs. */
+    static final int CHUNK_BYTES = 4096;
+
+    private ControlRun()
+    {
+    }
+
+    /**
+     * One side of a pair protocol: synchronous pairs and the non-blocking form.
+     */
+    abstract static class PairClient
+    {
+        long completed;
+        int inFlight;
+
+        /** One pair, waiting for both answers. */
+        abstract void pair();
+
+        /**
+         * Sends the first request of a new pair if the ring has room.
+         *
+         * @return true when sent.
+         */
+        abstract boolean sendFirst();
+
+        /**
+         * Handles the answers available now: a first answer sends the second request, a second answer
+         * completes the pair ({@link #completed}, {@link #inFlight}).
+         *
+         * @return answers handled.
+         */
+        abstract int poll();
+
+        abstract IdleStrategy idle();
+    }
+
+    static Map<String, Object> kvstash(final Map<String, Object> c, final Consumer<String> progress)
+    {
+        final String waitMode = stringOf(c, "wait");
+        try (KvStashClient client = KvStashClient.connect(new ClientContext()
+            .directory(Path.of(stringOf(c, "dir")))
+            .idleStrategy(BenchSupport.clientIdle(waitMode))))
+        {
+            final ClientResponse registered = client.register(1, BenchSupport.layout(CHUNK_BYTES));
+            if (!registered.isOk())
+            {
+                throw new IllegalStateException("register failed: " + registered);
+            }
+            final KvStashPairs pairs = new KvStashPairs(client, registered.slotCapacity() + 4096, waitMode);
+            final Map<String, Object> result = measure("control " + waitMode, pairs, c, progress);
+            result.put("orphans", client.orphanResponses());
+            return result;
+        }
+    }
+
+    static Map<String, Object> echo(final Map<String, Object> c, final Consumer<String> progress) throws Exception
+    {
+        final Path file = Path.of(stringOf(c, "file"));
+        final MappedByteBuffer mapped = BenchSupport.mapExisting(file);
+        try
+        {
+            return measure("echo " + stringOf(c, "wait"), new EchoPairs(mapped, stringOf(c, "wait")), c, progress);
+        }
+        finally
+        {
+            BenchSupport.unmap(mapped);
+        }
+    }
+
+    private static Map<String, Object> measure(
+        final String label, final PairClient pairs, final Map<String, Object> c, final Consumer<String> progress)
+    {
+        final long warmupNs = longOf(c, "warmup_ms") * 1_000_000L;
+        final long latencyNs = longOf(c, "latency_ms") * 1_000_000L;
+        final long throughputNs = longOf(c, "throughput_ms") * 1_000_000L;
+        final int window = (int)longOf(c, "window");
+        final long pacedRate = longOf(c, "paced_rate");
+        final long pacedNs = longOf(c, "paced_ms") * 1_000_000L;
+
+        latency(pairs, warmupNs, null);
+        throughput(pairs, warmupNs, window);
+        final Histogram latency = BenchSupport.newHistogram();
+        final long pairsTimed = latency(pairs, latencyNs, latency);
+        progress.accept(BenchSupport.fmt("%s: one in flight, %d pairs, p50 %.2f us, p99.9 %.2f us", label, pairsTimed,
+            latency.getValueAtPercentile(50) / 1e3, latency.getValueAtPercentile(99.9) / 1e3));
+        final double pairsPerSecond = throughput(pairs, throughputNs, window);
+        progress.accept(BenchSupport.fmt("%s: %d in flight, %.0f pairs/s", label, window, pairsPerSecond));
+        final Histogram paced = BenchSupport.newHistogram();
+        paced(pairs, pacedNs, pacedRate, paced);
+        progress.accept(BenchSupport.fmt("%s: paced at %d pairs/s, p50 %.2f us, p99.9 %.2f us", label, pacedRate,
+            paced.getValueAtPercentile(50) / 1e3, paced.getValueAtPercentile(99.9) / 1e3));
+
+        final Map<String, Object> result = new LinkedHashMap<>();
+        result.put("latency", BenchSupport.encode(latency));
+        result.put("pairs_per_s", pairsPerSecond);
+        result.put("window", window);
+        result.put("paced", BenchSupport.encode(paced));
+        result.put("paced_rate", pacedRate);
+        return result;
+    }
+
+    private static long latency(final PairClient pairs, final long durationNs, final Histogram h)
+    {
+        final long deadline = System.nanoTime() + durationNs;
+        long n = 0;
+        long t0 = System.nanoTime();
+        while (t0 < deadline)
+        {
+            pairs.pair();
+            final long t1 = System.nanoTime();
+            if (null != h)
+            {
+                BenchSupport.record(h, t1 - t0);
+            }
+            t0 = t1;
+            n++;
+        }
+        return n;
+    }
+
+    private static double throughput(final PairClient pairs, final long durationNs, final int window)
+    {
+        final IdleStrategy idle = pairs.idle();
+        final long start = System.nanoTime();
+        final long deadline = start + durationNs;
+        final long completedBefore = pairs.completed;
+        long now = start;
+        while (now < deadline)
+        {
+            int work = 0;
+            while (pairs.inFlight < window && pairs.sendFirst())
+            {
+                pairs.inFlight++;
+                work++;
+            }
+            work += pairs.poll();
+            idle.idle(work);
+            now = System.nanoTime();
+        }
+        final double rate = (pairs.completed - completedBefore) * 1e9 / (now - start);
+        final long drainDeadline = System.nanoTime() + 5_000_000_000L;
+        while (pairs.inFlight > 0)
+        {
+            idle.idle(pairs.poll());
+            if (System.nanoTime() - drainDeadline > 0)
+            {
+                throw new IllegalStateException(pairs.inFlight + " pairs never completed");
+            }
+        }
+        return rate;
+    }
+
+    private static void paced(final PairClient pairs, final long durationNs, final long rate, final Histogram h)
+    {
+        final long interval = 1_000_000_000L / rate;
+        final long start = System.nanoTime();
+        final long deadline = start + durationNs;
+        long due = start;
+        while (due < deadline)
+        {
+            while (System.nanoTime() < due)
+            {
+                Thread.onSpinWait();
+            }
+            pairs.pair();
+            BenchSupport.record(h, System.nanoTime() - due);
+            due += interval;
+        }
+    }
+
+    /**
+     * Control pairs through a kvstash client.
+     */
+    static final class KvStashPairs extends PairClient implements KvStashClient.ResponseHandler
+    {
+        private final KvStashClient client;
+        private final ChunkKeys[] keys;
+        private final IdleStrategy idle;
+        private final long[] pendingCommits = new long[1 << 16];
+        private int pendingHead;
+        private int pendingTail;
+        private int cursor;
+
+        KvStashPairs(final KvStashClient client, final int keyCount, final String waitMode)
+        {
+            this.client = client;
+            this.idle = BenchSupport.clientIdle(waitMode);
+            keys = new ChunkKeys[keyCount];
+            final SplittableRandom random = new SplittableRandom(77);
+            for (int i = 0; i < keyCount; i++)
+            {
+                keys[i] = ChunkKeys.ofHashes(new long[]{ random.nextLong() }, new long[]{ random.nextLong() });
+            }
+        }
+
+        private ChunkKeys nextKey()
+        {
+            final int k = cursor;
+            cursor = k + 1 == keys.length ? 0 : k + 1;
+            return keys[k];
+        }
+
+        @Override
+        void pair()
+        {
+            final ClientResponse prepared = client.prepareStore(1, nextKey());
+            if (!prepared.isOk() || 1 != prepared.slotCount())
+            {
+                throw new IllegalStateException("prepare failed: " + prepared);
+            }
+            final ClientResponse committed = client.commitStore(1, prepared.transferId());
+            if (!committed.isOk())
+            {
+                throw new IllegalStateException("commit failed: " + committed);
+            }
+            completed++;
+        }
+
+        @Override
+        boolean sendFirst()
+        {
+            final int k = cursor;
+            if (client.sendKeyed(RequestType.PREPARE_STORE, 1, keys[k], 0) < 0)
+            {
+                return false;
+            }
+            cursor = k + 1 == keys.length ? 0 : k + 1;
+            return true;
+        }
+
+        @Override
+        int poll()
+        {
+            int work = 0;
+            while (pendingHead != pendingTail)
+            {
+                final long transferId = pendingCommits[pendingHead & (pendingCommits.length - 1)];
+                if (client.sendSimple(RequestType.COMMIT_STORE, 1, transferId, 0) < 0)
+                {
+                    break;
+                }
+                pendingHead++;
+                work++;
+            }
+            return work + client.poll(this, 256);
+        }
+
+        @Override
+        public void onResponse(final ClientResponse response)
+        {
+            if (Status.OK != response.status())
+            {
+                throw new IllegalStateException("control request failed: " + response);
+            }
+            if (RequestType.PREPARE_STORE == response.requestType())
+            {
+                final long transferId = response.transferId();
+                if (pendingHead != pendingTail ||
+                    client.sendSimple(RequestType.COMMIT_STORE, 1, transferId, 0) < 0)
+                {
+                    pendingCommits[pendingTail++ & (pendingCommits.length - 1)] = transferId;
+                }
+            }
+            else
+            {
+                completed++;
+                inFlight--;
+            }
+        }
+
+        @Override
+        IdleStrategy idle()
+        {
+            return idle;
+        }
+    }
+
+    /**
+     * Echo pairs over the bare rings.
+     */
+    static final class EchoPairs extends PairClient
+    {
+        private final RingProducer requests;
+        private final RingConsumer responses;
+        private final IdleStrategy idle;
+        private long nextId = 2;
+        private final long[] pendingIds = new long[1 << 16];
+        private int pendingHead;
+        private int pendingTail;
+
+        EchoPairs(final MappedByteBuffer mapped, final String waitMode)
+        {
+            requests = new RingProducer(EchoRings.requestRing(mapped));
+            responses = new RingConsumer(EchoRings.responseRing(mapped));
+            idle = BenchSupport.clientIdle(waitMode);
+        }
+
+        private boolean send(final long correlationId, final int requestLength, final int replyLength)
+        {
+            final int at = requests.tryClaim(EchoRings.ECHO_TYPE, requestLength);
+            if (at < 0)
+            {
+                return false;
+            }
+            requests.buffer().putInt(at + EchoRings.REPLY_LENGTH_OFFSET, replyLength);
+            requests.buffer().putLong(at + EchoRings.CORRELATION_OFFSET, correlationId);
+            requests.commit(requestLength);
+            return true;
+        }
+
+        private void await(final long correlationId)
+        {
+            idle.reset();
+            while (true)
+            {
+                if (responses.next())
+                {
+                    final long id = responses.buffer().getLong(responses.payloadOffset() + EchoRings.REPLY_CORRELATION_OFFSET);
+                    responses.consume();
+                    if (id != correlationId)
+                    {
+                        throw new IllegalStateException("echo answered " + id + ", not " + correlationId);
+                    }
+                    return;
+                }
+                if (responses.isCorrupt())
+                {
+                    throw new IllegalStateException("corrupt echo ring");
+                }
+                idle.idle();
+            }
+        }
+
+        private void sendOrWait(final long correlationId, final int requestLength, final int replyLength)
+        {
+            while (!send(correlationId, requestLength, replyLength))
+            {
+                Thread.onSpinWait();
+            }
+        }
+
+        @Override
+        void pair()
+        {
+            final long id = nextId;
+            nextId += 2;
+            sendOrWait(id, PREPARE_REQUEST_LENGTH, PREPARE_RESPONSE_LENGTH);
+            await(id);
+            sendOrWait(id + 1, COMMIT_REQUEST_LENGTH, COMMIT_RESPONSE_LENGTH);
+            await(id + 1);
+            completed++;
+        }
+
+        @Override
+        boolean sendFirst()
+        {
+            if (!send(nextId, PREPARE_REQUEST_LENGTH, PREPARE_RESPONSE_LENGTH))
+            {
+                return false;
+            }
+            nextId += 2;
+            return true;
+        }
+
+        @Override
+        int poll()
+        {
+            int work = 0;
+            while (pendingHead != pendingTail)
+            {
+                if (!send(pendingIds[pendingHead & (pendingIds.length - 1)], COMMIT_REQUEST_LENGTH,
+                    COMMIT_RESPONSE_LENGTH))
+                {
+                    break;
+                }
+                pendingHead++;
+                work++;
+            }
+            while (work < 256 && responses.next())
+            {
+                final long id = responses.buffer().getLong(responses.payloadOffset() + EchoRings.REPLY_CORRELATION_OFFSET);
+                responses.consume();
+                work++;
+                if (0 == (id & 1))
+                {
+                    if (pendingHead != pendingTail || !send(id + 1, COMMIT_REQUEST_LENGTH, COMMIT_RESPONSE_LENGTH))
+                    {
+                        pendingIds[pendingTail++ & (pendingIds.length - 1)] = id + 1;
+                    }
+                }
+                else
+                {
+                    completed++;
+                    inFlight--;
+                }
+            }
+            if (responses.isCorrupt())
+            {
+                throw new IllegalStateException("corrupt echo ring");
+            }
+            return work;
+        }
+
+        @Override
+        IdleStrategy idle()
+        {
+            return idle;
+        }
+    }
+}

@@ -1,0 +1,118 @@
+package io.kvstash.perf.bench;
+
+import io.kvstash.ipc.ring.RingConsumer;
+import io.kvstash.ipc.ring.RingDescriptor;
+import io.kvstash.ipc.ring.RingProducer;
+import io.kvstash.ipc.server.ServerContext;
+import org.agrona.concurrent.Agent;
+import org.agrona.concurrent.UnsafeBuffer;
+
+import java.nio.MappedByteBuffer;
+
+/**
+ * The IPC floor: a bare ring echo over the project's SPSC rings ({@link RingProducer}, {@link RingConsumer})
+ * in one mapped file, with the server's ring sizes (a 2 MiB request ring and a 256 KiB response ring). The
+ * file holds the request ring, then the response ring. A request record's payload starts with the length of
+ * the reply payload wanted (i32, pad i32) and a correlation id (i64); the echo agent answers with a record of
+ * that length carrying the correlation id, so the echo moves exactly the bytes kvstash's requests and
+ * responses do, with no decoding and no pipeline.
+ */
+final class EchoRings
+{
+    /** Request ring capacity: the server's per-client default. */
+    static final int REQUEST_CAPACITY = ServerContext.REQUEST_RING_CAPACITY_DEFAULT;
+    /** Response ring capacity: the server's per-client default. */
+    static final int RESPONSE_CAPACITY = ServerContext.RESPONSE_RING_CAPACITY_DEFAULT;
+    /** Record type of echo requests and replies. */
+    static final int ECHO_TYPE = 1;
+    /** Offset of the wanted reply length in a request payload. */
+    static final int REPLY_LENGTH_OFFSET = 0;
+    /** Offset of the correlation id in a request payload. */
+    static final int CORRELATION_OFFSET = 8;
+    /** Offset of the correlation id in a reply payload. */
+    static final int REPLY_CORRELATION_OFFSET = 0;
+    /** Bytes of the echo file. */
+    static final int FILE_LENGTH =
+        RingDescriptor.totalLength(REQUEST_CAPACITY) + RingDescriptor.totalLength(RESPONSE_CAPACITY);
+
+    private EchoRings()
+    {
+    }
+
+    /**
+     * The request ring of a mapped echo file.
+     *
+     * @param mapped the file.
+     * @return ring region.
+     */
+    static UnsafeBuffer requestRing(final MappedByteBuffer mapped)
+    {
+        return new UnsafeBuffer(mapped, 0, RingDescriptor.totalLength(REQUEST_CAPACITY));
+    }
+
+    /**
+     * The response ring of a mapped echo file.
+     *
+     * @param mapped the file.
+     * @return ring region.
+     */
+    static UnsafeBuffer responseRing(final MappedByteBuffer mapped)
+    {
+        return new UnsafeBuffer(mapped, RingDescriptor.totalLength(REQUEST_CAPACITY),
+            RingDescriptor.totalLength(RESPONSE_CAPACITY));
+    }
+
+    /**
+     * The server side of the echo: reads requests, answers each with a reply of the wanted length. Leaves a
+     * request in the ring while the response ring lacks room, as the kvstash receiver does. Owner: its
+     * agent runner's thread.
+     */
+    static final class EchoAgent implements Agent
+    {
+        private static final int MAX_RECORDS_PER_CYCLE = 64;
+
+        private final RingConsumer requests;
+        private final RingProducer responses;
+        private long echoed;
+
+        EchoAgent(final MappedByteBuffer mapped)
+        {
+            requests = new RingConsumer(requestRing(mapped));
+            responses = new RingProducer(responseRing(mapped));
+        }
+
+        @Override
+        public int doWork()
+        {
+            int work = 0;
+            while (work < MAX_RECORDS_PER_CYCLE && requests.next())
+            {
+                final int at = requests.payloadOffset();
+                final int replyLength = requests.buffer().getInt(at + REPLY_LENGTH_OFFSET);
+                final long correlationId = requests.buffer().getLong(at + CORRELATION_OFFSET);
+                final int reply = responses.tryClaim(ECHO_TYPE, replyLength);
+                if (reply < 0)
+                {
+                    break;
+                }
+                responses.buffer().putLong(reply + REPLY_CORRELATION_OFFSET, correlationId);
+                responses.commit(replyLength);
+                requests.consume();
+                echoed++;
+                work++;
+            }
+            return work;
+        }
+
+        @Override
+        public String roleName()
+        {
+            return "kvstash-bench-echo";
+        }
+
+        long echoed()
+        {
+            return echoed;
+        }
+    }
+}

@@ -1,0 +1,103 @@
+package io.kvstash.perf.bench;
+
+import io.kvstash.ipc.tools.Json;
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.io.ByteArrayOutputStream;
+import java.io.IOException;
+import java.io.InputStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * Runs {@code kvstash bench --quick --json} as a real process (it starts its own worker JVM, kvstash servers
+ * and, when installed, redis-server) and checks the JSON is complete and its numbers sane: every ratio and
+ * field present, positive and finite. The targets are not checked here: they are measured by the bench and
+ * reported in {@code docs/BENCHMARKS.md}. The redis contender is left out when redis-server is not installed
+ * (the bench itself would install it, which a test must not do). Tagged {@code bench}: it takes about
+ * 30-60 s; it runs in {@code mvn verify}.
+ */
+@Tag("bench")
+class BenchQuickTest
+{
+    private static final String[] RATIOS = {
+        "store_vs_copy", "retrieve_vs_copy", "store_vs_redis_small", "retrieve_vs_redis_small",
+        "store_vs_redis_large", "retrieve_vs_redis_large", "control_p50_vs_echo" };
+
+    @TempDir
+    Path out;
+
+    @Test
+    @Timeout(value = 150, unit = TimeUnit.SECONDS)
+    @SuppressWarnings("unchecked")
+    void shouldPrintACompleteAndSaneJsonReportWhenRunQuick() throws Exception
+    {
+        final boolean redis = null != RedisContender.find();
+        final List<String> command = new ArrayList<>();
+        command.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
+        command.add("--add-exports");
+        command.add("java.base/jdk.internal.misc=ALL-UNNAMED");
+        command.add("-cp");
+        command.add(System.getProperty("java.class.path"));
+        command.add(BenchMain.class.getName());
+        command.add("--quick");
+        command.add("--json");
+        command.add("--out");
+        command.add(out.toString());
+        if (!redis)
+        {
+            command.add("--no-redis");
+        }
+        final Process process = new ProcessBuilder(command).redirectError(ProcessBuilder.Redirect.INHERIT).start();
+        final String stdout = readAll(process.getInputStream());
+        assertTrue(process.waitFor(30, TimeUnit.SECONDS), "bench did not exit");
+        assertEquals(0, process.exitValue(), stdout);
+
+        final Map<String, Object> report = Json.parseObject(stdout.trim());
+        final Map<String, Object> ratios = (Map<String, Object>)report.get("ratios");
+        assertNotNull(ratios, stdout);
+        for (final String name : RATIOS)
+        {
+            assertTrue(ratios.containsKey(name), "missing ratio " + name);
+            if (!redis && name.contains("redis"))
+            {
+                continue;
+            }
+            assertSane(name, ratios.get(name));
+        }
+        assertSane("control_p999_us", report.get("control_p999_us"));
+        assertSane("control_pairs_per_s", report.get("control_pairs_per_s"));
+        final Object gc = report.get("gc_count_steady");
+        assertTrue(gc instanceof Number && ((Number)gc).longValue() >= 0, "gc_count_steady " + gc);
+        assertEquals(4, ((List<Object>)report.get("sizes")).size());
+        assertTrue(Files.size(out.resolve("bench.hlog")) > 0);
+        assertTrue(Files.readString(out.resolve("bench-plot.html")).contains("<svg"));
+        assertNotNull(((Map<String, Object>)report.get("machine")).get("cpu_model"));
+    }
+
+    private static void assertSane(final String name, final Object value)
+    {
+        assertTrue(value instanceof Number, name + " is " + value);
+        final double v = ((Number)value).doubleValue();
+        assertTrue(Double.isFinite(v) && v > 0, name + " = " + v);
+    }
+
+    private static String readAll(final InputStream in) throws IOException
+    {
+        final ByteArrayOutputStream bytes = new ByteArrayOutputStream();
+        in.transferTo(bytes);
+        return bytes.toString(StandardCharsets.UTF_8);
+    }
+}
