@@ -100,13 +100,13 @@ public final class BundledTrace
         starts.add(Path.of("").toAbsolutePath());
         try
         {
-            starts.add(Path.of(BundledTrace.class.getProtectionDomain().getCodeSource().getLocation().toURI()));
+            final Path code = Path.of(BundledTrace.class.getProtectionDomain().getCodeSource().getLocation().toURI());
+            starts.add(Files.isDirectory(code) ? code : code.getParent());
         }
         catch (final URISyntaxException | RuntimeException ignore)
         {
             // No code location: the working directory alone is searched.
         }
-        final List<Path> tried = new ArrayList<>();
         for (final Path start : starts)
         {
             Path dir = start;
@@ -117,11 +117,10 @@ public final class BundledTrace
                 {
                     return candidate.normalize();
                 }
-                tried.add(candidate);
             }
         }
-        throw new IOException("the bundled trace " + RELATIVE_PATH + " was not found (looked in " +
-            tried.get(0).getParent() + " and " + (tried.size() - 1) + " other places, the working directory, " +
-            "the kvstash jar's directory and their parents); run from the kvstash checkout or pass --trace FILE");
+        throw new IOException("the bundled trace " + RELATIVE_PATH + " was not found under " + starts.get(0) +
+            (starts.size() > 1 ? " or " + starts.get(1) : "") + " or their parents: run kvstash from its " +
+            "checkout (./kvstash demo) or pass --trace FILE");
     }
 }
