@@ -59,6 +59,12 @@ public final class DemoCommand implements Callable<Integer>
         description = "Server wait mode (default: ${DEFAULT-VALUE}).")
     WaitMode waitMode;
 
+    @Option(names = "--client-wait", paramLabel = "MODE", converter = Converters.Wait.class,
+        defaultValue = "backoff",
+        description = "How the workers wait for responses: busy-spin, yielding, backoff or blocking " +
+            "(default: ${DEFAULT-VALUE}).")
+    WaitMode clientWait;
+
     @Option(names = "--json", description = "Print the replay's JSON object instead of the report.")
     boolean json;
 
@@ -90,7 +96,7 @@ public final class DemoCommand implements Callable<Integer>
             err.flush();
         }
         final TraceReplay.Report report = ReplayCommand.run(spec, tracePath, capacityChunks, 0, payloadBytes, workers,
-            directory, threadingMode, waitMode, false, quiet);
+            directory, threadingMode, waitMode, clientWait, false, quiet);
         final PrintWriter out = spec.commandLine().getOut();
         if (json)
         {

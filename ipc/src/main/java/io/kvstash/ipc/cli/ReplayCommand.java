@@ -85,6 +85,12 @@ public final class ReplayCommand implements Callable<Integer>
     @Option(names = "--copy-transport", hidden = true, description = "Workers use the copy transport.")
     boolean copyTransport;
 
+    @Option(names = "--client-wait", paramLabel = "MODE", converter = Converters.Wait.class,
+        defaultValue = "backoff",
+        description = "How the workers wait for responses: busy-spin, yielding, backoff or blocking " +
+            "(default: ${DEFAULT-VALUE}).")
+    WaitMode clientWait;
+
     @Mixin
     StoreOptions store;
 
@@ -136,7 +142,7 @@ public final class ReplayCommand implements Callable<Integer>
             }
         }
         final TraceReplay.Report report = run(spec, trace, pool.capacityChunks, pool.poolSizeBytes, payloadBytes,
-            workers, directory, threadingMode, waitMode, copyTransport, quiet);
+            workers, directory, threadingMode, waitMode, clientWait, copyTransport, quiet);
         final PrintWriter out = spec.commandLine().getOut();
         if (json)
         {
@@ -162,6 +168,7 @@ public final class ReplayCommand implements Callable<Integer>
      * @param directory      server directory or null.
      * @param threadingMode  server threading mode.
      * @param waitMode       server wait mode.
+     * @param clientWait     how the workers wait for responses, or null for the client's default.
      * @param copyTransport  workers use the copy transport.
      * @param quiet          no progress lines.
      * @return the report.
@@ -177,6 +184,7 @@ public final class ReplayCommand implements Callable<Integer>
         final Path directory,
         final ThreadingMode threadingMode,
         final WaitMode waitMode,
+        final WaitMode clientWait,
         final boolean copyTransport,
         final boolean quiet) throws Exception
     {
@@ -199,6 +207,7 @@ public final class ReplayCommand implements Callable<Integer>
             .threadingMode(threadingMode)
             .waitMode(waitMode)
             .copyTransport(copyTransport)
+            .clientWaitMode(clientWait)
             .progress(quiet ? null : spec.commandLine().getErr(), console);
         try
         {

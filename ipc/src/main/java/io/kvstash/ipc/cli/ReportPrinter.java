@@ -62,8 +62,9 @@ final class ReportPrinter
             null != table ? " (SPEC section 6)" : " (computed offline)");
         if (report.workers() > 1)
         {
-            out.printf(l, "  %-20s %d workers interleave the requests, so their hit rate differs slightly from the " +
-                "ordered figure%n", "", report.workers());
+            out.printf(l, "  %-20s %d workers interleave the requests (a turn may look up a prefix another worker " +
+                "is still storing),%n  %-20s so a concurrent replay's hit rate differs from the ordered figure%n", "",
+                report.workers(), "");
         }
         else
         {

@@ -8,6 +8,7 @@ import io.kvstash.ipc.tools.Json;
 import io.kvstash.ipc.tools.TraceReplay;
 import io.kvstash.ipc.tools.TraceWorker;
 import io.kvstash.ipc.tools.WorkerResult;
+import io.kvstash.pipeline.WaitMode;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
@@ -67,6 +68,11 @@ public final class WorkerCommand implements Callable<Integer>
     @Option(names = "--copy-transport", description = "Move chunk bytes in messages instead of the mapped pool.")
     boolean copyTransport;
 
+    @Option(names = "--client-wait", paramLabel = "MODE", converter = Converters.Wait.class,
+        description = "How the client waits for responses: busy-spin, yielding, backoff or blocking " +
+            "(default: the client library's backoff).")
+    WaitMode clientWait;
+
     @Option(names = "--progress-ms", paramLabel = "MS", defaultValue = "200",
         description = "Least interval between progress lines (default: ${DEFAULT-VALUE}).")
     long progressMs;
@@ -100,7 +106,8 @@ public final class WorkerCommand implements Callable<Integer>
         final long id = 0 == instanceId ? ProcessHandle.current().pid() : instanceId;
         final ClientContext context = new ClientContext()
             .directory(null == directory ? SecureDirectory.defaultDirectory() : directory)
-            .copyTransport(copyTransport);
+            .copyTransport(copyTransport)
+            .idleStrategy(null == clientWait ? null : clientWait.newIdleStrategy());
         try (KvStashClient client = KvStashClient.connect(context))
         {
             final TraceWorker worker = new TraceWorker(client, id, (int)payloadBytes);

@@ -70,6 +70,7 @@ public final class TraceReplay
     private ThreadingMode threadingMode = ThreadingMode.DEDICATED;
     private WaitMode waitMode = WaitMode.BACKOFF;
     private boolean copyTransport;
+    private WaitMode clientWaitMode;
     private List<String> workerJvmOptions = List.of("-XX:+UseSerialGC", "-Xms64m", "-Xmx256m");
     private PrintWriter progress;
     private boolean progressInPlace;
@@ -179,6 +180,18 @@ public final class TraceReplay
     public TraceReplay copyTransport(final boolean copyTransport)
     {
         this.copyTransport = copyTransport;
+        return this;
+    }
+
+    /**
+     * Sets how the workers' clients wait for responses.
+     *
+     * @param clientWaitMode mode, or null for the client library's default.
+     * @return this.
+     */
+    public TraceReplay clientWaitMode(final WaitMode clientWaitMode)
+    {
+        this.clientWaitMode = clientWaitMode;
         return this;
     }
 
@@ -404,6 +417,10 @@ public final class TraceReplay
         if (copyTransport)
         {
             command.add("--copy-transport");
+        }
+        if (null != clientWaitMode)
+        {
+            command.add("--client-wait=" + clientWaitMode.name().toLowerCase(Locale.ROOT).replace('_', '-'));
         }
         return command;
     }
