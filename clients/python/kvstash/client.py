@@ -33,6 +33,9 @@ except ImportError:                     # pragma: no cover - depends on the mach
 TIMEOUT_DEFAULT_S = 10.0
 LIVENESS_CHECK_INTERVAL_S = 0.1         # §2.5: check the server while waiting, every 100 ms
 READ_WINDOW_DEFAULT = 8                 # READ_DATA requests in flight during a copy-transport read
+YIELD_PHASE_S = 0.005                   # waiting for a response: poll + sched_yield this long, then sleep
+SLEEP_MIN_S = 0.00005
+SLEEP_MAX_S = 0.001
 
 _LITTLE_X86 = platform.machine().lower() in ("x86_64", "amd64") and sys.byteorder == "little"
 _REGISTER_EXTRA = struct.Struct("<qqqii")
@@ -45,14 +48,16 @@ def default_directory():
     return os.path.join(base, "kvstash-" + user)
 
 
-def connect(directory=None, timeout=TIMEOUT_DEFAULT_S, copy_transport=False):
+def connect(directory=None, timeout=TIMEOUT_DEFAULT_S, copy_transport=False, pretouch=True):
     """Connects to the server of ``directory`` (default: ``default_directory()``).
 
     ``timeout`` (seconds) bounds the attach handshake and every wait for a response. With
     ``copy_transport=True`` the pool is not mapped and chunk bytes travel in WRITE_DATA / READ_DATA
-    messages. Raises a ``KvStashError`` subclass when no live server accepts the client.
+    messages. ``pretouch`` maps the pool with MAP_POPULATE so that no page fault lands on a chunk copy
+    (the first write to each page of an unpopulated mapping faults: a cold 32 MiB store runs at ~1.5 GB/s
+    instead of ~20). Raises a ``KvStashError`` subclass when no live server accepts the client.
     """
-    return Client(directory, timeout, copy_transport)
+    return Client(directory, timeout, copy_transport, pretouch)
 
 
 def _wall_ms():
@@ -138,13 +143,14 @@ class Response:
 class Client:
     """A connected worker client. Use ``connect()``; close with ``close()`` or a ``with`` block."""
 
-    def __init__(self, directory=None, timeout=TIMEOUT_DEFAULT_S, copy_transport=False):
+    def __init__(self, directory=None, timeout=TIMEOUT_DEFAULT_S, copy_transport=False, pretouch=True):
         if not _LITTLE_X86 and os.environ.get("KVSTASH_ALLOW_WEAK_MEMORY") != "1":
             raise RuntimeError("the pure-Python kvstash client is correct on x86-64 only (see ring.py); "
                                "set KVSTASH_ALLOW_WEAK_MEMORY=1 to run it anyway")
         self.directory = os.path.abspath(directory or default_directory())
         self.timeout = float(timeout)
         self.copy_transport = bool(copy_transport)
+        self.pretouch = bool(pretouch)
         self._closed = False
         self._broken = None
         self._control = self._control_fd = None
@@ -250,7 +256,10 @@ class Client:
             if size < self.data_offset + self.pool_data_bytes or size < d.POOL_HEADER_LENGTH:
                 raise BadFilesError("pool file %s is %d bytes, expected %d" %
                                     (path, size, self.data_offset + self.pool_data_bytes))
-            self._pool = mmap.mmap(fd, size, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
+            flags = mmap.MAP_SHARED
+            if self.pretouch:
+                flags |= getattr(mmap, "MAP_POPULATE", 0)      # page tables filled in the kernel, once
+            self._pool = mmap.mmap(fd, size, flags, mmap.PROT_READ | mmap.PROT_WRITE)
         finally:
             os.close(fd)        # the mapping keeps the file; nothing is locked on the pool
         view = memoryview(self._pool)
@@ -385,7 +394,7 @@ class Client:
         next_check = time.monotonic() + LIVENESS_CHECK_INTERVAL_S
         while not self._request.offer(msg_type, part1, data):
             if not self._drain():
-                time.sleep(0.00005)
+                os.sched_yield()
             now = time.monotonic()
             if now >= next_check:
                 self.check_connection()
@@ -428,21 +437,24 @@ class Client:
         start = time.monotonic()
         next_check = start + LIVENESS_CHECK_INTERVAL_S
         deadline = start + self.timeout
-        idle = 0
+        yield_until = start + YIELD_PHASE_S
+        pause = SLEEP_MIN_S
         while True:
             response = self._poll_record()
             if response is not None:
                 if response.correlation_id == correlation:
                     return response
                 self._stash[response.correlation_id] = response
-                idle = 0
                 continue
-            idle += 1
-            if idle > 2000:
-                time.sleep(0.00005 if idle < 20000 else 0.0005)
-            elif idle > 200:
-                os.sched_yield()
             now = time.monotonic()
+            if now < yield_until:
+                # Give the core to the server's threads between polls: on a machine with fewer cores
+                # than busy threads a pure spin starves the very thread that would answer (ping p50 6.7 us
+                # yielding, 57 us spinning, 100 us sleeping on 2 cores).
+                os.sched_yield()
+            else:
+                time.sleep(pause)
+                pause = min(pause * 2, SLEEP_MAX_S)
             if now >= next_check:
                 self.check_connection()
                 next_check = now + LIVENESS_CHECK_INTERVAL_S
