@@ -1,5 +1,6 @@
 package io.kvstash.perf.bench;
 
+import io.kvstash.core.RequestType;
 import io.kvstash.core.StoreContext;
 import io.kvstash.ipc.file.SecureDirectory;
 import io.kvstash.ipc.server.KvStashServer;
@@ -57,6 +58,10 @@ public final class BenchCommand implements Callable<Integer>
 
     @Option(names = "--no-redis", description = "Leave out the redis contender.")
     boolean noRedis;
+
+    @Option(names = "--only", paramLabel = "PART", split = ",",
+        description = "Run only some parts: data (copy, store/retrieve, redis, in-process), control (control, echo).")
+    List<String> only;
 
     @Option(names = "--reps", paramLabel = "N", description = "Measured repetitions per contender (default 7, 3 quick).")
     Integer reps;
@@ -152,7 +157,7 @@ public final class BenchCommand implements Callable<Integer>
         RedisContender redis = null;
         try
         {
-            if (!noRedis)
+            if (!noRedis && part("data"))
             {
                 Path executable = RedisContender.find();
                 if (null == executable)
@@ -171,11 +176,12 @@ public final class BenchCommand implements Callable<Integer>
             try (WorkerProcess worker = WorkerProcess.start(settings.workerHeap, this::progress))
             {
                 machine.put("worker_jvm_flags", String.join(" ", worker.flags()));
-                for (final long size : SIZES)
+                for (final long size : part("data") ? SIZES : new long[0])
                 {
                     runSize(worker, redis, settings, work, outDir, size, results);
                 }
-                for (final String waitMode : new String[]{ BenchSupport.BUSY_SPIN, BenchSupport.BACKOFF })
+                for (final String waitMode : part("control") ?
+                    new String[]{ BenchSupport.BUSY_SPIN, BenchSupport.BACKOFF } : new String[0])
                 {
                     runControl(worker, settings, work, waitMode, results);
                 }
@@ -203,6 +209,11 @@ public final class BenchCommand implements Callable<Integer>
         stdout.flush();
         progress("done in " + Math.round(elapsedSeconds()) + " s");
         return 0;
+    }
+
+    private boolean part(final String name)
+    {
+        return null == only || only.contains(name);
     }
 
     private void runSize(
@@ -283,11 +294,12 @@ public final class BenchCommand implements Callable<Integer>
         progress("control, " + waitMode + ": kvstash server (SHARED, " + serverWait + ") and client " + waitMode);
         final Path dir = work.resolve("control-" + waitMode);
         final Map<String, Object> control;
-        try (KvStashServer server = KvStashServer.launch(new ServerContext()
+        final KvStashServer server = KvStashServer.launch(new ServerContext()
             .directory(dir)
             .threadingMode(ThreadingMode.SHARED)
             .waitMode(serverWait)
-            .storeContext(new StoreContext().poolSizeBytes(settings.controlPoolBytes))))
+            .storeContext(new StoreContext().poolSizeBytes(settings.controlPoolBytes)));
+        try
         {
             final Map<String, Object> command = new LinkedHashMap<>(common);
             command.put("cmd", "control");
@@ -296,7 +308,14 @@ public final class BenchCommand implements Callable<Integer>
         }
         finally
         {
+            server.close();
             BenchSupport.deleteTree(dir);
+        }
+        // The server's own view (receiver stamp to response written), read once its threads have stopped.
+        if (null != server.latency())
+        {
+            results.serverTime(waitMode, server.latency().requestTotal(RequestType.PREPARE_STORE),
+                server.latency().requestTotal(RequestType.COMMIT_STORE));
         }
 
         progress("echo, " + waitMode + ": bare rings, echo agent " + serverWait + " and client " + waitMode);
@@ -446,9 +465,26 @@ public final class BenchCommand implements Callable<Integer>
             sizes.add(row);
         }
 
+        private final Map<String, Histogram[]> serverTimes = new LinkedHashMap<>();
+
+        void serverTime(final String waitMode, final Histogram prepare, final Histogram commit)
+        {
+            serverTimes.put(waitMode, new Histogram[]{ prepare.copy(), commit.copy() });
+        }
+
         void addControl(final String waitMode, final Map<String, Object> c, final Map<String, Object> e)
         {
-            control.put(waitMode, summary("control " + waitMode, c));
+            final Map<String, Object> s = summary("control " + waitMode, c);
+            final Histogram[] server = serverTimes.get(waitMode);
+            if (null != server)
+            {
+                // Includes the warm-up, throughput and paced phases: the server records every request.
+                s.put("server_prepare_p50_us", server[0].getValueAtPercentile(50) / 1e3);
+                s.put("server_prepare_p99_us", server[0].getValueAtPercentile(99) / 1e3);
+                s.put("server_commit_p50_us", server[1].getValueAtPercentile(50) / 1e3);
+                s.put("server_commit_p99_us", server[1].getValueAtPercentile(99) / 1e3);
+            }
+            control.put(waitMode, s);
             echo.put(waitMode, summary("echo " + waitMode, e));
         }
 

@@ -83,6 +83,17 @@ final class BenchTables
                     num(s.get("paced_p999_us"), "%.2f")));
             }
         }
+        for (final String mode : new String[]{ BenchSupport.BUSY_SPIN, BenchSupport.BACKOFF })
+        {
+            final Map<String, Object> s = (Map<String, Object>)((Map<String, Object>)report.get("control")).get(mode);
+            if (null != s && null != s.get("server_prepare_p50_us"))
+            {
+                out.println(BenchSupport.fmt("%-10s server time (receiver stamp to response written, every request): " +
+                    "prepare p50 %s p99 %s, commit p50 %s p99 %s", mode, num(s.get("server_prepare_p50_us"), "%.2f"),
+                    num(s.get("server_prepare_p99_us"), "%.2f"), num(s.get("server_commit_p50_us"), "%.2f"),
+                    num(s.get("server_commit_p99_us"), "%.2f")));
+            }
+        }
         out.println();
         out.println("Targets (issue 5)");
         final Map<String, Object> targets = (Map<String, Object>)report.get("targets");

@@ -1,0 +1,173 @@
+package io.kvstash.perf.pipeline;
+
+import io.kvstash.core.RequestType;
+
+import java.io.IOException;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Locale;
+
+/**
+ * The pipeline contenders of {@link PipelineThroughputBenchmark} side by side in one JVM: short rounds of
+ * each in turn, many times over, so the load of a shared machine falls on all of them alike; prints the
+ * median requests per second of each and the median of the per-round ratios to the first contender. JMH
+ * runs its benchmarks one after another, minutes apart, which on a 2-core machine shared with compilers
+ * moves the figures by more than the differences sought; this harness is for the ratios.
+ * <p>
+ * Usage: {@code PipelineSideBySide [LOOKUP|PING] [rounds] [roundMs] [contender...]}; contenders:
+ * {@code direct}, {@code latency}, {@code no-latency}, {@code journal}, {@code stage-timing-all}.
+ */
+public final class PipelineSideBySide
+{
+    private PipelineSideBySide()
+    {
+    }
+
+    /**
+     * One contender: runs requests for a while and returns how many.
+     */
+    interface Contender
+    {
+        long run(long deadlineNs) throws Exception;
+
+        void close() throws IOException;
+    }
+
+    /**
+     * Runs the comparison.
+     *
+     * @param args request type, rounds, round length in ms, contenders.
+     * @throws Exception when a contender fails its checks.
+     */
+    public static void main(final String[] args) throws Exception
+    {
+        final String request = args.length > 0 ? args[0] : "LOOKUP";
+        final int rounds = args.length > 1 ? Integer.parseInt(args[1]) : 30;
+        final long roundNs = (args.length > 2 ? Long.parseLong(args[2]) : 200) * 1_000_000L;
+        final List<String> names = args.length > 3 ? Arrays.asList(args).subList(3, args.length) :
+            List.of("direct", "no-latency", "latency", "journal");
+        final List<Contender> contenders = new ArrayList<>();
+        for (final String name : names)
+        {
+            contenders.add(contender(request, name));
+        }
+        final double[][] rates = new double[names.size()][rounds];
+        for (int warm = 0; warm < 5; warm++)
+        {
+            for (final Contender c : contenders)
+            {
+                c.run(System.nanoTime() + roundNs);
+            }
+        }
+        for (int r = 0; r < rounds; r++)
+        {
+            for (int k = 0; k < contenders.size(); k++)
+            {
+                final int i = (k + r) % contenders.size();
+                final long start = System.nanoTime();
+                final long n = contenders.get(i).run(start + roundNs);
+                rates[i][r] = n * 1e9 / (System.nanoTime() - start);
+            }
+        }
+        for (final Contender c : contenders)
+        {
+            c.close();
+        }
+        System.out.printf(Locale.ROOT, "%s, %d rounds of %d ms each, rotating order%n", request, rounds,
+            roundNs / 1_000_000);
+        System.out.printf(Locale.ROOT, "%-18s %14s %14s %14s %12s%n", "contender", "median req/s", "min", "max",
+            "ratio to " + names.get(0));
+        for (int i = 0; i < names.size(); i++)
+        {
+            final double[] ratio = new double[rounds];
+            for (int r = 0; r < rounds; r++)
+            {
+                ratio[r] = rates[i][r] / rates[0][r];
+            }
+            final double[] sorted = rates[i].clone();
+            Arrays.sort(sorted);
+            System.out.printf(Locale.ROOT, "%-18s %14.0f %14.0f %14.0f %12.3f%n", names.get(i), median(rates[i]),
+                sorted[0], sorted[rounds - 1], median(ratio));
+        }
+    }
+
+    private static double median(final double[] values)
+    {
+        final double[] sorted = values.clone();
+        Arrays.sort(sorted);
+        return sorted[sorted.length / 2];
+    }
+
+    private static Contender contender(final String request, final String name) throws IOException
+    {
+        final int type = PipelineFixture.requestType(request);
+        if ("direct".equals(name))
+        {
+            final PipelineThroughputBenchmark.Direct state = new PipelineThroughputBenchmark.Direct();
+            state.request = request;
+            state.setupTrial();
+            state.setupIteration();
+            return new Contender()
+            {
+                public long run(final long deadlineNs)
+                {
+                    long n = 0;
+                    int sink = 0;
+                    do
+                    {
+                        for (int i = 0; i < PipelineThroughputBenchmark.BATCH; i++)
+                        {
+                            sink += state.execute();
+                        }
+                        n += PipelineThroughputBenchmark.BATCH;
+                    }
+                    while (System.nanoTime() < deadlineNs);
+                    if (RequestType.LOOKUP == type && sink != n)
+                    {
+                        throw new IllegalStateException("a direct lookup missed");
+                    }
+                    return n;
+                }
+
+                public void close()
+                {
+                    state.verifyIteration();
+                }
+            };
+        }
+        final PipelineThroughputBenchmark.Shared state = new PipelineThroughputBenchmark.Shared();
+        state.request = request;
+        state.variant = name;
+        state.setupIteration();
+        return new Contender()
+        {
+            private long requests;
+
+            public long run(final long deadlineNs) throws Exception
+            {
+                long n = 0;
+                do
+                {
+                    state.batch();
+                    n += PipelineThroughputBenchmark.BATCH;
+                }
+                while (System.nanoTime() < deadlineNs);
+                requests += n;
+                if (requests > 200_000_000L && null != state.journalFile)
+                {
+                    // Keep the journal file bounded: start a fresh pipeline and journal.
+                    state.tearDownIteration();
+                    state.setupIteration();
+                    requests = 0;
+                }
+                return n;
+            }
+
+            public void close() throws IOException
+            {
+                state.tearDownIteration();
+            }
+        };
+    }
+}
