@@ -5,7 +5,6 @@ One ``Client`` per process and thread: it is not thread-safe and must not be sha
 loads and stores used for shared words are release/acquire accesses on x86-64, and what ARM would need.
 """
 
-import errno
 import fcntl
 import mmap
 import os
@@ -19,8 +18,8 @@ import tempfile
 import time
 
 from . import descriptor as d
-from .errors import (BadFilesError, ClosedError, DetachedError, KvStashError, KvStashTimeoutError,
-                     RejectedError, ServerGoneError, ServerRestartedError)
+from .errors import (BadFilesError, ClosedError, DetachedError, KvStashTimeoutError, RejectedError,
+                     ServerGoneError, ServerRestartedError)
 from .hashing import _tokens_le, salt_value
 from .ring import Ring, RingCorrupt
 from .types import Layout, RegisterInfo, RequestType, SlotEntry, Status
@@ -586,14 +585,13 @@ class Client:
 
     def counters(self):
         """Every named counter from the control file: {name: value}, request counters included."""
-        from .types import Status as _S
         out = {}
         for cid in range(len(self._counters)):
             name = d.COUNTER_NAMES.get(cid)
             if name is None and d.REQUEST_COUNTERS_BASE <= cid < d.REQUEST_COUNTERS_BASE + 17 * d.STATUS_COUNT:
                 rel = cid - d.REQUEST_COUNTERS_BASE
                 name = "requests.%s.%s" % (RequestType(rel // d.STATUS_COUNT).name.lower(),
-                                           _S(rel % d.STATUS_COUNT).name.lower())
+                                           Status(rel % d.STATUS_COUNT).name.lower())
             if name is not None:
                 out[name] = self._counters[cid]
         return out
@@ -647,9 +645,8 @@ class Client:
         if _np is None:
             raise ImportError("numpy is not installed: use slot_view()")
         layout = self._layout_of(response)
-        view = self._pool_view[response.slots[i].offset:response.slots[i].offset + response.chunk_bytes] \
-            if self._pool is not None else self._entry(response, i)
-        return _np.frombuffer(view, dtype=layout.dtype.numpy_dtype).reshape(layout.shape(self.chunk_tokens))
+        return _np.frombuffer(self.slot_view(response, i), dtype=layout.dtype.numpy_dtype).reshape(
+            layout.shape(self.chunk_tokens))
 
     def slot(self, response, i):
         """Slot ``i`` as a numpy.ndarray view when numpy is importable, else as a flat memoryview."""

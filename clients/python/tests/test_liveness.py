@@ -13,7 +13,6 @@ from support import CLIENT_ROOT, Server, ServerTestCase, wait_until
 
 import kvstash
 from kvstash import Status
-from kvstash import descriptor as d
 from kvstash.client import Client
 
 LAYOUT = kvstash.Layout("py-live", layers=2, hidden=64, dtype="float16")
