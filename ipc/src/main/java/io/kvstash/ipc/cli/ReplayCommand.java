@@ -33,7 +33,7 @@ import java.util.concurrent.Callable;
 @Command(name = "replay", mixinStandardHelpOptions = true, sortOptions = false,
     description = {
         "Replays a trace through a real server and worker processes and reports hits, throughput and latency.",
-        "--format mooncake (default): JSON lines with hash_ids; request i goes to worker i % W, so --workers 1 " +
+        "--format mooncake (default): JSON lines with hash_ids; request i goes to worker i %% W, so --workers 1 " +
             "replays in file order and reproduces the exact-LRU hit counts.",
         "--format kvstash: a journal of 'serve --capture', replayed against a fresh store of the same " +
             "configuration (pass the capturing server's --pool-size, --alignment, --chunk-tokens, --lease, " +

@@ -239,7 +239,7 @@ public final class TraceReplay
      * Runs the replay.
      *
      * @return the report.
-     * @throws IOException when the trace or the server's files cannot be read or created.
+     * @throws IOException when the trace cannot be read or parsed, or the server's files cannot be created.
      * @throws InterruptedException when interrupted while waiting for the workers.
      * @throws IllegalStateException when a worker fails; its own message went to standard error.
      * @throws IllegalArgumentException when the configuration is invalid.
@@ -263,7 +263,15 @@ public final class TraceReplay
             throw new IllegalArgumentException("capacity must be positive: " + capacityChunks);
         }
         final Path tracePath = trace.toAbsolutePath();
-        final MooncakeTrace mooncake = MooncakeTrace.read(tracePath);
+        final MooncakeTrace mooncake;
+        try
+        {
+            mooncake = MooncakeTrace.read(tracePath);
+        }
+        catch (final IllegalArgumentException ex)
+        {
+            throw new IOException("not a Mooncake trace: " + ex.getMessage(), ex);
+        }
         int maxChunks = StoreContext.MAX_CHUNKS_PER_REQUEST_DEFAULT;
         for (final MooncakeTrace.Request request : mooncake.requests())
         {
