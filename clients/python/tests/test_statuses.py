@@ -145,6 +145,16 @@ class StatusTest(ServerTestCase):
         count = struct.pack("<ii", c.max_chunks + 1, 0)
         self.assertEqual(c.receive(c.send(RequestType.LOOKUP, self.instance, key_mode=1, body=count)).status,
                          Status.INVALID_REQUEST)
+        store = c.prepare_store(self.instance, ids(1, 0xF4))                       # copy-transport checks
+        for slot, offset, length in ((1, 0, 8), (0, -1, 8), (0, store.chunk_bytes - 4, 8),
+                                     (0, 0, c.max_inline_bytes + 8)):
+            body = d.DATA_BODY.pack(slot, length, offset)
+            r = c.receive(c.send(RequestType.WRITE_DATA, self.instance, store.transfer_id, body=body,
+                                 data=bytes(length)))
+            self.assertEqual(r.status, Status.INVALID_REQUEST, (slot, offset, length))
+        self.assertEqual(c.write_data(self.instance, store, 0, 0, b"").status, Status.OK)
+        self.assertEqual(c.read_data(self.instance, store, 0, 0, 8).status, Status.UNKNOWN_TRANSFER)  # a store
+        self.assertEqual(c.abort_store(self.instance, store).status, Status.OK)
         # A record without a readable correlation id is consumed and never answered.
         malformed = c.counter(WIRE_MALFORMED)
         c.send_raw(RequestType.PING, b"\1\2\3")

@@ -96,9 +96,37 @@ class StressTest(ServerTestCase):
         self.assertEqual(c._stash, {}, "responses arrived out of request order")
         self.assertEqual(c.counter(49), 0, "the server found malformed records")
         self.assertEqual(c.counter(53), 0, "the server dropped responses")
-        print("\nstress: %d requests + %d responses, %.1f MB of payload in %.1f s (%.0f records/s)"
-              % (requests, responses, data_bytes / 1e6, elapsed, (requests + responses) / elapsed),
+        print("\nstress: %d requests + %d responses, %.1f MB of payload in %.1f s (%.0f records/s), "
+              "%d deferred by back pressure" % (requests, responses, data_bytes / 1e6, elapsed,
+                                                 (requests + responses) / elapsed, c.counter(54)),
               file=sys.stderr)
+
+    def test_should_answer_every_request_when_the_client_stops_consuming(self):
+        """Back pressure (§7.6): 200 READ_DATA of 32 KiB (6.4 MB of answers for a 256 KiB response ring)
+        sent without reading a response; the server defers, nothing is dropped, all arrive in order."""
+        c = self.connect()
+        instance = 2
+        self.assertEqual(c.register(instance, LAYOUT).status, Status.OK)
+        store = c.prepare_store(instance, [(0xB9, 0)])
+        data = os.urandom(store.chunk_bytes)
+        self.assertEqual(c.write_chunk(store, 0, data), Status.OK)
+        self.assertEqual(c.commit_store(instance, store).status, Status.OK)
+        got = c.prepare_retrieve(instance, [(0xB9, 0)])
+        deferred = c.counter(54)
+        step = c.max_inline_bytes
+        sent = []
+        for k in range(200):
+            offset = (k * step) % store.chunk_bytes
+            sent.append((c.send(RequestType.READ_DATA, instance, got.transfer_id,
+                                body=d.DATA_BODY.pack(0, step, offset)), offset))
+        self.assertEqual(c._stash, {})
+        for correlation, offset in sent:
+            r = c.receive(correlation)
+            self.assertEqual((r.status, r.extra), (Status.OK, data[offset:offset + step]))
+        self.assertEqual(c._stash, {})
+        self.assertGreater(c.counter(54), deferred, "the server never had to defer")
+        self.assertEqual(c.counter(53), 0)
+        self.assertEqual(c.commit_retrieve(instance, got).status, Status.OK)
 
     def check_write(self, c, pending, offsets, chunk):
         correlation, slot = pending
