@@ -14,6 +14,7 @@ import io.kvstash.pipeline.WaitMode;
 import org.agrona.concurrent.UnsafeBuffer;
 
 import java.io.IOException;
+import java.io.OutputStream;
 import java.io.PrintStream;
 import java.nio.file.Path;
 import java.security.MessageDigest;
@@ -122,10 +123,7 @@ public final class InteropPeer
             " pid=" + ProcessHandle.current().pid());
         OUT.flush();
         // Stdin EOF (the test process died) also stops the server, so no test leaves one behind.
-        while (System.in.read() >= 0)
-        {
-            Thread.onSpinWait();
-        }
+        System.in.transferTo(OutputStream.nullOutputStream());
         shutdown.run();
         stopped.await();
         return 0;
