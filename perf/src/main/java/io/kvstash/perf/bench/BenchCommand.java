@@ -45,6 +45,11 @@ public final class BenchCommand implements Callable<Integer>
 {
     /** Chunk sizes of every run: 4 KiB, 256 KiB, 2 MiB and 32 MiB (a 256-token chunk of an 8B model). */
     static final long[] SIZES = { 4L << 10, 256L << 10, 2L << 20, 32L << 20 };
+    /**
+     * Wait modes of the data path, server and client alike: busy-spin (the latency configuration; the JSON
+     * ratios) and backoff (the server's default; {@code ratios_backoff}).
+     */
+    static final String[] DATA_WAIT_MODES = { BenchSupport.BUSY_SPIN, BenchSupport.BACKOFF };
 
     @Option(names = "--quick", description = "Smoke-test settings: finishes in under a minute.")
     boolean quick;
@@ -157,33 +162,35 @@ public final class BenchCommand implements Callable<Integer>
         RedisContender redis = null;
         try
         {
-            if (!noRedis && part("data"))
-            {
-                Path executable = RedisContender.find();
-                if (null == executable)
-                {
-                    results.redisInstalled = true;
-                    executable = RedisContender.install(this::progress);
-                }
-                if (null != executable)
-                {
-                    redis = RedisContender.start(executable, work, outDir.resolve("redis.log"));
-                    results.redisVersion = redis.version();
-                    progress("redis-server " + redis.version() + " on 127.0.0.1:" + redis.port() +
-                        " (--save \"\" --appendonly no)");
-                }
-            }
             try (WorkerProcess worker = WorkerProcess.start(settings.workerHeap, this::progress))
             {
                 machine.put("worker_jvm_flags", String.join(" ", worker.flags()));
-                for (final long size : part("data") ? SIZES : new long[0])
-                {
-                    runSize(worker, redis, settings, work, outDir, size, results);
-                }
+                // The control pairs first: they are the most sensitive to what else runs, and redis-server is
+                // not started yet.
                 for (final String waitMode : part("control") ?
                     new String[]{ BenchSupport.BUSY_SPIN, BenchSupport.BACKOFF } : new String[0])
                 {
                     runControl(worker, settings, work, waitMode, results);
+                }
+                if (!noRedis && part("data"))
+                {
+                    Path executable = RedisContender.find();
+                    if (null == executable)
+                    {
+                        results.redisInstalled = true;
+                        executable = RedisContender.install(this::progress);
+                    }
+                    if (null != executable)
+                    {
+                        redis = RedisContender.start(executable, work, outDir.resolve("redis.log"));
+                        results.redisVersion = redis.version();
+                        progress("redis-server " + redis.version() + " on 127.0.0.1:" + redis.port() +
+                            " (--save \"\" --appendonly no)");
+                    }
+                }
+                for (final long size : part("data") ? SIZES : new long[0])
+                {
+                    runSize(worker, redis, settings, work, outDir, size, results);
                 }
             }
         }
@@ -229,34 +236,41 @@ public final class BenchCommand implements Callable<Integer>
         final int chunks = settings.chunksPerRep(chunkBytes);
         progress(BenchSupport.fmt("%s: %d chunks per repetition, %d warm-up + %d measured repetitions", label, chunks,
             settings.warmups, settings.reps));
-        final Path dir = work.resolve("server-" + chunkBytes);
-        final ServerContext context = new ServerContext()
-            .directory(dir)
-            .threadingMode(ThreadingMode.SHARED)
-            .waitMode(WaitMode.BUSY_SPIN)
-            .latencyLogFile(outDir.resolve("server-" + chunkBytes + ".hlog"))
-            .storeContext(new StoreContext().poolSizeBytes(settings.poolBytes));
-        final Map<String, Object> data;
-        final long benchGc;
-        try (KvStashServer server = KvStashServer.launch(context))
+        final Map<String, Map<String, Object>> data = new LinkedHashMap<>();
+        long benchGc = 0;
+        for (final String waitMode : DATA_WAIT_MODES)
         {
-            final Map<String, Object> command = new LinkedHashMap<>();
-            command.put("cmd", "data");
-            command.put("dir", server.directory().toString());
-            command.put("chunk_bytes", chunkBytes);
-            command.put("reps", settings.reps);
-            command.put("warmups", settings.warmups);
-            command.put("chunks_per_rep", chunks);
-            command.put("copy_file", work.resolve("copy-" + chunkBytes).toString());
-            command.put("copy_file_bytes", settings.poolBytes);
-            command.put("wait", BenchSupport.BUSY_SPIN);
-            final long gc0 = BenchSupport.gcCount();
-            data = worker.call(command, 600);
-            benchGc = BenchSupport.gcCount() - gc0;
-        }
-        finally
-        {
-            BenchSupport.deleteTree(dir);
+            final Path dir = work.resolve("server-" + chunkBytes + "-" + waitMode);
+            final ServerContext context = new ServerContext()
+                .directory(dir)
+                .threadingMode(ThreadingMode.SHARED)
+                .waitMode(WaitMode.parse(waitMode))
+                .latencyLogFile(outDir.resolve("server-" + chunkBytes + "-" + waitMode + ".hlog"))
+                .storeContext(new StoreContext().poolSizeBytes(settings.poolBytes));
+            progress(label + ", " + waitMode + ": server SHARED " + WaitMode.parse(waitMode) + ", client " + waitMode);
+            try (KvStashServer server = KvStashServer.launch(context))
+            {
+                final Map<String, Object> command = new LinkedHashMap<>();
+                command.put("cmd", "data");
+                command.put("dir", server.directory().toString());
+                command.put("chunk_bytes", chunkBytes);
+                command.put("reps", settings.reps);
+                command.put("warmups", settings.warmups);
+                command.put("chunks_per_rep", chunks);
+                command.put("copy_file", work.resolve("copy-" + chunkBytes).toString());
+                command.put("copy_file_bytes", settings.poolBytes);
+                command.put("wait", waitMode);
+                // Start the measured phase with an empty young generation, so the harness's own small
+                // allocations (progress lines) cannot trigger a collection counted against the server.
+                System.gc();
+                final long gc0 = BenchSupport.gcCount();
+                data.put(waitMode, worker.call(command, 600));
+                benchGc += BenchSupport.gcCount() - gc0;
+            }
+            finally
+            {
+                BenchSupport.deleteTree(dir);
+            }
         }
         final Map<String, Object> common = new LinkedHashMap<>();
         common.put("chunk_bytes", chunkBytes);
@@ -410,9 +424,15 @@ public final class BenchCommand implements Callable<Integer>
 
         private double median(final Map<String, Object> series, final String name, final long size)
         {
+            return median(series, name, "", size);
+        }
+
+        private double median(final Map<String, Object> series, final String name, final String suffix, final long size)
+        {
             @SuppressWarnings("unchecked")
             final Map<String, Object> s = (Map<String, Object>)series.get(name);
-            histograms.put(name + " " + BenchSupport.size(size), BenchSupport.decode((String)s.get("histogram")));
+            histograms.put(name + suffix + " " + BenchSupport.size(size),
+                BenchSupport.decode((String)s.get("histogram")));
             return ((Number)s.get("median_gbps")).doubleValue();
         }
 
@@ -420,7 +440,7 @@ public final class BenchCommand implements Callable<Integer>
         void addSize(
             final long size,
             final int chunks,
-            final Map<String, Object> data,
+            final Map<String, Map<String, Object>> data,
             final long benchGc,
             final Map<String, Object> redis,
             final Map<String, Object> chm)
@@ -428,10 +448,20 @@ public final class BenchCommand implements Callable<Integer>
             final Map<String, Object> row = new LinkedHashMap<>();
             row.put("chunk_bytes", size);
             row.put("chunks_per_rep", chunks);
-            row.put("copy_in_gbps", median(data, "copy_in", size));
-            row.put("store_gbps", median(data, "store", size));
-            row.put("copy_out_gbps", median(data, "copy_out", size));
-            row.put("retrieve_gbps", median(data, "retrieve", size));
+            long workerGc = 0;
+            for (final String mode : DATA_WAIT_MODES)
+            {
+                final Map<String, Object> d = data.get(mode);
+                final String suffix = BenchSupport.BUSY_SPIN.equals(mode) ? "" : "_" + mode;
+                for (final String name : new String[]{ "copy_in", "store", "copy_out", "retrieve" })
+                {
+                    row.put(name + suffix + "_gbps", median(d, name, suffix, size));
+                    final Histogram h = histograms.get(name + suffix + " " + BenchSupport.size(size));
+                    row.put(name + suffix + "_p50_us", h.getValueAtPercentile(50) / 1e3);
+                    row.put(name + suffix + "_p99_us", h.getValueAtPercentile(99) / 1e3);
+                }
+                workerGc += ((Number)d.get("gc_worker")).longValue();
+            }
             if (null != redis)
             {
                 final Map<String, Object> set = (Map<String, Object>)redis.get("set");
@@ -452,13 +482,6 @@ public final class BenchCommand implements Callable<Integer>
             m.put("map_get", chm.get("get"));
             row.put("map_put_gbps", median(m, "map_put", size));
             row.put("map_get_gbps", median(m, "map_get", size));
-            for (final String name : new String[]{ "copy_in", "store", "copy_out", "retrieve" })
-            {
-                final Histogram h = histograms.get(name + " " + BenchSupport.size(size));
-                row.put(name + "_p50_us", h.getValueAtPercentile(50) / 1e3);
-                row.put(name + "_p99_us", h.getValueAtPercentile(99) / 1e3);
-            }
-            final long workerGc = ((Number)data.get("gc_worker")).longValue();
             row.put("gc_worker", workerGc);
             row.put("gc_bench", benchGc);
             gcSteady += workerGc + benchGc;
@@ -527,8 +550,8 @@ public final class BenchCommand implements Callable<Integer>
         List<PercentilePlot.Series> sizeSeries(final long size)
         {
             final List<PercentilePlot.Series> series = new ArrayList<>();
-            for (final String name : new String[]{ "copy_in", "store", "copy_out", "retrieve", "redis_set",
-                "redis_get", "map_put", "map_get" })
+            for (final String name : new String[]{ "copy_in", "store", "store_backoff", "copy_out", "retrieve",
+                "retrieve_backoff", "redis_set", "redis_get", "map_put", "map_get" })
             {
                 final String key = name + " " + BenchSupport.size(size);
                 series.add(new PercentilePlot.Series(key, histograms.get(key)));
@@ -584,6 +607,27 @@ public final class BenchCommand implements Callable<Integer>
             ratios.put("store_vs_map", ratio("store_gbps", "map_put_gbps", 256L << 10, 2L << 20, 32L << 20));
             ratios.put("retrieve_vs_map", ratio("retrieve_gbps", "map_get_gbps", 256L << 10, 2L << 20, 32L << 20));
 
+            final Map<String, Object> ratiosBackoff = new LinkedHashMap<>();
+            ratiosBackoff.put("store_vs_copy", ratio("store_backoff_gbps", "copy_in_backoff_gbps", 256L << 10, 2L << 20,
+                32L << 20));
+            ratiosBackoff.put("retrieve_vs_copy", ratio("retrieve_backoff_gbps", "copy_out_backoff_gbps", 256L << 10,
+                2L << 20, 32L << 20));
+            ratiosBackoff.put("store_vs_redis_small", ratio("store_backoff_gbps", "redis_set_gbps", 256L << 10, 2L << 20));
+            ratiosBackoff.put("retrieve_vs_redis_small", ratio("retrieve_backoff_gbps", "redis_get_gbps", 256L << 10,
+                2L << 20));
+            ratiosBackoff.put("store_vs_redis_large", ratio("store_backoff_gbps", "redis_set_gbps", 32L << 20));
+            ratiosBackoff.put("retrieve_vs_redis_large", ratio("retrieve_backoff_gbps", "redis_get_gbps", 32L << 20));
+            // Per-chunk medians (time of the copy / time of the store): the typical chunk, not the loop's
+            // throughput, which a shared machine's scheduling stalls dominate.
+            final Map<String, Object> ratiosP50 = new LinkedHashMap<>();
+            ratiosP50.put("store_vs_copy", ratio("copy_in_p50_us", "store_p50_us", 256L << 10, 2L << 20, 32L << 20));
+            ratiosP50.put("retrieve_vs_copy", ratio("copy_out_p50_us", "retrieve_p50_us", 256L << 10, 2L << 20,
+                32L << 20));
+            ratiosP50.put("store_backoff_vs_copy", ratio("copy_in_backoff_p50_us", "store_backoff_p50_us", 256L << 10,
+                2L << 20, 32L << 20));
+            ratiosP50.put("retrieve_backoff_vs_copy", ratio("copy_out_backoff_p50_us", "retrieve_backoff_p50_us",
+                256L << 10, 2L << 20, 32L << 20));
+
             final Map<String, Object> report = new LinkedHashMap<>();
             report.put("bench", "kvstash");
             report.put("mode", quick ? "quick" : "full");
@@ -591,6 +635,8 @@ public final class BenchCommand implements Callable<Integer>
             report.put("control_p999_us", value(control, BenchSupport.BUSY_SPIN, "p999_us"));
             report.put("control_pairs_per_s", value(control, BenchSupport.BUSY_SPIN, "pairs_per_s"));
             report.put("gc_count_steady", gcSteady);
+            report.put("ratios_backoff", ratiosBackoff);
+            report.put("ratios_p50", ratiosP50);
             report.put("targets", targets(ratios, report));
             report.put("sizes", sizes);
             report.put("control", control);
@@ -603,8 +649,8 @@ public final class BenchCommand implements Callable<Integer>
             run.put("reps", settings.reps);
             run.put("warmups", settings.warmups);
             run.put("pool_bytes", settings.poolBytes);
-            run.put("server", "in the bench JVM: SHARED threading (receiver and pipeline on one thread), " +
-                "busy-spin for the data path");
+            run.put("server", "in the bench JVM: SHARED threading (receiver and pipeline on one thread); data path " +
+                "in busy-spin (ratios) and backoff (ratios_backoff), server and client alike");
             run.put("elapsed_s", Math.round(elapsedS * 10) / 10.0);
             report.put("run", run);
             report.put("machine", machine);

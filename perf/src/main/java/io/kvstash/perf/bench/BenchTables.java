@@ -64,6 +64,26 @@ final class BenchTables
                 num(row.get("store_p50_us"), "%.1fus"), num(row.get("retrieve_p50_us"), "%.1fus")));
         }
         out.println();
+        out.println("The same in backoff mode (server WaitMode.BACKOFF, client backoff), and per-chunk medians " +
+            "(copy time / kvstash time) of both modes");
+        out.println(BenchSupport.fmt("%-8s %7s %7s %6s %8s %8s %6s | %10s %10s %10s %10s", "chunk", "copyIn", "store",
+            "st/cp", "copyOut", "retrieve", "re/cp", "p50 st/cp", "p50 re/cp", "p50 st/cp", "p50 re/cp"));
+        out.println(BenchSupport.fmt("%-8s %7s %7s %6s %8s %8s %6s | %10s %10s %10s %10s", "", "", "", "", "", "", "",
+            "busy-spin", "busy-spin", "backoff", "backoff"));
+        for (final Map<String, Object> row : (List<Map<String, Object>>)report.get("sizes"))
+        {
+            out.println(BenchSupport.fmt("%-8s %7s %7s %6s %8s %8s %6s | %10s %10s %10s %10s",
+                BenchSupport.size(((Number)row.get("chunk_bytes")).longValue()),
+                num(row.get("copy_in_backoff_gbps"), "%.2f"), num(row.get("store_backoff_gbps"), "%.2f"),
+                ratio(row.get("store_backoff_gbps"), row.get("copy_in_backoff_gbps")),
+                num(row.get("copy_out_backoff_gbps"), "%.2f"), num(row.get("retrieve_backoff_gbps"), "%.2f"),
+                ratio(row.get("retrieve_backoff_gbps"), row.get("copy_out_backoff_gbps")),
+                ratio(row.get("copy_in_p50_us"), row.get("store_p50_us")),
+                ratio(row.get("copy_out_p50_us"), row.get("retrieve_p50_us")),
+                ratio(row.get("copy_in_backoff_p50_us"), row.get("store_backoff_p50_us")),
+                ratio(row.get("copy_out_backoff_p50_us"), row.get("retrieve_backoff_p50_us"))));
+        }
+        out.println();
         out.println("Control pairs (PREPARE_STORE + COMMIT_STORE of one chunk, no bytes written) vs bare ring echo " +
             "pairs (same record sizes), microseconds");
         out.println(BenchSupport.fmt("%-10s %-8s %8s %8s %8s %9s %12s %10s %10s", "mode", "who", "p50", "p99", "p99.9",

@@ -242,6 +242,8 @@ public final class BenchWorker
                 final Series retrieve = new Series("retrieve", reps);
                 final Loops loops = new Loops(client, keys, source, destination, copyRegion, copySlots, chunkBytes);
                 long gcSteady = 0;
+                // The keys and buffers above are set-up garbage: collect it before the measured loops.
+                System.gc();
                 for (int rep = -warmups; rep < reps; rep++)
                 {
                     final boolean measured = rep >= 0;
