@@ -123,6 +123,9 @@ class PipelineTraceReplayTest
 
         final Replayer.Result result = Replayer.replay(journal, storeContext(1024).conclude());
         assertTrue(result.records() > 3 * trace.requests().size(), "records " + result.records());
+        final Replayer.Result selfDescribed = Replayer.replay(journal);
+        assertTrue(selfDescribed.identical(), "the journal's own header must suffice: " + selfDescribed.firstMismatch());
+        assertEquals(result.records(), selfDescribed.records());
         assertEquals(0, result.mismatches(), result.firstMismatch());
         assertTrue(result.hadCounters());
         assertEquals(0, result.counterMismatches(), result.firstCounterMismatch());

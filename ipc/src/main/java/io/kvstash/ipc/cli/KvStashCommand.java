@@ -1,6 +1,7 @@
 package io.kvstash.ipc.cli;
 
 import io.kvstash.ipc.client.KvStashException;
+import io.kvstash.ipc.chaos.ChaosCommand;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Model.CommandSpec;
@@ -23,7 +24,7 @@ import java.util.concurrent.Callable;
  * <pre>{@code
  * CommandLine commandLine = KvStashCommand.newCommandLine()
  *     .addSubcommand("bench", new BenchCommand())
- *     .addSubcommand("chaos", new ChaosCommand());
+ *     .addSubcommand("bench", new BenchCommand());
  * System.exit(commandLine.execute(args));
  * }</pre>
  * Added subcommands get the same exception handling and exit codes. Replays spawn their workers with this
@@ -34,7 +35,7 @@ import java.util.concurrent.Callable;
     description = "kvstash: a KV-cache chunk store for LLM inference workers over shared memory.",
     subcommands = {
         ServeCommand.class, StatCommand.class, ErrorsCommand.class, ReplayCommand.class, DemoCommand.class,
-        WorkerCommand.class, CommandLine.HelpCommand.class })
+        ChaosCommand.class, WorkerCommand.class, CommandLine.HelpCommand.class })
 public final class KvStashCommand implements Callable<Integer>
 {
     @Spec

@@ -1,13 +1,10 @@
 package io.kvstash.ipc.cli;
 
 import io.kvstash.core.StoreContext;
-import io.kvstash.core.book.SlotTableDescriptor;
-import io.kvstash.ipc.file.PoolFileDescriptor;
 import io.kvstash.ipc.tools.Json;
 import io.kvstash.ipc.tools.TraceReplay;
 import io.kvstash.pipeline.ThreadingMode;
 import io.kvstash.pipeline.WaitMode;
-import io.kvstash.pipeline.journal.JournalReader;
 import io.kvstash.pipeline.journal.Replayer;
 import picocli.CommandLine;
 import picocli.CommandLine.ArgGroup;
@@ -221,43 +218,17 @@ public final class ReplayCommand implements Callable<Integer>
 
     private int replayJournal() throws Exception
     {
-        if (pool.capacityChunks > 0)
+        for (final String option : new String[]{ "--capacity-chunks", "--pool-size", "--alignment", "--chunk-tokens",
+            "--lease", "--slot-bytes", "--max-chunks" })
         {
-            throw new CommandLine.ParameterException(spec.commandLine(),
-                "--capacity-chunks applies to --format mooncake only; give the capturing server's --pool-size");
-        }
-        final StoreContext context;
-        try
-        {
-            context = store.storeContext(pool.poolSizeBytes);
-            try (JournalReader reader = new JournalReader(trace))
+            if (spec.commandLine().getParseResult().hasMatchedOption(option))
             {
-                if (!spec.commandLine().getParseResult().hasMatchedOption("--max-chunks"))
-                {
-                    context.maxChunksPerRequest(reader.maxChunksPerRequest());
-                }
-                context.maxInlineBytes(reader.maxInlineBytes());
+                throw new CommandLine.ParameterException(spec.commandLine(), option + " does not apply to " +
+                    "--format kvstash: a journal records the configuration it was captured with and replays with it");
             }
-            // The server puts the data region after the pool file's header and slot table; the journal's
-            // configuration digest includes that offset.
-            context.dataOffset(PoolFileDescriptor.dataOffset(
-                SlotTableDescriptor.tableLength(context.poolSizeBytes(), context.alignment()), context.alignment()));
-            context.conclude();
         }
-        catch (final IllegalArgumentException ex)
-        {
-            throw new CommandLine.ParameterException(spec.commandLine(), ex.getMessage(), ex);
-        }
-        final Replayer.Result result;
-        try
-        {
-            result = Replayer.replay(trace, context);
-        }
-        catch (final IllegalArgumentException ex)
-        {
-            throw new IllegalArgumentException(ex.getMessage() + " (pass the capturing server's --pool-size, " +
-                "--alignment, --chunk-tokens, --lease and --slot-bytes)", ex);
-        }
+        // The journal's header records the capturing store's configuration: replay with exactly that.
+        final Replayer.Result result = Replayer.replay(trace);
         final Map<String, Object> map = new LinkedHashMap<>();
         map.put("trace", trace.toAbsolutePath().toString());
         map.put("format", "kvstash");

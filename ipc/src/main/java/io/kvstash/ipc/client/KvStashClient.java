@@ -89,6 +89,7 @@ public final class KvStashClient implements AutoCloseable
     private final RingProducer requests;
     private final RingConsumer responses;
     private final ClientResponse response;
+    private final ClientResponse dataResponse;
     private final long sessionId;
     private FileChannel poolChannel;
     private MappedByteBuffer poolMeta;
@@ -178,6 +179,8 @@ public final class KvStashClient implements AutoCloseable
             responses = new RingConsumer(new UnsafeBuffer(clientMapped,
                 ClientFileDescriptor.responseRingOffset(requestCapacity), RingDescriptor.totalLength(responseCapacity)));
             response = new ClientResponse(RingDescriptor.maxPayloadLength(responseCapacity));
+            // The copy transport's data answers land here, so the prepare's response stays readable.
+            dataResponse = new ClientResponse(RingDescriptor.maxPayloadLength(responseCapacity));
             clientHeader.putIntRelease(ClientFileDescriptor.VERSION_OFFSET, ClientFileDescriptor.VERSION);
             long attachedSession;
             try
@@ -668,6 +671,14 @@ public final class KvStashClient implements AutoCloseable
      */
     public ClientResponse await(final long correlationId)
     {
+        return await(correlationId, response);
+    }
+
+    /**
+     * Waits for the response of a correlation id into a given flyweight; others go to the async handler.
+     */
+    private ClientResponse await(final long correlationId, final ClientResponse target)
+    {
         final long start = System.nanoTime();
         long nextCheck = start + context.livenessCheckNs();
         idleStrategy.reset();
@@ -680,11 +691,14 @@ public final class KvStashClient implements AutoCloseable
                     responses.consume();
                     continue;
                 }
-                response.copyFrom(responses.buffer(), responses.payloadOffset(), responses.payloadLength());
+                final boolean ours = responses.payloadLength() >= 8 && correlationId ==
+                    responses.buffer().getLong(responses.payloadOffset() + RESPONSE_CORRELATION_ID_OFFSET, LE);
+                final ClientResponse into = ours ? target : response;
+                into.copyFrom(responses.buffer(), responses.payloadOffset(), responses.payloadLength());
                 responses.consume();
-                if (response.correlationId() == correlationId)
+                if (ours)
                 {
-                    return response;
+                    return target;
                 }
                 if (null != asyncHandler)
                 {
@@ -1073,8 +1087,7 @@ public final class KvStashClient implements AutoCloseable
 
     /**
      * Writes a chunk's bytes for slot {@code i} of a PREPARE_STORE: straight into the mapped pool, or in
-     * WRITE_DATA messages with the copy transport. The response must be the one of the prepare and stay
-     * untouched (do not receive other responses before this returns when using the copy transport).
+     * WRITE_DATA messages with the copy transport (whose answers never overwrite the prepare's response).
      *
      * @param instanceId   instance.
      * @param transferId   the store.
@@ -1106,7 +1119,7 @@ public final class KvStashClient implements AutoCloseable
             final int n = Math.min(maxInlineBytes, chunkBytes - done);
             final int at = done;
             final ClientResponse r = await(sendOrWait(
-                () -> sendWriteData(instanceId, transferId, slotIndex, at, source, sourceOffset + at, n)));
+                () -> sendWriteData(instanceId, transferId, slotIndex, at, source, sourceOffset + at, n)), dataResponse);
             if (!r.isOk())
             {
                 return r.status();
@@ -1149,7 +1162,8 @@ public final class KvStashClient implements AutoCloseable
         {
             final int n = Math.min(maxInlineBytes, chunkBytes - done);
             final int at = done;
-            final ClientResponse r = await(sendOrWait(() -> sendReadData(instanceId, transferId, slotIndex, at, n)));
+            final ClientResponse r = await(sendOrWait(() -> sendReadData(instanceId, transferId, slotIndex, at, n)),
+                dataResponse);
             if (!r.isOk())
             {
                 return r.status();

@@ -20,6 +20,14 @@ package io.kvstash.pipeline.journal;
  *  |                    Start Time, epoch ms (64)                  |  56
  *  |    Max Chunks Per Request     |       Max Inline Bytes        |  64
  *  |                   Segment Length, bytes (64)                  |  72
+ *  |                   ... reserved up to 128 ...                  |
+ *  |                   Pool Size, bytes (64)                       |  128
+ *  |                   Lease, ns (64)                              |  136
+ *  |                   Slot Bytes, 0 = from layouts (64)           |  144
+ *  |                   Data Offset (64)                            |  152
+ *  |    Alignment                  |       Chunk Tokens            |  160
+ *  |    Max Transfers              |       Max Instances           |  168
+ *  |    Sweep Limit                |       reserved                |  176
  *  +---------------------------------------------------------------+
  * Record
  *  +---------------------------------------------------------------+
@@ -30,7 +38,8 @@ package io.kvstash.pipeline.journal;
  *  |  Request (RecordCodec) ... Outcome (RecordCodec) ...          |  16
  *  +---------------------------------------------------------------+
  * </pre>
- * The version is written last in the header; readers accept only their major version.
+ * The version is written last in the header; readers accept only their major version. The header carries
+ * the capturing store's whole configuration, so a journal replays without being told how it was captured.
  */
 public final class JournalDescriptor
 {
@@ -65,8 +74,26 @@ public final class JournalDescriptor
     public static final int MAX_INLINE_OFFSET = 68;
     /** Offset of the segment length. */
     public static final int SEGMENT_LENGTH_OFFSET = 72;
-    /** Header length: two cache lines. */
-    public static final int HEADER_LENGTH = 128;
+    /** Offset of the pool size. */
+    public static final int POOL_SIZE_OFFSET = 128;
+    /** Offset of the lease. */
+    public static final int LEASE_NS_OFFSET = 136;
+    /** Offset of the fixed slot size. */
+    public static final int SLOT_BYTES_OFFSET = 144;
+    /** Offset of the data offset. */
+    public static final int DATA_OFFSET_OFFSET = 152;
+    /** Offset of the alignment. */
+    public static final int ALIGNMENT_OFFSET = 160;
+    /** Offset of the chunk tokens. */
+    public static final int CHUNK_TOKENS_OFFSET = 164;
+    /** Offset of max transfers. */
+    public static final int MAX_TRANSFERS_OFFSET = 168;
+    /** Offset of max instances. */
+    public static final int MAX_INSTANCES_OFFSET = 172;
+    /** Offset of the sweep limit. */
+    public static final int SWEEP_LIMIT_OFFSET = 176;
+    /** Header length: four cache lines. */
+    public static final int HEADER_LENGTH = 256;
 
     /** Offset of a record's length word. */
     public static final int RECORD_LENGTH_OFFSET = 0;

@@ -1,6 +1,7 @@
 package io.kvstash.pipeline.journal;
 
 import io.kvstash.core.StoreCommand;
+import io.kvstash.core.StoreContext;
 import org.agrona.IoUtil;
 import org.agrona.concurrent.UnsafeBuffer;
 
@@ -27,6 +28,7 @@ public final class JournalReader implements AutoCloseable
     private final long incarnation;
     private final int maxChunksPerRequest;
     private final int maxInlineBytes;
+    private final StoreContext capturedContext;
     private final UnsafeBuffer segment = new UnsafeBuffer(0, 0);
     private final CRC32C crc = new CRC32C();
     private MappedByteBuffer mapped;
@@ -77,6 +79,18 @@ public final class JournalReader implements AutoCloseable
         maxChunksPerRequest = h.getInt(JournalDescriptor.MAX_CHUNKS_OFFSET);
         maxInlineBytes = h.getInt(JournalDescriptor.MAX_INLINE_OFFSET);
         segmentBytes = h.getLong(JournalDescriptor.SEGMENT_LENGTH_OFFSET);
+        capturedContext = new StoreContext()
+            .poolSizeBytes(h.getLong(JournalDescriptor.POOL_SIZE_OFFSET))
+            .leaseNs(h.getLong(JournalDescriptor.LEASE_NS_OFFSET))
+            .slotBytes(h.getLong(JournalDescriptor.SLOT_BYTES_OFFSET))
+            .dataOffset(h.getLong(JournalDescriptor.DATA_OFFSET_OFFSET))
+            .alignment(h.getInt(JournalDescriptor.ALIGNMENT_OFFSET))
+            .chunkTokens(h.getInt(JournalDescriptor.CHUNK_TOKENS_OFFSET))
+            .maxTransfers(h.getInt(JournalDescriptor.MAX_TRANSFERS_OFFSET))
+            .maxInstances(h.getInt(JournalDescriptor.MAX_INSTANCES_OFFSET))
+            .sweepLimit(h.getInt(JournalDescriptor.SWEEP_LIMIT_OFFSET))
+            .maxChunksPerRequest(maxChunksPerRequest)
+            .maxInlineBytes(maxInlineBytes);
         if (segmentBytes <= JournalDescriptor.HEADER_LENGTH || segmentBytes > Integer.MAX_VALUE)
         {
             channel.close();
@@ -261,6 +275,27 @@ public final class JournalReader implements AutoCloseable
     public long incarnation()
     {
         return incarnation;
+    }
+
+    /**
+     * The capturing store's configuration, from the header (not concluded: conclude before use).
+     *
+     * @return a fresh context each call.
+     */
+    public StoreContext capturedContext()
+    {
+        return new StoreContext()
+            .poolSizeBytes(capturedContext.poolSizeBytes())
+            .leaseNs(capturedContext.leaseNs())
+            .slotBytes(capturedContext.slotBytes())
+            .dataOffset(capturedContext.dataOffset())
+            .alignment(capturedContext.alignment())
+            .chunkTokens(capturedContext.chunkTokens())
+            .maxTransfers(capturedContext.maxTransfers())
+            .maxInstances(capturedContext.maxInstances())
+            .sweepLimit(capturedContext.sweepLimit())
+            .maxChunksPerRequest(capturedContext.maxChunksPerRequest())
+            .maxInlineBytes(capturedContext.maxInlineBytes());
     }
 
     /**

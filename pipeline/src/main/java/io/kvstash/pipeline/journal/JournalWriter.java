@@ -69,6 +69,15 @@ public final class JournalWriter implements AutoCloseable
         segment.putInt(JournalDescriptor.MAX_CHUNKS_OFFSET, context.maxChunksPerRequest());
         segment.putInt(JournalDescriptor.MAX_INLINE_OFFSET, context.maxInlineBytes());
         segment.putLong(JournalDescriptor.SEGMENT_LENGTH_OFFSET, segmentBytes);
+        segment.putLong(JournalDescriptor.POOL_SIZE_OFFSET, context.poolSizeBytes());
+        segment.putLong(JournalDescriptor.LEASE_NS_OFFSET, context.leaseNs());
+        segment.putLong(JournalDescriptor.SLOT_BYTES_OFFSET, context.slotBytes());
+        segment.putLong(JournalDescriptor.DATA_OFFSET_OFFSET, context.dataOffset());
+        segment.putInt(JournalDescriptor.ALIGNMENT_OFFSET, context.alignment());
+        segment.putInt(JournalDescriptor.CHUNK_TOKENS_OFFSET, context.chunkTokens());
+        segment.putInt(JournalDescriptor.MAX_TRANSFERS_OFFSET, context.maxTransfers());
+        segment.putInt(JournalDescriptor.MAX_INSTANCES_OFFSET, context.maxInstances());
+        segment.putInt(JournalDescriptor.SWEEP_LIMIT_OFFSET, context.sweepLimit());
         segment.putIntRelease(JournalDescriptor.VERSION_OFFSET, JournalDescriptor.VERSION);
         position = JournalDescriptor.HEADER_LENGTH;
     }

@@ -28,6 +28,23 @@ public final class Replayer
     }
 
     /**
+     * Replays a journal with the configuration its header records.
+     *
+     * @param journal journal file.
+     * @return the result.
+     * @throws IOException when the journal cannot be read.
+     */
+    public static Result replay(final Path journal) throws IOException
+    {
+        final StoreContext captured;
+        try (JournalReader reader = new JournalReader(journal))
+        {
+            captured = reader.capturedContext();
+        }
+        return replay(journal, captured);
+    }
+
+    /**
      * Replays a journal.
      *
      * @param journal      journal file.
