@@ -108,6 +108,8 @@ public final class BenchCommand implements Callable<Integer>
         long pacedRate;
         int window;
         String workerHeap;
+        String[] dataWaitModes;
+        boolean asyncCommits;
 
         static Settings of(final boolean quick, final Integer reps)
         {
@@ -126,6 +128,10 @@ public final class BenchCommand implements Callable<Integer>
             s.pacedRate = 20_000;
             s.window = 64;
             s.workerHeap = quick ? "2g" : "4g";
+            // --quick measures the data path in busy-spin only and leaves out the loops with commits sent
+            // without waiting, to stay under a minute on a loaded 2-core machine.
+            s.dataWaitModes = quick ? new String[]{ BenchSupport.BUSY_SPIN } : DATA_WAIT_MODES;
+            s.asyncCommits = !quick;
             return s;
         }
 
@@ -238,7 +244,7 @@ public final class BenchCommand implements Callable<Integer>
             settings.warmups, settings.reps));
         final Map<String, Map<String, Object>> data = new LinkedHashMap<>();
         long benchGc = 0;
-        for (final String waitMode : DATA_WAIT_MODES)
+        for (final String waitMode : settings.dataWaitModes)
         {
             final Path dir = work.resolve("server-" + chunkBytes + "-" + waitMode);
             final ServerContext context = new ServerContext()
@@ -260,6 +266,7 @@ public final class BenchCommand implements Callable<Integer>
                 command.put("copy_file", work.resolve("copy-" + chunkBytes).toString());
                 command.put("copy_file_bytes", settings.poolBytes);
                 command.put("wait", waitMode);
+                command.put("async_commits", settings.asyncCommits);
                 // Start the measured phase with an empty young generation, so the harness's own small
                 // allocations (progress lines) cannot trigger a collection counted against the server.
                 System.gc();
@@ -449,12 +456,17 @@ public final class BenchCommand implements Callable<Integer>
             row.put("chunk_bytes", size);
             row.put("chunks_per_rep", chunks);
             long workerGc = 0;
-            for (final String mode : DATA_WAIT_MODES)
+            for (final String mode : data.keySet())
             {
                 final Map<String, Object> d = data.get(mode);
                 final String suffix = BenchSupport.BUSY_SPIN.equals(mode) ? "" : "_" + mode;
-                for (final String name : new String[]{ "copy_in", "store", "copy_out", "retrieve" })
+                for (final String name : new String[]{ "copy_in", "store", "copy_out", "retrieve", "store_async",
+                    "retrieve_async" })
                 {
+                    if (!d.containsKey(name))
+                    {
+                        continue;
+                    }
                     row.put(name + suffix + "_gbps", median(d, name, suffix, size));
                     final Histogram h = histograms.get(name + suffix + " " + BenchSupport.size(size));
                     row.put(name + suffix + "_p50_us", h.getValueAtPercentile(50) / 1e3);
@@ -550,8 +562,8 @@ public final class BenchCommand implements Callable<Integer>
         List<PercentilePlot.Series> sizeSeries(final long size)
         {
             final List<PercentilePlot.Series> series = new ArrayList<>();
-            for (final String name : new String[]{ "copy_in", "store", "store_backoff", "copy_out", "retrieve",
-                "retrieve_backoff", "redis_set", "redis_get", "map_put", "map_get" })
+            for (final String name : new String[]{ "copy_in", "store", "store_async", "store_backoff", "copy_out",
+                "retrieve", "retrieve_async", "retrieve_backoff", "redis_set", "redis_get", "map_put", "map_get" })
             {
                 final String key = name + " " + BenchSupport.size(size);
                 series.add(new PercentilePlot.Series(key, histograms.get(key)));
@@ -628,6 +640,20 @@ public final class BenchCommand implements Callable<Integer>
             ratiosP50.put("retrieve_backoff_vs_copy", ratio("copy_out_backoff_p50_us", "retrieve_backoff_p50_us",
                 256L << 10, 2L << 20, 32L << 20));
 
+            // The store and retrieve loops with their commits sent without waiting (one round trip per chunk).
+            final Map<String, Object> ratiosAsync = new LinkedHashMap<>();
+            ratiosAsync.put("store_vs_copy", ratio("store_async_gbps", "copy_in_gbps", 256L << 10, 2L << 20, 32L << 20));
+            ratiosAsync.put("retrieve_vs_copy", ratio("retrieve_async_gbps", "copy_out_gbps", 256L << 10, 2L << 20,
+                32L << 20));
+            ratiosAsync.put("store_backoff_vs_copy", ratio("store_async_backoff_gbps", "copy_in_backoff_gbps",
+                256L << 10, 2L << 20, 32L << 20));
+            ratiosAsync.put("retrieve_backoff_vs_copy", ratio("retrieve_async_backoff_gbps", "copy_out_backoff_gbps",
+                256L << 10, 2L << 20, 32L << 20));
+            ratiosAsync.put("store_p50_vs_copy", ratio("copy_in_p50_us", "store_async_p50_us", 256L << 10, 2L << 20,
+                32L << 20));
+            ratiosAsync.put("retrieve_p50_vs_copy", ratio("copy_out_p50_us", "retrieve_async_p50_us", 256L << 10,
+                2L << 20, 32L << 20));
+
             final Map<String, Object> report = new LinkedHashMap<>();
             report.put("bench", "kvstash");
             report.put("mode", quick ? "quick" : "full");
@@ -637,6 +663,7 @@ public final class BenchCommand implements Callable<Integer>
             report.put("gc_count_steady", gcSteady);
             report.put("ratios_backoff", ratiosBackoff);
             report.put("ratios_p50", ratiosP50);
+            report.put("ratios_async_commit", ratiosAsync);
             report.put("targets", targets(ratios, report));
             report.put("sizes", sizes);
             report.put("control", control);

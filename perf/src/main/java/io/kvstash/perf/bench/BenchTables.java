@@ -84,6 +84,23 @@ final class BenchTables
                 ratio(row.get("copy_out_backoff_p50_us"), row.get("retrieve_backoff_p50_us"))));
         }
         out.println();
+        out.println("Commits sent without waiting for their answers (one round trip per chunk), GB/s and per-chunk " +
+            "medians against the copy of the same repetitions");
+        out.println(BenchSupport.fmt("%-8s %10s %8s %10s %8s | %10s %8s %10s %8s", "chunk", "store busy", "st/cp",
+            "retr busy", "re/cp", "store bkof", "st/cp", "retr bkof", "re/cp"));
+        for (final Map<String, Object> row : (List<Map<String, Object>>)report.get("sizes"))
+        {
+            out.println(BenchSupport.fmt("%-8s %10s %8s %10s %8s | %10s %8s %10s %8s",
+                BenchSupport.size(((Number)row.get("chunk_bytes")).longValue()),
+                num(row.get("store_async_gbps"), "%.2f"), ratio(row.get("store_async_gbps"), row.get("copy_in_gbps")),
+                num(row.get("retrieve_async_gbps"), "%.2f"),
+                ratio(row.get("retrieve_async_gbps"), row.get("copy_out_gbps")),
+                num(row.get("store_async_backoff_gbps"), "%.2f"),
+                ratio(row.get("store_async_backoff_gbps"), row.get("copy_in_backoff_gbps")),
+                num(row.get("retrieve_async_backoff_gbps"), "%.2f"),
+                ratio(row.get("retrieve_async_backoff_gbps"), row.get("copy_out_backoff_gbps"))));
+        }
+        out.println();
         out.println("Control pairs (PREPARE_STORE + COMMIT_STORE of one chunk, no bytes written) vs bare ring echo " +
             "pairs (same record sizes), microseconds");
         out.println(BenchSupport.fmt("%-10s %-8s %8s %8s %8s %9s %12s %10s %10s", "mode", "who", "p50", "p99", "p99.9",

@@ -203,6 +203,7 @@ public final class BenchWorker
             final Path dir = Path.of(stringOf(c, "dir"));
             final Path copyFile = Path.of(stringOf(c, "copy_file"));
             final String waitMode = stringOf(c, "wait");
+            final boolean asyncCommits = Boolean.TRUE.equals(c.get("async_commits"));
             final String label = BenchSupport.size(chunkBytes);
 
             final UnsafeBuffer source = new UnsafeBuffer(BufferUtil.allocateDirectAligned(chunkBytes, 4096));
@@ -240,6 +241,8 @@ public final class BenchWorker
                 final Series store = new Series("store", reps);
                 final Series copyOut = new Series("copy_out", reps);
                 final Series retrieve = new Series("retrieve", reps);
+                final Series storeAsync = new Series("store_async", reps);
+                final Series retrieveAsync = new Series("retrieve_async", reps);
                 final Loops loops = new Loops(client, keys, source, destination, copyRegion, copySlots, chunkBytes);
                 long gcSteady = 0;
                 // The keys and buffers above are set-up garbage: collect it before the measured loops.
@@ -255,17 +258,24 @@ public final class BenchWorker
                     final long gc2 = BenchSupport.gcCount();
                     final double re = loops.retrieve(chunksPerRep, measured ? retrieve.perChunk : null);
                     final long gc3 = BenchSupport.gcCount();
+                    final double sa = asyncCommits ?
+                        loops.storeAsyncCommit(chunksPerRep, measured ? storeAsync.perChunk : null) : Double.NaN;
+                    final double ra = asyncCommits ?
+                        loops.retrieveAsyncCommit(chunksPerRep, measured ? retrieveAsync.perChunk : null) : Double.NaN;
                     if (measured)
                     {
                         copyIn.gbps[rep] = in;
                         store.gbps[rep] = st;
                         copyOut.gbps[rep] = outGbps;
                         retrieve.gbps[rep] = re;
+                        storeAsync.gbps[rep] = sa;
+                        retrieveAsync.gbps[rep] = ra;
                         gcSteady += (gc1 - gc0) + (gc3 - gc2);
                     }
-                    progress(BenchSupport.fmt("%s %s %d/%d: copy in %.2f, store %.2f, copy out %.2f, retrieve %.2f GB/s",
-                        label, measured ? "rep" : "warm-up", measured ? rep + 1 : rep + warmups + 1,
-                        measured ? reps : warmups, in, st, outGbps, re));
+                    progress(BenchSupport.fmt("%s %s %s %d/%d: copy in %.2f, store %.2f, copy out %.2f, retrieve %.2f%s",
+                        label, waitMode, measured ? "rep" : "warm-up", measured ? rep + 1 : rep + warmups + 1,
+                        measured ? reps : warmups, in, st, outGbps, re, asyncCommits ?
+                        BenchSupport.fmt("; commits not awaited: store %.2f, retrieve %.2f GB/s", sa, ra) : " GB/s"));
                 }
                 result.put("chunk_bytes", chunkBytes);
                 result.put("chunks_per_rep", chunksPerRep);
@@ -274,6 +284,11 @@ public final class BenchWorker
                 result.put("store", store.toMap());
                 result.put("copy_out", copyOut.toMap());
                 result.put("retrieve", retrieve.toMap());
+                if (asyncCommits)
+                {
+                    result.put("store_async", storeAsync.toMap());
+                    result.put("retrieve_async", retrieveAsync.toMap());
+                }
                 result.put("gc_worker", gcSteady);
                 result.put("orphans", client.orphanResponses());
             }
@@ -439,19 +454,126 @@ public final class BenchWorker
             return gbps(chunks, System.nanoTime() - start);
         }
 
+        /**
+         * The store loop with the COMMIT_STORE sent without waiting for its answer (non-blocking send; the
+         * answer is checked when it arrives, during the next prepare's wait): one round trip per chunk.
+         */
+        double storeAsyncCommit(final int chunks, final Histogram h)
+        {
+            final KvStashClient client = this.client;
+            client.asyncHandler(commits);
+            repFirstKey = keyCursor;
+            final long start = System.nanoTime();
+            long t0 = start;
+            for (int i = 0; i < chunks; i++)
+            {
+                final int k = keyCursor;
+                keyCursor = k + 1 == keys.length ? 0 : k + 1;
+                final ClientResponse prepared = client.prepareStore(1, keys[k]);
+                if (!prepared.isOk() || 1 != prepared.slotCount() || !client.isStillReserved(prepared, 0))
+                {
+                    throw new IllegalStateException("prepare store failed: " + prepared);
+                }
+                final long transferId = prepared.transferId();
+                client.slotView(prepared, 0, slotView);
+                source.putLong(0, k);
+                slotView.putBytes(0, source, 0, chunkBytes);
+                sendCommit(RequestType.COMMIT_STORE, transferId);
+                if (null != h)
+                {
+                    final long t1 = System.nanoTime();
+                    BenchSupport.record(h, t1 - t0);
+                    t0 = t1;
+                }
+            }
+            commits.drain(client);
+            return gbps(chunks, System.nanoTime() - start);
+        }
+
+        /**
+         * The retrieve loop with the COMMIT_RETRIEVE sent without waiting for its answer.
+         */
+        double retrieveAsyncCommit(final int chunks, final Histogram h)
+        {
+            final KvStashClient client = this.client;
+            client.asyncHandler(commits);
+            int k = repFirstKey;
+            final long start = System.nanoTime();
+            long t0 = start;
+            for (int i = 0; i < chunks; i++)
+            {
+                final ClientResponse prepared = client.prepareRetrieve(1, keys[k]);
+                if (!prepared.isOk() || 1 != prepared.slotCount())
+                {
+                    throw new IllegalStateException("prepare retrieve failed: " + prepared);
+                }
+                final long transferId = prepared.transferId();
+                client.slotView(prepared, 0, slotView);
+                destination.putBytes(0, slotView, 0, chunkBytes);
+                if (!client.isStillReadable(prepared, 0) || destination.getLong(0) != k)
+                {
+                    throw new IllegalStateException("retrieve read the wrong chunk");
+                }
+                sendCommit(RequestType.COMMIT_RETRIEVE, transferId);
+                k = k + 1 == keys.length ? 0 : k + 1;
+                if (null != h)
+                {
+                    final long t1 = System.nanoTime();
+                    BenchSupport.record(h, t1 - t0);
+                    t0 = t1;
+                }
+            }
+            commits.drain(client);
+            return gbps(chunks, System.nanoTime() - start);
+        }
+
+        private void sendCommit(final int type, final long transferId)
+        {
+            while (client.sendSimple(type, 1, transferId, 0) < 0)
+            {
+                client.poll(commits, 64);
+            }
+            commits.sent++;
+        }
+
+        private final Commits commits = new Commits();
+
         private double gbps(final int chunks, final long ns)
         {
             return (double)chunks * chunkBytes / Math.max(1, ns);
         }
     }
 
-    static boolean isPrepare(final int type)
+    /**
+     * Checks the answers of commits sent without waiting: each must be OK.
+     */
+    static final class Commits implements KvStashClient.ResponseHandler
     {
-        return RequestType.PREPARE_STORE == type;
-    }
+        long sent;
+        long answered;
 
-    static boolean isOk(final int status)
-    {
-        return Status.OK == status;
+        @Override
+        public void onResponse(final ClientResponse response)
+        {
+            if (Status.OK != response.status() || (RequestType.COMMIT_STORE != response.requestType() &&
+                RequestType.COMMIT_RETRIEVE != response.requestType()))
+            {
+                throw new IllegalStateException("commit sent without waiting failed: " + response);
+            }
+            answered++;
+        }
+
+        void drain(final KvStashClient client)
+        {
+            final long deadline = System.nanoTime() + 10_000_000_000L;
+            while (answered < sent)
+            {
+                client.poll(this, 64);
+                if (System.nanoTime() - deadline > 0)
+                {
+                    throw new IllegalStateException((sent - answered) + " commits never answered");
+                }
+            }
+        }
     }
 }
