@@ -2,6 +2,7 @@ package io.kvstash.perf.bench;
 
 import io.kvstash.core.RequestType;
 import io.kvstash.core.StoreContext;
+import io.kvstash.ipc.cli.KvStashCommand;
 import io.kvstash.ipc.file.SecureDirectory;
 import io.kvstash.ipc.server.KvStashServer;
 import io.kvstash.ipc.server.ServerContext;
@@ -38,7 +39,7 @@ import java.util.concurrent.Callable;
  * {@code bench-plot.html} in the output directory. Progress goes to standard error; the results (tables,
  * or one JSON object with {@code --json}) to standard output.
  */
-@Command(name = "bench", mixinStandardHelpOptions = true,
+@Command(name = "bench", mixinStandardHelpOptions = true, versionProvider = KvStashCommand.Version.class,
     description = "Benchmarks kvstash against a raw copy, a bare ring echo, Redis and an in-process map, " +
         "side by side, and prints the ratios.")
 public final class BenchCommand implements Callable<Integer>
