@@ -117,9 +117,9 @@ public final class BenchCommand implements Callable<Integer>
             final Settings s = new Settings();
             s.reps = null != reps ? reps : quick ? 3 : 7;
             s.warmups = quick ? 1 : 2;
-            s.bytesPerRep = quick ? 32L << 20 : 512L << 20;
+            s.bytesPerRep = quick ? 32L << 20 : 256L << 20;
             s.minChunks = quick ? 4 : 8;
-            s.maxChunks = quick ? 4096 : 32768;
+            s.maxChunks = quick ? 4096 : 8192;
             s.poolBytes = quick ? 256L << 20 : 1L << 30;
             s.controlPoolBytes = 64L << 20;
             s.warmupMs = quick ? 200 : 1000;
