@@ -37,6 +37,10 @@ public final class ChaosCommand implements Callable<Integer>
     @Option(names = "--base-dir", paramLabel = "DIR", description = "Where server directories go (default /dev/shm).")
     Path baseDirectory;
 
+    @Option(names = "--only", paramLabel = "SUITES", split = ",",
+        description = "Run only these suites: kill, zombie, restart, fuzz, exhaustion.")
+    java.util.List<String> only;
+
     @Option(names = "--json", description = "Print one JSON object on standard output.")
     boolean json;
 
@@ -69,6 +73,10 @@ public final class ChaosCommand implements Callable<Integer>
             if (null != baseDirectory)
             {
                 options.baseDirectory = baseDirectory;
+            }
+            if (null != only)
+            {
+                options.suites = new java.util.HashSet<>(only);
             }
             report = new ChaosRunner(options).run();
         }

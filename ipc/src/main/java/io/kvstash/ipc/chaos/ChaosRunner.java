@@ -63,6 +63,9 @@ public final class ChaosRunner
         /** Where the suites' server directories go. */
         public Path baseDirectory = Files.isDirectory(Path.of("/dev/shm")) ? Path.of("/dev/shm") :
             Path.of(System.getProperty("java.io.tmpdir"));
+        /** Suites to run: kill, zombie, restart, fuzz, exhaustion. */
+        public java.util.Set<String> suites = new java.util.HashSet<>(
+            List.of("kill", "zombie", "restart", "fuzz", "exhaustion"));
         /** Progress lines, or null. */
         public PrintStream progress = System.err;
 
@@ -158,11 +161,26 @@ public final class ChaosRunner
     {
         final long start = System.nanoTime();
         report.put("workers", options.workers);
-        killChaos();
-        zombies();
-        restarts();
-        fuzz();
-        exhaustion();
+        if (options.suites.contains("kill"))
+        {
+            killChaos();
+        }
+        if (options.suites.contains("zombie"))
+        {
+            zombies();
+        }
+        if (options.suites.contains("restart"))
+        {
+            restarts();
+        }
+        if (options.suites.contains("fuzz"))
+        {
+            fuzz();
+        }
+        if (options.suites.contains("exhaustion"))
+        {
+            exhaustion();
+        }
         report.put("duration_s", round((System.nanoTime() - start) / 1e9));
         return report;
     }
@@ -619,14 +637,27 @@ public final class ChaosRunner
 
     private void fuzz() throws Exception
     {
+        // The server runs in its own process, as in production: the fuzzer's own garbage and pauses stay in
+        // this JVM, and the server is measured through its answers and its mapped counters alone.
         final Path dir = newDirectory("fuzz");
-        final ServerContext context = serverContext(dir, 256, 1_000);
+        final long poolBytes = 256L * CHUNK_BYTES;
         final WireFuzzer.Result result;
-        try (KvStashServer server = KvStashServer.launch(context))
+        try (ChildJvm server = ChildJvm.start(ChaosServer.class, dir.toString(), Long.toString(poolBytes), "1000"))
         {
-            result = new WireFuzzer(context, options.seed + 2, options.progress).run(options.fuzzRecords);
-            report.put("fuzz_server_errors", server.counters().get(StoreCounters.ERRORS));
-            report.put("fuzz_malformed_counted", server.counters().get(StoreCounters.WIRE_MALFORMED));
+            final long incarnation = Long.parseUnsignedLong(server.await("READY", 30_000).substring(6), 16);
+            final long[] gcBefore = gc();
+            result = new WireFuzzer(dir, incarnation, poolBytes, options.seed + 2, options.progress)
+                .run(options.fuzzRecords);
+            final long[] gcAfter = gc();
+            try (KvStashClient observer = KvStashClient.connect(new ClientContext().directory(dir)))
+            {
+                report.put("fuzz_server_errors", observer.counter(StoreCounters.ERRORS));
+                report.put("fuzz_malformed_counted", observer.counter(StoreCounters.WIRE_MALFORMED));
+            }
+            report.put("fuzz_client_gc_count", gcAfter[0] - gcBefore[0]);
+            report.put("fuzz_client_gc_ms", gcAfter[1] - gcBefore[1]);
+            server.signal("TERM");
+            server.waitFor(20_000);
         }
         finally
         {
@@ -638,6 +669,8 @@ public final class ChaosRunner
         report.put("fuzz_unanswered", result.unanswered);
         report.put("fuzz_error_statuses", result.errorStatuses);
         report.put("fuzz_max_response_ms", round(result.maxResponseNs / 1e6));
+        report.put("fuzz_stalls_over_100ms", result.stalls);
+        report.put("fuzz_slowest", result.slowest);
         report.put("fuzz_server_alive", result.serverAlive);
         if (null != result.shrunk)
         {
@@ -760,6 +793,22 @@ public final class ChaosRunner
     }
 
     // ------------------------------------------------------------------------------------------ helpers
+
+    /**
+     * Collections and milliseconds of collection of this JVM so far.
+     */
+    private static long[] gc()
+    {
+        long count = 0;
+        long ms = 0;
+        for (final java.lang.management.GarbageCollectorMXBean bean :
+            java.lang.management.ManagementFactory.getGarbageCollectorMXBeans())
+        {
+            count += Math.max(0, bean.getCollectionCount());
+            ms += Math.max(0, bean.getCollectionTime());
+        }
+        return new long[]{ count, ms };
+    }
 
     private static void check(final ClientResponse r)
     {

@@ -43,6 +43,7 @@ final class WireFuzzer
         long maxResponseNs;
         boolean serverAlive = true;
         String shrunk;
+        String slowest;
     }
 
     private static final class Record
@@ -57,13 +58,22 @@ final class WireFuzzer
         }
     }
 
-    private final ServerContext context;
+    private final java.nio.file.Path directory;
+    private final long incarnation;
+    private final long poolBytes;
     private final long seed;
     private final PrintStream progress;
 
-    WireFuzzer(final ServerContext context, final long seed, final PrintStream progress)
+    WireFuzzer(
+        final java.nio.file.Path directory,
+        final long incarnation,
+        final long poolBytes,
+        final long seed,
+        final PrintStream progress)
     {
-        this.context = context;
+        this.directory = directory;
+        this.incarnation = incarnation;
+        this.poolBytes = poolBytes;
         this.seed = seed;
         this.progress = progress;
     }
@@ -73,9 +83,9 @@ final class WireFuzzer
         final Result result = new Result();
         final SplittableRandom random = new SplittableRandom(seed);
         final List<Record> sent = new ArrayList<>();
-        try (KvStashClient good = KvStashClient.connect(new ClientContext().directory(context.directory()));
-            RawRingClient raw = new RawRingClient(context.directory(), context.incarnation(),
-                context.requestRingCapacity(), context.responseRingCapacity()))
+        try (KvStashClient good = KvStashClient.connect(new ClientContext().directory(directory));
+            RawRingClient raw = new RawRingClient(directory, incarnation,
+                ServerContext.REQUEST_RING_CAPACITY_DEFAULT, ServerContext.RESPONSE_RING_CAPACITY_DEFAULT))
         {
             if (!raw.awaitAttached(10_000))
             {
@@ -139,7 +149,17 @@ final class WireFuzzer
             result.unanswered++;
             return "no answer to a record of type " + record.type + " and " + record.payload.length + " bytes";
         }
-        result.maxResponseNs = Math.max(result.maxResponseNs, elapsed);
+        if (elapsed > result.maxResponseNs)
+        {
+            result.maxResponseNs = elapsed;
+            final StringBuilder hex = new StringBuilder();
+            for (int i = 0; i < Math.min(64, record.payload.length); i++)
+            {
+                hex.append(String.format("%02x", record.payload[i]));
+            }
+            result.slowest = "record " + (result.records - 1) + " type " + record.type + " length " +
+                record.payload.length + " payload " + hex;
+        }
         result.stalls += elapsed > STALL_NS ? 1 : 0;
         final long expected = ByteBuffer.wrap(record.payload).order(LE).getLong(0);
         if (response.getLong(WireDescriptor.RESPONSE_CORRELATION_ID_OFFSET, LE) != expected)
@@ -299,10 +319,10 @@ final class WireFuzzer
 
     private boolean fails(final List<Record> records)
     {
-        final java.nio.file.Path dir = context.directory().resolveSibling(context.directory().getFileName() + "-shrink-" +
+        final java.nio.file.Path dir = directory.resolveSibling(directory.getFileName() + "-shrink-" +
             Long.toHexString(System.nanoTime()));
         final ServerContext fresh = new ServerContext().directory(dir).sweepIntervalMs(20)
-            .storeContext(new io.kvstash.core.StoreContext().poolSizeBytes(context.storeContext().poolSizeBytes()));
+            .storeContext(new io.kvstash.core.StoreContext().poolSizeBytes(poolBytes));
         try (io.kvstash.ipc.server.KvStashServer server = io.kvstash.ipc.server.KvStashServer.launch(fresh);
             KvStashClient good = KvStashClient.connect(new ClientContext().directory(dir));
             RawRingClient raw = new RawRingClient(dir, fresh.incarnation(), fresh.requestRingCapacity(),
