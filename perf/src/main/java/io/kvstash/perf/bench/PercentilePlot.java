@@ -19,11 +19,12 @@ import java.util.Locale;
 final class PercentilePlot
 {
     private static final String[] COLORS =
-        { "#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#7f7f7f", "#bcbd22" };
-    private static final int WIDTH = 960;
+        { "#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#7f7f7f", "#bcbd22",
+            "#000000", "#aec7e8" };
+    private static final int WIDTH = 1000;
     private static final int HEIGHT = 440;
     private static final int LEFT = 80;
-    private static final int RIGHT = 250;
+    private static final int RIGHT = 290;
     private static final int TOP = 40;
     private static final int BOTTOM = 50;
     private static final double MAX_NINES = 5;
