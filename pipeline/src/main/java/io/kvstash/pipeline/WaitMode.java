@@ -67,7 +67,7 @@ public enum WaitMode
                 return new SleepingMillisIdleStrategy(1);
             case BACKOFF:
             default:
-                return new BackoffIdleStrategy(100, 100, TimeUnit.MICROSECONDS.toNanos(1),
+                return new BackoffIdleStrategy(100, 1000, TimeUnit.MICROSECONDS.toNanos(1),
                     TimeUnit.MICROSECONDS.toNanos(50));
         }
     }

@@ -53,6 +53,38 @@ final class ReceiverAgent implements Agent
     private final Set<String> presentFiles = new HashSet<>();
     private final long[] reapSequence;
     private long nextScanMs;
+    // The directory is listed (which allocates) only when inotify reports a new entry, and once a second as a
+    // safety net; polling an empty WatchService allocates nothing.
+    private long nextFullScanMs;
+    private java.nio.file.WatchService watcher;
+    // Indices of the sessions that are not FREE, dense: the duty cycle visits these, not every slot.
+    private final int[] used;
+    private int usedCount;
+
+    private boolean directoryChanged()
+    {
+        try
+        {
+            if (null == watcher)
+            {
+                watcher = files.directory().getFileSystem().newWatchService();
+                files.directory().register(watcher, java.nio.file.StandardWatchEventKinds.ENTRY_CREATE);
+                return true;
+            }
+            final java.nio.file.WatchKey key = watcher.poll();
+            if (null == key)
+            {
+                return false;
+            }
+            key.pollEvents();
+            key.reset();
+            return true;
+        }
+        catch (final IOException ex)
+        {
+            return true;
+        }
+    }
     private long nextLivenessMs;
     private long nextHeartbeatMs;
     private long nextSweepMs;
@@ -82,12 +114,29 @@ final class ReceiverAgent implements Agent
         this.decoder = new RequestDecoder(context.storeContext().chunkTokens(),
             context.storeContext().maxChunksPerRequest(), context.storeContext().maxInlineBytes());
         this.reapSequence = new long[sessions.length];
+        this.used = new int[sessions.length];
     }
 
     @Override
     public String roleName()
     {
         return "kvstash-receiver";
+    }
+
+    @Override
+    public void onClose()
+    {
+        if (null != watcher)
+        {
+            try
+            {
+                watcher.close();
+            }
+            catch (final IOException ignore)
+            {
+                // closing at shutdown: nothing to do
+            }
+        }
     }
 
     @Override
@@ -100,8 +149,9 @@ final class ReceiverAgent implements Agent
             files.heartbeat(nowMs);
             nextHeartbeatMs = nowMs + context.heartbeatIntervalMs();
         }
-        if (nowMs >= nextScanMs)
+        if (nowMs >= nextScanMs && (nowMs >= nextFullScanMs || directoryChanged()))
         {
+            nextFullScanMs = nowMs + 1000;
             work += scan();
             nextScanMs = nowMs + context.scanIntervalMs();
         }
@@ -124,14 +174,37 @@ final class ReceiverAgent implements Agent
         return work;
     }
 
+    private void addUsed(final int index)
+    {
+        used[usedCount++] = index;
+    }
+
+    private void removeUsed(final int index)
+    {
+        for (int i = 0; i < usedCount; i++)
+        {
+            if (used[i] == index)
+            {
+                used[i] = used[--usedCount];
+                return;
+            }
+        }
+    }
+
     private int pollClients()
     {
         int work = 0;
-        final int n = sessions.length;
-        for (int k = 0; k < n; k++)
+        final int n = usedCount;
+        if (0 == n)
         {
-            final int index = (roundRobin + k) % n;
-            final ClientSession session = sessions[index];
+            return 0;
+        }
+        int k = roundRobin >= n ? 0 : roundRobin;
+        for (int visited = 0; visited < n; visited++)
+        {
+            final ClientSession session = sessions[used[k]];
+            final int current = k;
+            k = k + 1 == n ? 0 : k + 1;
             if (ClientSession.ATTACHED != session.state())
             {
                 continue;
@@ -139,12 +212,12 @@ final class ReceiverAgent implements Agent
             final int read = pollClient(session);
             if (read < 0)
             {
-                roundRobin = index;
+                roundRobin = current;
                 return work;
             }
             work += read;
         }
-        roundRobin = (roundRobin + 1) % n;
+        roundRobin = k;
         return work;
     }
 
@@ -312,6 +385,7 @@ final class ReceiverAgent implements Agent
             }
             free.attach(file, channel, mapped, context.requestRingCapacity(), context.responseRingCapacity(),
                 header.getLong(ClientFileDescriptor.PID_OFFSET));
+            addUsed(free.index);
             reapSequence[free.index] = -1;
             attached++;
             counters.increment(StoreCounters.WIRE_CLIENTS_ATTACHED);
@@ -368,8 +442,9 @@ final class ReceiverAgent implements Agent
     private int checkLiveness(final long nowMs)
     {
         int work = 0;
-        for (final ClientSession session : sessions)
+        for (int u = 0; u < usedCount; u++)
         {
+            final ClientSession session = sessions[used[u]];
             if (ClientSession.ATTACHED != session.state())
             {
                 continue;
@@ -395,8 +470,9 @@ final class ReceiverAgent implements Agent
     private int finishDetaches()
     {
         int work = 0;
-        for (final ClientSession session : sessions)
+        for (int u = usedCount - 1; u >= 0; u--)
         {
+            final ClientSession session = sessions[used[u]];
             if (ClientSession.CLOSING != session.state())
             {
                 continue;
@@ -422,6 +498,7 @@ final class ReceiverAgent implements Agent
             {
                 final String name = session.file.getFileName().toString();
                 session.free();
+                removeUsed(index);
                 knownFiles.remove(name);
                 attached--;
                 counters.increment(StoreCounters.WIRE_CLIENTS_DETACHED);

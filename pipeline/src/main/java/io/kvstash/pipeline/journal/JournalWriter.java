@@ -220,6 +220,19 @@ public final class JournalWriter implements AutoCloseable
     public void close()
     {
         final long length = length();
+        if (null != next)
+        {
+            // The pre-fault thread must be done with its mapping before the file shrinks under it.
+            try
+            {
+                IoUtil.unmap(next.join());
+            }
+            catch (final RuntimeException ignore)
+            {
+                // its mapping failed: nothing to unmap
+            }
+            next = null;
+        }
         if (null != mapped)
         {
             IoUtil.unmap(mapped);
@@ -236,13 +249,48 @@ public final class JournalWriter implements AutoCloseable
         }
     }
 
+    /**
+     * The next segment, mapped and pre-faulted on another thread: a first write into a fresh page of a
+     * tmpfs file costs microseconds, and a segment holds thousands of pages the pipeline would otherwise
+     * fault in one by one.
+     */
+    private java.util.concurrent.CompletableFuture<MappedByteBuffer> next;
+
+    private java.util.concurrent.CompletableFuture<MappedByteBuffer> prepare(final long start)
+    {
+        return java.util.concurrent.CompletableFuture.supplyAsync(() ->
+        {
+            try
+            {
+                final MappedByteBuffer m = channel.map(FileChannel.MapMode.READ_WRITE, start, segmentBytes);
+                for (int page = 0; page < segmentBytes; page += 4096)
+                {
+                    m.put(page, (byte)0);
+                }
+                return m;
+            }
+            catch (final IOException ex)
+            {
+                throw new java.io.UncheckedIOException(ex);
+            }
+        });
+    }
+
     private void mapSegment(final long start) throws IOException
     {
         if (null != mapped)
         {
             IoUtil.unmap(mapped);
         }
-        mapped = channel.map(FileChannel.MapMode.READ_WRITE, start, segmentBytes);
+        if (null != next)
+        {
+            mapped = next.join();
+        }
+        else
+        {
+            mapped = channel.map(FileChannel.MapMode.READ_WRITE, start, segmentBytes);
+        }
+        next = prepare(start + segmentBytes);
         crcView = mapped.duplicate();
         segment.wrap(mapped);
         segmentStart = start;
