@@ -27,7 +27,7 @@ import java.util.concurrent.TimeUnit;
 
 /**
  * The request pipeline: a Disruptor ring buffer of pre-allocated {@link RequestEvent}s passing the stages
- * reserve, slot-assign, commit and publish, with the journal beside publish. The threading mode maps the
+ * reserve, slot-assign, commit and publish, with the journal beside them on its own thread in every mode. The threading mode maps the
  * stages onto threads ({@link ThreadingMode}); outcomes are the same in every mode because each stage
  * sees the events in sequence order and owns its state alone.
  * <p>
@@ -83,20 +83,24 @@ public final class Pipeline implements AutoCloseable
         {
             case SHARED:
             {
-                final Stages.Inline inline = newInline(book, assigner, mover, journal, publish);
+                // The journal runs beside the stages on its own thread, behind them: its cost never lands on
+                // the thread that answers requests.
+                final Stages.Inline inline = newInline(book, assigner, mover, null, publish);
                 final EventPoller<RequestEvent> poller = ring.newPoller();
                 ring.addGatingSequences(poller.getSequence());
                 agent = new PipelineAgent(poller, inline, context.threadNamePrefix() + "pipeline");
+                addJournal(journal, poller.getSequence(), exceptionHandler);
                 break;
             }
             case DEDICATED:
             {
                 agent = null;
-                final Stages.Inline inline = newInline(book, assigner, mover, journal, publish);
+                final Stages.Inline inline = newInline(book, assigner, mover, null, publish);
                 final BatchEventProcessor<RequestEvent> processor = processor(ring.newBarrier(), inline);
                 processor.setExceptionHandler(exceptionHandler);
                 addProcessor(processor, "pipeline");
                 ring.addGatingSequences(processor.getSequence());
+                addJournal(journal, processor.getSequence(), exceptionHandler);
                 break;
             }
             case THREAD_PER_STAGE:
@@ -132,6 +136,22 @@ public final class Pipeline implements AutoCloseable
                 break;
             }
         }
+    }
+
+    /**
+     * Adds the journal as its own processor behind a sequence (the stages'), gating the ring.
+     */
+    private void addJournal(
+        final Stages.Journal journal, final Sequence behind, final PipelineExceptionHandler exceptionHandler)
+    {
+        if (null == journal)
+        {
+            return;
+        }
+        final BatchEventProcessor<RequestEvent> journalProcessor = processor(ring.newBarrier(behind), journal);
+        journalProcessor.setExceptionHandler(exceptionHandler);
+        addProcessor(journalProcessor, "journal");
+        ring.addGatingSequences(journalProcessor.getSequence());
     }
 
     private Stages.Inline newInline(
@@ -175,7 +195,8 @@ public final class Pipeline implements AutoCloseable
     }
 
     /**
-     * Starts the stage threads (DEDICATED, THREAD_PER_STAGE); in SHARED mode the caller runs {@link #agent()}.
+     * Starts the stage threads (DEDICATED, THREAD_PER_STAGE) and the journal's; in SHARED mode the caller runs
+     * {@link #agent()}.
      *
      * @return this.
      */

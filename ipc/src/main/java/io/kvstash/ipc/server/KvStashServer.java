@@ -77,6 +77,8 @@ public final class KvStashServer implements AutoCloseable
                 openLatencyLog(context.latencyLogFile()), System.currentTimeMillis()) : null;
             receiver = new ReceiverAgent(context, files, pipeline, sessions, errorHandler, new SystemEpochClock(),
                 new SystemNanoClock(), intervalLogger);
+            // Starts the stage threads of the mode, and the journal's thread when capturing.
+            pipeline.start();
             if (ThreadingMode.SHARED == context.threadingMode())
             {
                 receiverRunner = new AgentRunner(context.waitMode().newIdleStrategy(), errorHandler, null,
@@ -84,7 +86,6 @@ public final class KvStashServer implements AutoCloseable
             }
             else
             {
-                pipeline.start();
                 receiverRunner = new AgentRunner(context.waitMode().newIdleStrategy(), errorHandler, null, receiver);
             }
             AgentRunner.startOnThread(receiverRunner);
