@@ -18,6 +18,7 @@ import io.kvstash.core.StoreCounters;
 import io.kvstash.core.book.ChunkBook;
 import io.kvstash.pipeline.journal.JournalWriter;
 import io.kvstash.pipeline.latency.LatencyRecorders;
+import org.agrona.concurrent.AgentRunner;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -27,9 +28,9 @@ import java.util.concurrent.TimeUnit;
 
 /**
  * The request pipeline: a Disruptor ring buffer of pre-allocated {@link RequestEvent}s passing the stages
- * reserve, slot-assign, commit and publish, with the journal beside them on its own thread in every mode. The threading mode maps the
- * stages onto threads ({@link ThreadingMode}); outcomes are the same in every mode because each stage
- * sees the events in sequence order and owns its state alone.
+ * reserve, slot-assign, commit and publish, with the journal beside them as a consumer of its own
+ * ({@link JournalAgent}). The threading mode maps the stages onto threads ({@link ThreadingMode}); outcomes
+ * are the same in every mode because each stage sees the events in sequence order and owns its state alone.
  * <p>
  * Producers claim a sequence, fill the event and publish it ({@link #tryClaim()}, {@link #event(long)},
  * {@link #publish(long)}): no allocation, no translator objects. The producer stamps
@@ -49,6 +50,8 @@ public final class Pipeline implements AutoCloseable
     private final List<String> processorNames = new ArrayList<>();
     private final List<Thread> threads = new ArrayList<>();
     private final PipelineAgent agent;
+    private final JournalAgent journalAgent;
+    private AgentRunner journalRunner;
     private boolean started;
     private boolean closed;
 
@@ -83,24 +86,23 @@ public final class Pipeline implements AutoCloseable
         {
             case SHARED:
             {
-                // The journal runs beside the stages on its own thread, behind them: its cost never lands on
-                // the thread that answers requests.
-                final Stages.Inline inline = newInline(book, assigner, mover, null, publish);
+                final Stages.Inline inline = newInline(book, assigner, mover, publish);
                 final EventPoller<RequestEvent> poller = ring.newPoller();
                 ring.addGatingSequences(poller.getSequence());
-                agent = new PipelineAgent(poller, inline, context.threadNamePrefix() + "pipeline");
-                addJournal(journal, poller.getSequence(), exceptionHandler);
+                // The journal follows the stages in the same duty cycle, on the same thread.
+                journalAgent = newJournalAgent(journal, poller.getSequence());
+                agent = new PipelineAgent(poller, inline, journalAgent, context.threadNamePrefix() + "pipeline");
                 break;
             }
             case DEDICATED:
             {
                 agent = null;
-                final Stages.Inline inline = newInline(book, assigner, mover, null, publish);
+                final Stages.Inline inline = newInline(book, assigner, mover, publish);
                 final BatchEventProcessor<RequestEvent> processor = processor(ring.newBarrier(), inline);
                 processor.setExceptionHandler(exceptionHandler);
                 addProcessor(processor, "pipeline");
                 ring.addGatingSequences(processor.getSequence());
-                addJournal(journal, processor.getSequence(), exceptionHandler);
+                journalAgent = newJournalAgent(journal, processor.getSequence());
                 break;
             }
             case THREAD_PER_STAGE:
@@ -122,12 +124,7 @@ public final class Pipeline implements AutoCloseable
                 addProcessor(publishProcessor, "publish");
                 final List<Sequence> gating = new ArrayList<>();
                 gating.add(publishProcessor.getSequence());
-                if (null != journal)
-                {
-                    final BatchEventProcessor<RequestEvent> journalProcessor = processor(afterCommit, journal);
-                    addProcessor(journalProcessor, "journal");
-                    gating.add(journalProcessor.getSequence());
-                }
+                journalAgent = newJournalAgent(journal, commitProcessor.getSequence());
                 for (final BatchEventProcessor<RequestEvent> processor : processors)
                 {
                     processor.setExceptionHandler(exceptionHandler);
@@ -139,29 +136,27 @@ public final class Pipeline implements AutoCloseable
     }
 
     /**
-     * Adds the journal as its own processor behind a sequence (the stages'), gating the ring.
+     * The journal's agent behind a sequence (the stages' decisions), gating the ring, or null without a
+     * journal.
      */
-    private void addJournal(
-        final Stages.Journal journal, final Sequence behind, final PipelineExceptionHandler exceptionHandler)
+    private JournalAgent newJournalAgent(final Stages.Journal journal, final Sequence behind)
     {
         if (null == journal)
         {
-            return;
+            return null;
         }
-        final BatchEventProcessor<RequestEvent> journalProcessor = processor(ring.newBarrier(behind), journal);
-        journalProcessor.setExceptionHandler(exceptionHandler);
-        addProcessor(journalProcessor, "journal");
-        ring.addGatingSequences(journalProcessor.getSequence());
+        final EventPoller<RequestEvent> poller = ring.newPoller(behind);
+        ring.addGatingSequences(poller.getSequence());
+        return new JournalAgent(poller, journal, context.threadNamePrefix() + "journal");
     }
 
     private Stages.Inline newInline(
         final ChunkBook book,
         final SlotAssigner assigner,
         final DataMover mover,
-        final Stages.Journal journal,
         final Stages.Publish publish)
     {
-        return new Stages.Inline(book, assigner, mover, journal, publish, context.clock(),
+        return new Stages.Inline(book, assigner, mover, publish, context.clock(),
             context.stageSampleMask(), context.latencyEnabled(), context.errorHandler(), context.counters());
     }
 
@@ -196,7 +191,7 @@ public final class Pipeline implements AutoCloseable
 
     /**
      * Starts the stage threads (DEDICATED, THREAD_PER_STAGE) and the journal's; in SHARED mode the caller runs
-     * {@link #agent()}.
+     * {@link #agent()}, which runs the journal too.
      *
      * @return this.
      */
@@ -214,11 +209,21 @@ public final class Pipeline implements AutoCloseable
             threads.add(thread);
             thread.start();
         }
+        if (null != journalAgent && null == agent)
+        {
+            journalRunner = new AgentRunner(JournalAgent.newIdleStrategy(), context.errorHandler(), null, journalAgent);
+            AgentRunner.startOnThread(journalRunner, runnable ->
+            {
+                final Thread thread = new Thread(runnable);
+                thread.setDaemon(true);
+                return thread;
+            });
+        }
         return this;
     }
 
     /**
-     * The agent that runs every stage in SHARED mode.
+     * The agent that runs every stage, and the journal after them, in SHARED mode.
      *
      * @return the agent, or null in the other modes.
      */
@@ -369,7 +374,7 @@ public final class Pipeline implements AutoCloseable
 
     /**
      * Drains what was published (up to 10 s), stops the stage threads and closes the journal. In SHARED mode
-     * stop the agent's runner first.
+     * stop the agent's runner first: the drain runs the agent on the calling thread.
      */
     @Override
     public void close()
@@ -379,12 +384,28 @@ public final class Pipeline implements AutoCloseable
             return;
         }
         closed = true;
-        if (started)
+        if (started || null != agent)
         {
             final long deadline = System.nanoTime() + DRAIN_TIMEOUT_NS;
             while (!isDrained() && System.nanoTime() - deadline < 0)
             {
-                Thread.yield();
+                if (null != agent)
+                {
+                    // SHARED: the caller has stopped the agent's runner, so this thread finishes its work.
+                    try
+                    {
+                        agent.doWork();
+                    }
+                    catch (final Exception ex)
+                    {
+                        context.errorHandler().onError(ex);
+                        break;
+                    }
+                }
+                else
+                {
+                    Thread.yield();
+                }
             }
         }
         for (final BatchEventProcessor<RequestEvent> processor : processors)
@@ -401,6 +422,11 @@ public final class Pipeline implements AutoCloseable
             {
                 Thread.currentThread().interrupt();
             }
+        }
+        if (null != journalRunner)
+        {
+            // stops the journal thread after its current duty cycle; what it has not reached is appended here
+            journalRunner.close();
         }
         if (null != journalWriter)
         {

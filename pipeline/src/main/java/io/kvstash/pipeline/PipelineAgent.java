@@ -15,19 +15,26 @@ public final class PipelineAgent implements Agent
 
     private final EventPoller<RequestEvent> poller;
     private final Handler handler;
+    private final JournalAgent journal;
     private final String roleName;
 
-    PipelineAgent(final EventPoller<RequestEvent> poller, final Stages.Inline stages, final String roleName)
+    PipelineAgent(
+        final EventPoller<RequestEvent> poller,
+        final Stages.Inline stages,
+        final JournalAgent journal,
+        final String roleName)
     {
         this.poller = poller;
         this.handler = new Handler(stages);
+        this.journal = journal;
         this.roleName = roleName;
     }
 
     /**
-     * Runs the stages of the events available now, at most {@link #MAX_EVENTS_PER_POLL}.
+     * Runs the stages of the events available now, at most {@link #MAX_EVENTS_PER_POLL}, then the journal
+     * (when there is one) over the events the stages have finished.
      *
-     * @return events processed.
+     * @return events processed by the stages and the journal.
      * @throws Exception never in practice: stage exceptions are answered inside the stages.
      */
     @Override
@@ -35,7 +42,7 @@ public final class PipelineAgent implements Agent
     {
         handler.count = 0;
         poller.poll(handler);
-        return handler.count;
+        return null == journal ? handler.count : handler.count + journal.doWork();
     }
 
     /** {@inheritDoc} */

@@ -22,7 +22,7 @@ import org.agrona.concurrent.NanoClock;
  *   <li>{@link SlotAssign}: the {@link SlotAssigner}, turning slot ids into pool offsets;</li>
  *   <li>{@link Commit}: the {@link DataMover}, moving copy-transport bytes and owning the DATA counters;</li>
  *   <li>{@link Publish}: the response sink, the REQUESTS counters and every latency recorder;</li>
- *   <li>{@link Journal}: the journal writer, beside publish.</li>
+ *   <li>{@link Journal}: the journal writer, behind the stages on its own thread ({@link JournalAgent}).</li>
  * </ul>
  * A stage never reads another stage's state; what a later stage needs travels in the event.
  */
@@ -222,7 +222,7 @@ final class Stages
      * Journal stage, beside publish: appends each finished request and its outcome. Owner: the journal
      * thread. A failing journal (disk full) is logged once and switched off; the pipeline goes on.
      */
-    static final class Journal implements EventHandler<RequestEvent>
+    static final class Journal
     {
         private final JournalWriter writer;
         private final ErrorHandler errorHandler;
@@ -236,8 +236,7 @@ final class Stages
             this.counters = counters;
         }
 
-        @Override
-        public void onEvent(final RequestEvent event, final long sequence, final boolean endOfBatch)
+        void append(final RequestEvent event)
         {
             if (failed)
             {
@@ -249,21 +248,43 @@ final class Stages
             }
             catch (final Throwable ex)
             {
-                failed = true;
-                counters.addAtomic(StoreCounters.ERRORS, 1);
-                errorHandler.onError(new IllegalStateException("journal disabled after a write failure", ex));
+                fail(ex);
             }
         }
 
-        JournalWriter writer()
+        int stagedBytes()
         {
-            return writer;
+            return writer.stagedBytes();
+        }
+
+        void flush()
+        {
+            if (failed)
+            {
+                return;
+            }
+            try
+            {
+                writer.flush();
+            }
+            catch (final Throwable ex)
+            {
+                fail(ex);
+            }
+        }
+
+        private void fail(final Throwable ex)
+        {
+            failed = true;
+            counters.addAtomic(StoreCounters.ERRORS, 1);
+            errorHandler.onError(new IllegalStateException("journal disabled after a write failure", ex));
         }
     }
 
     /**
-     * Every stage in order on one thread: reserve, slot-assign, commit, journal, publish. An exception in a
-     * deciding stage answers the event SERVER_ERROR; journal and publish still run. Stage timestamps are
+     * Every stage in order on one thread: reserve, slot-assign, commit, publish (the journal follows on its
+     * own thread, {@link JournalAgent}). An exception in a deciding stage answers the event SERVER_ERROR;
+     * publish still runs. Stage timestamps are
      * shared between adjacent stages (one clock read per boundary).
      */
     static final class Inline implements EventHandler<RequestEvent>
@@ -271,7 +292,6 @@ final class Stages
         private final ChunkBook book;
         private final SlotAssigner assigner;
         private final DataMover mover;
-        private final Journal journal;
         private final Publish publish;
         private final NanoClock clock;
         private final int sampleMask;
@@ -284,7 +304,6 @@ final class Stages
             final ChunkBook book,
             final SlotAssigner assigner,
             final DataMover mover,
-            final Journal journal,
             final Publish publish,
             final NanoClock clock,
             final int sampleMask,
@@ -295,7 +314,6 @@ final class Stages
             this.book = book;
             this.assigner = assigner;
             this.mover = mover;
-            this.journal = journal;
             this.publish = publish;
             this.clock = clock;
             this.sampleMask = sampleMask;
@@ -332,10 +350,6 @@ final class Stages
                 command.fail(Status.SERVER_ERROR, "unexpected server error");
                 counters.addAtomic(StoreCounters.ERRORS, 1);
                 errorHandler.onError(ex);
-            }
-            if (null != journal)
-            {
-                journal.onEvent(event, sequence, endOfBatch);
             }
             publish.onEvent(event, sequence, endOfBatch);
             events++;

@@ -8,7 +8,8 @@ public enum ThreadingMode
     /**
      * All stages run in one {@link PipelineAgent} that the caller schedules, typically composed with the
      * receiver on one thread: no thread hop between receiving a request and answering it. A journal, when
-     * configured, has its own thread behind the stages (in every mode).
+     * configured, runs in the same agent after the stages ({@link JournalAgent}); in the other modes it has a
+     * thread of its own.
      */
     SHARED,
     /** All stages run one after another on one dedicated pipeline thread (the default on 2 cores). */

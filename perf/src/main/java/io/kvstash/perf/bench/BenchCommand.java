@@ -314,31 +314,9 @@ public final class BenchCommand implements Callable<Integer>
         common.put("paced_ms", settings.pacedMs);
 
         progress("control, " + waitMode + ": kvstash server (SHARED, " + serverWait + ") and client " + waitMode);
-        final Path dir = work.resolve("control-" + waitMode);
-        final Map<String, Object> control;
-        final KvStashServer server = KvStashServer.launch(new ServerContext()
-            .directory(dir)
-            .threadingMode(ThreadingMode.SHARED)
-            .waitMode(serverWait)
-            .storeContext(new StoreContext().poolSizeBytes(settings.controlPoolBytes)));
-        try
-        {
-            final Map<String, Object> command = new LinkedHashMap<>(common);
-            command.put("cmd", "control");
-            command.put("dir", server.directory().toString());
-            control = worker.call(command, 300);
-        }
-        finally
-        {
-            server.close();
-            BenchSupport.deleteTree(dir);
-        }
-        // The server's own view (receiver stamp to response written), read once its threads have stopped.
-        if (null != server.latency())
-        {
-            results.serverTime(waitMode, server.latency().requestTotal(RequestType.PREPARE_STORE),
-                server.latency().requestTotal(RequestType.COMMIT_STORE));
-        }
+        final Map<String, Object> control = control(worker, work, waitMode, common, settings, results, false);
+        progress("control, " + waitMode + ": the same with the journal on (serve --capture into " + work + ")");
+        final Map<String, Object> controlJournal = control(worker, work, waitMode, common, settings, results, true);
 
         progress("echo, " + waitMode + ": bare rings, echo agent " + serverWait + " and client " + waitMode);
         final Path file = work.resolve("echo-" + waitMode);
@@ -361,6 +339,51 @@ public final class BenchCommand implements Callable<Integer>
             Files.deleteIfExists(file);
         }
         results.addControl(waitMode, control, echo);
+        results.addControlJournal(waitMode, controlJournal);
+    }
+
+    /**
+     * One control run against a fresh server, with or without its journal ({@code serve --capture}) in the
+     * bench's work directory, which is on {@code /dev/shm} unless {@code --out} says otherwise.
+     */
+    private static Map<String, Object> control(
+        final WorkerProcess worker,
+        final Path work,
+        final String waitMode,
+        final Map<String, Object> common,
+        final Settings settings,
+        final Results results,
+        final boolean journal) throws Exception
+    {
+        final Path dir = work.resolve((journal ? "control-journal-" : "control-") + waitMode);
+        final Path capture = work.resolve("control-" + waitMode + ".journal");
+        final Map<String, Object> control;
+        final KvStashServer server = KvStashServer.launch(new ServerContext()
+            .directory(dir)
+            .threadingMode(ThreadingMode.SHARED)
+            .waitMode(WaitMode.parse(waitMode))
+            .captureFile(journal ? capture : null)
+            .storeContext(new StoreContext().poolSizeBytes(settings.controlPoolBytes)));
+        try
+        {
+            final Map<String, Object> command = new LinkedHashMap<>(common);
+            command.put("cmd", "control");
+            command.put("dir", server.directory().toString());
+            control = worker.call(command, 300);
+        }
+        finally
+        {
+            server.close();
+            BenchSupport.deleteTree(dir);
+            Files.deleteIfExists(capture);
+        }
+        // The server's own view (receiver stamp to response written), read once its threads have stopped.
+        if (!journal && null != server.latency())
+        {
+            results.serverTime(waitMode, server.latency().requestTotal(RequestType.PREPARE_STORE),
+                server.latency().requestTotal(RequestType.COMMIT_STORE));
+        }
+        return control;
     }
 
     private void writeFiles(final Results results, final Map<String, Object> report, final Path outDir)
@@ -419,6 +442,7 @@ public final class BenchCommand implements Callable<Integer>
         final Map<String, Histogram> histograms = new LinkedHashMap<>();
         final List<Map<String, Object>> sizes = new ArrayList<>();
         final Map<String, Map<String, Object>> control = new LinkedHashMap<>();
+        final Map<String, Map<String, Object>> controlJournal = new LinkedHashMap<>();
         final Map<String, Map<String, Object>> echo = new LinkedHashMap<>();
         Map<String, Object> machine;
         long gcSteady;
@@ -522,6 +546,18 @@ public final class BenchCommand implements Callable<Integer>
             }
             control.put(waitMode, s);
             echo.put(waitMode, summary("echo " + waitMode, e));
+        }
+
+        void addControlJournal(final String waitMode, final Map<String, Object> c)
+        {
+            final Map<String, Object> s = summary("control journal " + waitMode, c);
+            final Object pairs = value(control, waitMode, "pairs_per_s");
+            final Object p50 = value(control, waitMode, "p50_us");
+            s.put("pairs_per_s_vs_no_journal", pairs instanceof Number ?
+                ((Number)s.get("pairs_per_s")).doubleValue() / ((Number)pairs).doubleValue() : null);
+            s.put("p50_vs_no_journal", p50 instanceof Number ?
+                ((Number)s.get("p50_us")).doubleValue() / ((Number)p50).doubleValue() : null);
+            controlJournal.put(waitMode, s);
         }
 
         private Map<String, Object> summary(final String name, final Map<String, Object> r)
@@ -668,6 +704,7 @@ public final class BenchCommand implements Callable<Integer>
             report.put("targets", targets(ratios, report));
             report.put("sizes", sizes);
             report.put("control", control);
+            report.put("control_journal", controlJournal);
             report.put("echo", echo);
             final Map<String, Object> redis = new LinkedHashMap<>();
             redis.put("version", redisVersion);

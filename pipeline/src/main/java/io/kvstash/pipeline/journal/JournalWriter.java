@@ -18,25 +18,33 @@ import java.security.NoSuchAlgorithmException;
 import java.util.zip.CRC32C;
 
 /**
- * Appends request records to a journal file through a memory mapping, one segment at a time: an append is
- * a few stores into mapped memory and never a system call, so it never blocks the pipeline; the kernel
- * writes the pages back (a process crash loses nothing, a machine crash may lose the tail, which the
- * reader tolerates). Each record's length word is written last with release semantics, so a concurrent
- * reader never sees half a record. See {@link JournalDescriptor} for the layout.
+ * Appends request records to a journal file. Records are encoded into a direct staging buffer and written
+ * to the file with one {@code pwrite} per batch of records ({@link #flush()}, which the journal's agent
+ * calls when enough is staged or when it is idle, and which {@link #append} calls when the buffer is full). Writing through the page cache copies each byte once; a memory mapping of
+ * fresh file pages instead takes a page fault per 4 KiB (zeroing and mapping the page), which cost more than
+ * encoding and checksumming the records together.
+ * <p>
+ * The file format is unchanged from a mapped writer (see {@link JournalDescriptor}): segments of
+ * {@code segmentBytes}, a record never straddles a segment end, a padding record fills the rest. A process
+ * crash loses the records staged and not yet written (at most a few hundred KiB, requests the pipeline has
+ * answered); a machine crash may lose what the kernel had not written back; a reader stops at a torn tail
+ * by the record checksum.
  * <p>
  * Owner: the journal stage's thread. Not thread safe.
  */
 public final class JournalWriter implements AutoCloseable
 {
+    private static final int MIN_STAGING_BYTES = 1 << 20;
+
     private final FileChannel channel;
     private final long segmentBytes;
     private final int maxRecordLength;
-    private final UnsafeBuffer segment = new UnsafeBuffer(0, 0);
+    private final ByteBuffer staging;
+    private final ByteBuffer crcView;
+    private final UnsafeBuffer buffer;
     private final CRC32C crc = new CRC32C();
-    private MappedByteBuffer mapped;
-    private ByteBuffer crcView;
-    private long segmentStart;
-    private int position;
+    private long stagingStart;
+    private int stagingPosition;
     private long records;
 
     /**
@@ -45,8 +53,8 @@ public final class JournalWriter implements AutoCloseable
      * @param file         journal path.
      * @param context      store configuration whose digest goes into the header.
      * @param incarnation  server incarnation.
-     * @param segmentBytes bytes mapped at a time.
-     * @throws IOException when the file cannot be created or mapped.
+     * @param segmentBytes bytes per segment.
+     * @throws IOException when the file cannot be created or written.
      */
     public JournalWriter(final Path file, final StoreContext context, final long incarnation, final long segmentBytes)
         throws IOException
@@ -58,28 +66,32 @@ public final class JournalWriter implements AutoCloseable
         {
             throw new IllegalArgumentException("journal segment smaller than one record");
         }
+        staging = ByteBuffer.allocateDirect(Math.max(MIN_STAGING_BYTES, 4 * maxRecordLength));
+        crcView = staging.duplicate();
+        buffer = new UnsafeBuffer(staging);
         channel = FileChannel.open(file, StandardOpenOption.CREATE, StandardOpenOption.READ,
             StandardOpenOption.WRITE, StandardOpenOption.TRUNCATE_EXISTING);
-        mapSegment(0);
-        segment.putLong(JournalDescriptor.MAGIC_OFFSET, JournalDescriptor.MAGIC);
-        segment.putInt(JournalDescriptor.HEADER_LENGTH_OFFSET, JournalDescriptor.HEADER_LENGTH);
-        segment.putBytes(JournalDescriptor.CONFIG_DIGEST_OFFSET, configDigest(context));
-        segment.putLong(JournalDescriptor.INCARNATION_OFFSET, incarnation);
-        segment.putLong(JournalDescriptor.START_TIME_OFFSET, System.currentTimeMillis());
-        segment.putInt(JournalDescriptor.MAX_CHUNKS_OFFSET, context.maxChunksPerRequest());
-        segment.putInt(JournalDescriptor.MAX_INLINE_OFFSET, context.maxInlineBytes());
-        segment.putLong(JournalDescriptor.SEGMENT_LENGTH_OFFSET, segmentBytes);
-        segment.putLong(JournalDescriptor.POOL_SIZE_OFFSET, context.poolSizeBytes());
-        segment.putLong(JournalDescriptor.LEASE_NS_OFFSET, context.leaseNs());
-        segment.putLong(JournalDescriptor.SLOT_BYTES_OFFSET, context.slotBytes());
-        segment.putLong(JournalDescriptor.DATA_OFFSET_OFFSET, context.dataOffset());
-        segment.putInt(JournalDescriptor.ALIGNMENT_OFFSET, context.alignment());
-        segment.putInt(JournalDescriptor.CHUNK_TOKENS_OFFSET, context.chunkTokens());
-        segment.putInt(JournalDescriptor.MAX_TRANSFERS_OFFSET, context.maxTransfers());
-        segment.putInt(JournalDescriptor.MAX_INSTANCES_OFFSET, context.maxInstances());
-        segment.putInt(JournalDescriptor.SWEEP_LIMIT_OFFSET, context.sweepLimit());
-        segment.putIntRelease(JournalDescriptor.VERSION_OFFSET, JournalDescriptor.VERSION);
-        position = JournalDescriptor.HEADER_LENGTH;
+        buffer.setMemory(0, JournalDescriptor.HEADER_LENGTH, (byte)0);
+        buffer.putLong(JournalDescriptor.MAGIC_OFFSET, JournalDescriptor.MAGIC);
+        buffer.putInt(JournalDescriptor.HEADER_LENGTH_OFFSET, JournalDescriptor.HEADER_LENGTH);
+        buffer.putBytes(JournalDescriptor.CONFIG_DIGEST_OFFSET, configDigest(context));
+        buffer.putLong(JournalDescriptor.INCARNATION_OFFSET, incarnation);
+        buffer.putLong(JournalDescriptor.START_TIME_OFFSET, System.currentTimeMillis());
+        buffer.putInt(JournalDescriptor.MAX_CHUNKS_OFFSET, context.maxChunksPerRequest());
+        buffer.putInt(JournalDescriptor.MAX_INLINE_OFFSET, context.maxInlineBytes());
+        buffer.putLong(JournalDescriptor.SEGMENT_LENGTH_OFFSET, segmentBytes);
+        buffer.putLong(JournalDescriptor.POOL_SIZE_OFFSET, context.poolSizeBytes());
+        buffer.putLong(JournalDescriptor.LEASE_NS_OFFSET, context.leaseNs());
+        buffer.putLong(JournalDescriptor.SLOT_BYTES_OFFSET, context.slotBytes());
+        buffer.putLong(JournalDescriptor.DATA_OFFSET_OFFSET, context.dataOffset());
+        buffer.putInt(JournalDescriptor.ALIGNMENT_OFFSET, context.alignment());
+        buffer.putInt(JournalDescriptor.CHUNK_TOKENS_OFFSET, context.chunkTokens());
+        buffer.putInt(JournalDescriptor.MAX_TRANSFERS_OFFSET, context.maxTransfers());
+        buffer.putInt(JournalDescriptor.MAX_INSTANCES_OFFSET, context.maxInstances());
+        buffer.putInt(JournalDescriptor.SWEEP_LIMIT_OFFSET, context.sweepLimit());
+        buffer.putInt(JournalDescriptor.VERSION_OFFSET, JournalDescriptor.VERSION);
+        stagingPosition = JournalDescriptor.HEADER_LENGTH;
+        flush();
     }
 
     /**
@@ -101,83 +113,51 @@ public final class JournalWriter implements AutoCloseable
     }
 
     /**
-     * Appends one request and its outcome.
+     * Appends one request and its outcome to the staging buffer; {@link #flush()} writes it.
      *
      * @param command      the finished command.
      * @param clientIndex  the client it came from.
      * @param decodeStatus status the decoder failed it with before any stage, or OK.
-     * @throws IOException when the next segment cannot be mapped.
+     * @throws IOException when a full buffer cannot be written.
      */
     public void append(final StoreCommand command, final int clientIndex, final int decodeStatus)
         throws IOException
     {
-        if (position + maxRecordLength > segmentBytes)
-        {
-            final int remaining = (int)(segmentBytes - position);
-            if (remaining >= JournalDescriptor.RECORD_HEADER_LENGTH)
-            {
-                segment.putInt(position + JournalDescriptor.RECORD_KIND_OFFSET, JournalDescriptor.KIND_PADDING);
-                segment.putIntRelease(position + JournalDescriptor.RECORD_LENGTH_OFFSET, remaining);
-            }
-            mapSegment(segmentStart + segmentBytes);
-            position = 0;
-        }
-        final int start = position;
+        final int start = reserve(maxRecordLength);
         int end = RecordCodec.encodeRequest(
-            command, clientIndex, decodeStatus, segment, start + JournalDescriptor.RECORD_HEADER_LENGTH);
-        end = RecordCodec.encodeOutcome(command, segment, end);
+            command, clientIndex, decodeStatus, buffer, start + JournalDescriptor.RECORD_HEADER_LENGTH);
+        end = RecordCodec.encodeOutcome(command, buffer, end);
         final int length = JournalDescriptor.align(end - start);
-        segment.putInt(start + JournalDescriptor.RECORD_KIND_OFFSET, JournalDescriptor.KIND_REQUEST);
-        segment.putInt(start + JournalDescriptor.RECORD_KIND_OFFSET + 4, 0);
-        crcView.limit(start + length).position(start + JournalDescriptor.RECORD_KIND_OFFSET);
-        crc.reset();
-        crc.update(crcView);
-        segment.putInt(start + JournalDescriptor.RECORD_CRC_OFFSET, (int)crc.getValue());
-        segment.putIntRelease(start + JournalDescriptor.RECORD_LENGTH_OFFSET, length);
-        position = start + length;
+        buffer.setMemory(end, start + length - end, (byte)0);
+        seal(start, JournalDescriptor.KIND_REQUEST, length);
         records++;
     }
 
     /**
-     * Appends the deterministic counters (see {@link #isDeterministicCounter(int)}); written once at a clean
-     * shutdown so a replay can check it ends with the same counters.
+     * Appends the deterministic counters (see {@link #isDeterministicCounter(int)}) and writes them out;
+     * written once at a clean shutdown so a replay can check it ends with the same counters.
      *
      * @param counters the server's counters.
-     * @throws IOException when the next segment cannot be mapped.
+     * @throws IOException when the records cannot be written.
      */
     public void appendCounters(final StoreCounters counters) throws IOException
     {
-        final int length = JournalDescriptor.RECORD_HEADER_LENGTH + 8 + StoreCounters.COUNT * 16;
-        if (position + length > segmentBytes)
-        {
-            final int remaining = (int)(segmentBytes - position);
-            segment.putInt(position + JournalDescriptor.RECORD_KIND_OFFSET, JournalDescriptor.KIND_PADDING);
-            segment.putIntRelease(position + JournalDescriptor.RECORD_LENGTH_OFFSET, remaining);
-            mapSegment(segmentStart + segmentBytes);
-            position = 0;
-        }
-        final int start = position;
-        int i = start + JournalDescriptor.RECORD_HEADER_LENGTH;
+        final int start = reserve(JournalDescriptor.RECORD_HEADER_LENGTH + 8 + StoreCounters.COUNT * 16);
+        final int base = start + JournalDescriptor.RECORD_HEADER_LENGTH;
         int n = 0;
         for (int id = 0; id < StoreCounters.COUNT; id++)
         {
             if (isDeterministicCounter(id))
             {
-                segment.putLong(i + 8 + n * 16, id);
-                segment.putLong(i + 16 + n * 16, counters.get(id));
+                buffer.putLong(base + 8 + n * 16, id);
+                buffer.putLong(base + 16 + n * 16, counters.get(id));
                 n++;
             }
         }
-        segment.putLong(i, n);
-        final int used = JournalDescriptor.align(JournalDescriptor.RECORD_HEADER_LENGTH + 8 + n * 16);
-        segment.putInt(start + JournalDescriptor.RECORD_KIND_OFFSET, JournalDescriptor.KIND_COUNTERS);
-        segment.putInt(start + JournalDescriptor.RECORD_KIND_OFFSET + 4, 0);
-        crcView.limit(start + used).position(start + JournalDescriptor.RECORD_KIND_OFFSET);
-        crc.reset();
-        crc.update(crcView);
-        segment.putInt(start + JournalDescriptor.RECORD_CRC_OFFSET, (int)crc.getValue());
-        segment.putIntRelease(start + JournalDescriptor.RECORD_LENGTH_OFFSET, used);
-        position = start + used;
+        buffer.putLong(base, n);
+        seal(start, JournalDescriptor.KIND_COUNTERS,
+            JournalDescriptor.align(JournalDescriptor.RECORD_HEADER_LENGTH + 8 + n * 16));
+        flush();
     }
 
     /**
@@ -194,6 +174,38 @@ public final class JournalWriter implements AutoCloseable
     }
 
     /**
+     * Writes the staged records to the file (nothing when none are staged).
+     *
+     * @throws IOException when the write fails.
+     */
+    public void flush() throws IOException
+    {
+        if (0 == stagingPosition)
+        {
+            return;
+        }
+        staging.limit(stagingPosition).position(0);
+        long at = stagingStart;
+        while (staging.hasRemaining())
+        {
+            at += channel.write(staging, at);
+        }
+        staging.clear();
+        stagingStart += stagingPosition;
+        stagingPosition = 0;
+    }
+
+    /**
+     * Bytes appended and not yet written to the file.
+     *
+     * @return staged bytes.
+     */
+    public int stagedBytes()
+    {
+        return stagingPosition;
+    }
+
+    /**
      * Records appended so far.
      *
      * @return count.
@@ -204,43 +216,34 @@ public final class JournalWriter implements AutoCloseable
     }
 
     /**
-     * Bytes of the journal so far, header included.
+     * Bytes of the journal so far, header and staged records included.
      *
      * @return length.
      */
     public long length()
     {
-        return segmentStart + position;
+        return stagingStart + stagingPosition;
     }
 
     /**
-     * Unmaps and truncates the file to its records.
+     * Writes what is staged, makes the file exactly {@link #length()} bytes long and closes it.
      */
     @Override
     public void close()
     {
-        final long length = length();
-        if (null != next)
-        {
-            // The pre-fault thread must be done with its mapping before the file shrinks under it.
-            try
-            {
-                IoUtil.unmap(next.join());
-            }
-            catch (final RuntimeException ignore)
-            {
-                // its mapping failed: nothing to unmap
-            }
-            next = null;
-        }
-        if (null != mapped)
-        {
-            IoUtil.unmap(mapped);
-            mapped = null;
-        }
         try
         {
-            channel.truncate(length);
+            flush();
+            final long length = length();
+            if (channel.size() > length)
+            {
+                channel.truncate(length);
+            }
+            else if (channel.size() < length)
+            {
+                // a padding record ends the file: its body is never read, but the file must cover it
+                channel.write(ByteBuffer.allocate(1), length - 1);
+            }
             channel.close();
         }
         catch (final IOException ex)
@@ -250,49 +253,49 @@ public final class JournalWriter implements AutoCloseable
     }
 
     /**
-     * The next segment, mapped and pre-faulted on another thread: a first write into a fresh page of a
-     * tmpfs file costs microseconds, and a segment holds thousands of pages the pipeline would otherwise
-     * fault in one by one.
+     * Where a record of up to {@code bytes} starts in the staging buffer: pads to the next segment when it
+     * would straddle the current one's end, and writes the buffer out first when it would not fit.
      */
-    private java.util.concurrent.CompletableFuture<MappedByteBuffer> next;
-
-    private java.util.concurrent.CompletableFuture<MappedByteBuffer> prepare(final long start)
+    private int reserve(final int bytes) throws IOException
     {
-        return java.util.concurrent.CompletableFuture.supplyAsync(() ->
+        final long offsetInSegment = length() % segmentBytes;
+        if (offsetInSegment + bytes > segmentBytes)
         {
-            try
+            final int remaining = (int)(segmentBytes - offsetInSegment);
+            final long nextSegment = length() + remaining;
+            if (remaining >= JournalDescriptor.RECORD_HEADER_LENGTH)
             {
-                final MappedByteBuffer m = channel.map(FileChannel.MapMode.READ_WRITE, start, segmentBytes);
-                for (int page = 0; page < segmentBytes; page += 4096)
+                if (stagingPosition + JournalDescriptor.RECORD_HEADER_LENGTH > staging.capacity())
                 {
-                    m.put(page, (byte)0);
+                    flush();
                 }
-                return m;
+                final int at = stagingPosition;
+                buffer.putInt(at + JournalDescriptor.RECORD_CRC_OFFSET, 0);
+                buffer.putInt(at + JournalDescriptor.RECORD_KIND_OFFSET, JournalDescriptor.KIND_PADDING);
+                buffer.putInt(at + JournalDescriptor.RECORD_KIND_OFFSET + 4, 0);
+                buffer.putInt(at + JournalDescriptor.RECORD_LENGTH_OFFSET, remaining);
+                stagingPosition += JournalDescriptor.RECORD_HEADER_LENGTH;
             }
-            catch (final IOException ex)
-            {
-                throw new java.io.UncheckedIOException(ex);
-            }
-        });
+            // the padding's body is a hole in the file: only its header is written
+            flush();
+            stagingStart = nextSegment;
+        }
+        if (stagingPosition + bytes > staging.capacity())
+        {
+            flush();
+        }
+        return stagingPosition;
     }
 
-    private void mapSegment(final long start) throws IOException
+    private void seal(final int start, final int kind, final int length)
     {
-        if (null != mapped)
-        {
-            IoUtil.unmap(mapped);
-        }
-        if (null != next)
-        {
-            mapped = next.join();
-        }
-        else
-        {
-            mapped = channel.map(FileChannel.MapMode.READ_WRITE, start, segmentBytes);
-        }
-        next = prepare(start + segmentBytes);
-        crcView = mapped.duplicate();
-        segment.wrap(mapped);
-        segmentStart = start;
+        buffer.putInt(start + JournalDescriptor.RECORD_KIND_OFFSET, kind);
+        buffer.putInt(start + JournalDescriptor.RECORD_KIND_OFFSET + 4, 0);
+        crcView.limit(start + length).position(start + JournalDescriptor.RECORD_KIND_OFFSET);
+        crc.reset();
+        crc.update(crcView);
+        buffer.putInt(start + JournalDescriptor.RECORD_CRC_OFFSET, (int)crc.getValue());
+        buffer.putInt(start + JournalDescriptor.RECORD_LENGTH_OFFSET, length);
+        stagingPosition = start + length;
     }
 }
