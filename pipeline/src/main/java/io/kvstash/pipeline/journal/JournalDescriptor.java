@@ -46,7 +46,7 @@ public final class JournalDescriptor
     /** File magic. */
     public static final long MAGIC = 0x004C4E524A53564BL;
     /** Major version. */
-    public static final int VERSION_MAJOR = 1;
+    public static final int VERSION_MAJOR = 2;
     /** Minor version. */
     public static final int VERSION_MINOR = 0;
     /** Patch version. */

@@ -31,6 +31,7 @@ public final class JournalReader implements AutoCloseable
     private final StoreContext capturedContext;
     private final UnsafeBuffer segment = new UnsafeBuffer(0, 0);
     private final CRC32C crc = new CRC32C();
+    private final RecordCodec.Cursor cursor = new RecordCodec.Cursor();
     private MappedByteBuffer mapped;
     private ByteBuffer crcView;
     private long segmentStart;
@@ -173,7 +174,7 @@ public final class JournalReader implements AutoCloseable
             command.reset();
             final int limit = position + length;
             final int afterRequest = RecordCodec.decodeRequest(
-                segment, position + JournalDescriptor.RECORD_HEADER_LENGTH, limit, command);
+                segment, position + JournalDescriptor.RECORD_HEADER_LENGTH, limit, command, cursor);
             if (afterRequest < 0)
             {
                 return end(true);

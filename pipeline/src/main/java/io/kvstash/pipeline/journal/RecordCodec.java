@@ -9,26 +9,36 @@ import org.agrona.MutableDirectBuffer;
 import java.nio.ByteOrder;
 
 /**
- * Encodes a request and its outcome into a journal record body and decodes them back, little-endian,
- * allocation-free. The outcome encoding is canonical: two runs that answer alike produce the same bytes,
- * which is how a replay is compared with its capture.
+ * Encodes a request and its outcome into a journal record body and decodes them back, allocation-free.
+ * Numbers are zigzag LEB128 varints (1 byte for -64..63, at most 10), and the fields a request type leaves at
+ * zero are not written at all: a presence mask says which follow. Key hashes and data bytes are written raw.
+ * A one-chunk LOOKUP and its outcome take about 36 bytes of body, a 56-byte record with its header and
+ * alignment (152 in the fixed layout of version 1): the journal's cost is mostly its bytes (fresh file
+ * pages and copies), so fewer bytes is a cheaper journal.
+ * The outcome encoding is canonical: two runs that answer alike produce the same bytes, which is how a
+ * replay is compared with its capture.
  * <pre>
  * Request
- *   type i32 | flags i32 | correlationId i64 | instanceId i64 | transferId i64 | salt i64 | timestampNs i64
- *   chunkCount i32 | clientIndex i32 | decodeStatus i32 | pad i32 | session i64 | chunkCount x (hi i64, lo i64)
- *   REGISTER, LOOKUP_ALL_RANKS: modelLength i32 | worldSize i32 | rank i32 | layers i32 | hidden i32 |
- *                               dtype i32 | mla i32 | pad i32 | model bytes padded to 8
- *   WRITE_DATA, READ_DATA:      dataChunkIndex i32 | dataLength i32 | dataOffset i64
- *                               (WRITE_DATA: data bytes padded to 8)
+ *   type v | mask u16 LE | present fields in mask bit order, each v:
+ *     0 flags, 1 correlationId, 2 instanceId, 3 transferId, 4 salt, 5 timestampNs, 6 chunkCount,
+ *     7 clientIndex, 8 decodeStatus, 9 session
+ *   min(chunkCount, maxChunks) x (hi i64 LE, lo i64 LE)
+ *   REGISTER, LOOKUP_ALL_RANKS: modelLength v | worldSize v | rank v | layers v | hidden v | dtype v | mla v |
+ *                               model bytes
+ *   WRITE_DATA, READ_DATA:      dataChunkIndex v | dataLength v | dataOffset v
+ *                               (WRITE_DATA: min(dataLength, maxInline) data bytes)
  * Outcome
- *   status i32 | slotCount i32 | outTransferId i64 | hitChunks i32 | slotCapacity i32 | removedCount i64
- *   chunkBytes i64 | slotBytes i64 | slotCount x (rangeIndex i32, generation i32, offset i64)
- *   READ_DATA answered OK: data bytes padded to 8
+ *   status v | mask u8 | present fields in mask bit order, each v:
+ *     0 slotCount, 1 outTransferId, 2 hitChunks, 3 slotCapacity, 4 removedCount, 5 chunkBytes, 6 slotBytes
+ *   slotCount x (rangeIndex v, generation v, offset v)
+ *   READ_DATA answered OK: min(dataLength, maxInline) data bytes
+ * (v = zigzag varint of a 64-bit value)
  * </pre>
  */
 public final class RecordCodec
 {
     private static final ByteOrder LE = ByteOrder.LITTLE_ENDIAN;
+    private static final int MAX_VARINT = 10;
 
     private RecordCodec()
     {
@@ -43,7 +53,10 @@ public final class RecordCodec
      */
     public static int maxBodyLength(final int maxChunks, final int maxInlineBytes)
     {
-        return 64 + maxChunks * 16 + 32 + 256 + 16 + maxInlineBytes + 64 + maxChunks * 16 + maxInlineBytes + 16;
+        final int request = MAX_VARINT + 2 + 10 * MAX_VARINT + maxChunks * 16 + 7 * MAX_VARINT + 256 +
+            maxInlineBytes;
+        final int outcome = MAX_VARINT + 1 + 7 * MAX_VARINT + maxChunks * 3 * MAX_VARINT + maxInlineBytes;
+        return request + outcome;
     }
 
     /**
@@ -63,21 +76,62 @@ public final class RecordCodec
         final MutableDirectBuffer buffer,
         final int offset)
     {
-        int i = offset;
-        buffer.putInt(i, c.type, LE);
-        buffer.putInt(i + 4, c.flags, LE);
-        buffer.putLong(i + 8, c.correlationId, LE);
-        buffer.putLong(i + 16, c.instanceId, LE);
-        buffer.putLong(i + 24, c.transferId, LE);
-        buffer.putLong(i + 32, c.salt, LE);
-        buffer.putLong(i + 40, c.timestampNs, LE);
+        int i = putVarLong(buffer, offset, c.type);
+        final int maskAt = i;
+        i += 2;
+        int mask = 0;
+        if (0 != c.flags)
+        {
+            mask |= 1;
+            i = putVarLong(buffer, i, c.flags);
+        }
+        if (0 != c.correlationId)
+        {
+            mask |= 1 << 1;
+            i = putVarLong(buffer, i, c.correlationId);
+        }
+        if (0 != c.instanceId)
+        {
+            mask |= 1 << 2;
+            i = putVarLong(buffer, i, c.instanceId);
+        }
+        if (0 != c.transferId)
+        {
+            mask |= 1 << 3;
+            i = putVarLong(buffer, i, c.transferId);
+        }
+        if (0 != c.salt)
+        {
+            mask |= 1 << 4;
+            i = putVarLong(buffer, i, c.salt);
+        }
+        if (0 != c.timestampNs)
+        {
+            mask |= 1 << 5;
+            i = putVarLong(buffer, i, c.timestampNs);
+        }
+        if (0 != c.chunkCount)
+        {
+            mask |= 1 << 6;
+            i = putVarLong(buffer, i, c.chunkCount);
+        }
+        if (0 != clientIndex)
+        {
+            mask |= 1 << 7;
+            i = putVarLong(buffer, i, clientIndex);
+        }
+        if (0 != decodeStatus)
+        {
+            mask |= 1 << 8;
+            i = putVarLong(buffer, i, decodeStatus);
+        }
+        if (0 != c.session)
+        {
+            mask |= 1 << 9;
+            i = putVarLong(buffer, i, c.session);
+        }
+        buffer.putShort(maskAt, (short)mask, LE);
         final int chunks = Math.max(0, Math.min(c.chunkCount, c.maxChunks()));
-        buffer.putInt(i + 48, c.chunkCount, LE);
-        buffer.putInt(i + 52, clientIndex, LE);
-        buffer.putInt(i + 56, decodeStatus, LE);
-        buffer.putInt(i + 60, 0, LE);
-        buffer.putLong(i + 64, c.session, LE);
-        i += 72;
         for (int k = 0; k < chunks; k++)
         {
             buffer.putLong(i, c.keyHi[k], LE);
@@ -87,29 +141,26 @@ public final class RecordCodec
         if (RequestType.REGISTER == c.type || RequestType.LOOKUP_ALL_RANKS == c.type)
         {
             final int modelLength = Math.max(0, Math.min(c.modelLength, c.model.length));
-            buffer.putInt(i, modelLength, LE);
-            buffer.putInt(i + 4, c.worldSize, LE);
-            buffer.putInt(i + 8, c.rank, LE);
-            buffer.putInt(i + 12, c.layers, LE);
-            buffer.putInt(i + 16, c.hidden, LE);
-            buffer.putInt(i + 20, c.dtypeCode, LE);
-            buffer.putInt(i + 24, c.mla ? 1 : 0, LE);
-            buffer.putInt(i + 28, 0, LE);
-            i += 32;
+            i = putVarLong(buffer, i, modelLength);
+            i = putVarLong(buffer, i, c.worldSize);
+            i = putVarLong(buffer, i, c.rank);
+            i = putVarLong(buffer, i, c.layers);
+            i = putVarLong(buffer, i, c.hidden);
+            i = putVarLong(buffer, i, c.dtypeCode);
+            i = putVarLong(buffer, i, c.mla ? 1 : 0);
             buffer.putBytes(i, c.model, 0, modelLength);
-            i += JournalDescriptor.align(modelLength);
+            i += modelLength;
         }
         else if (RequestType.WRITE_DATA == c.type || RequestType.READ_DATA == c.type)
         {
-            buffer.putInt(i, c.dataChunkIndex, LE);
-            buffer.putInt(i + 4, c.dataLength, LE);
-            buffer.putLong(i + 8, c.dataOffset, LE);
-            i += 16;
+            i = putVarLong(buffer, i, c.dataChunkIndex);
+            i = putVarLong(buffer, i, c.dataLength);
+            i = putVarLong(buffer, i, c.dataOffset);
             if (RequestType.WRITE_DATA == c.type)
             {
                 final int length = Math.max(0, Math.min(c.dataLength, c.data.capacity()));
                 buffer.putBytes(i, c.data, 0, length);
-                i += JournalDescriptor.align(length);
+                i += length;
             }
         }
         return i;
@@ -123,30 +174,37 @@ public final class RecordCodec
      * @param offset where the request starts.
      * @param limit  end of the record body.
      * @param c      command to fill.
+     * @param cursor the caller's cursor (decoding state, reused).
      * @return offset after the request, or -1 when the record is malformed.
      */
-    public static int decodeRequest(final DirectBuffer buffer, final int offset, final int limit, final StoreCommand c)
+    public static int decodeRequest(
+        final DirectBuffer buffer, final int offset, final int limit, final StoreCommand c, final Cursor cursor)
     {
-        int i = offset;
-        if (i + 72 > limit)
+        cursor.reset(buffer, offset, limit);
+        c.type = cursor.nextInt();
+        final int mask = cursor.nextShort();
+        c.flags = 0 != (mask & 1) ? cursor.nextInt() : 0;
+        c.correlationId = 0 != (mask & (1 << 1)) ? cursor.next() : 0;
+        c.instanceId = 0 != (mask & (1 << 2)) ? cursor.next() : 0;
+        c.transferId = 0 != (mask & (1 << 3)) ? cursor.next() : 0;
+        c.salt = 0 != (mask & (1 << 4)) ? cursor.next() : 0;
+        c.timestampNs = 0 != (mask & (1 << 5)) ? cursor.next() : 0;
+        c.chunkCount = 0 != (mask & (1 << 6)) ? cursor.nextInt() : 0;
+        if (0 != (mask & (1 << 7)))
+        {
+            cursor.next();
+        }
+        final int decodeStatus = 0 != (mask & (1 << 8)) ? cursor.nextInt() : Status.OK;
+        c.session = 0 != (mask & (1 << 9)) ? cursor.next() : 0;
+        if (cursor.malformed || 0 != (mask & ~0x3FF))
         {
             return -1;
         }
-        c.type = buffer.getInt(i, LE);
-        c.flags = buffer.getInt(i + 4, LE);
-        c.correlationId = buffer.getLong(i + 8, LE);
-        c.instanceId = buffer.getLong(i + 16, LE);
-        c.transferId = buffer.getLong(i + 24, LE);
-        c.salt = buffer.getLong(i + 32, LE);
-        c.timestampNs = buffer.getLong(i + 40, LE);
-        c.chunkCount = buffer.getInt(i + 48, LE);
-        final int decodeStatus = buffer.getInt(i + 56, LE);
         if (Status.OK != decodeStatus)
         {
             c.fail(decodeStatus, "rejected by the decoder");
         }
-        c.session = buffer.getLong(i + 64, LE);
-        i += 72;
+        int i = cursor.position;
         final int chunks = Math.max(0, Math.min(c.chunkCount, c.maxChunks()));
         if (i + chunks * 16L > limit)
         {
@@ -158,38 +216,35 @@ public final class RecordCodec
             c.keyLo[k] = buffer.getLong(i + 8, LE);
             i += 16;
         }
+        cursor.position = i;
         if (RequestType.REGISTER == c.type || RequestType.LOOKUP_ALL_RANKS == c.type)
         {
-            if (i + 32 > limit)
-            {
-                return -1;
-            }
-            final int modelLength = buffer.getInt(i, LE);
-            c.worldSize = buffer.getInt(i + 4, LE);
-            c.rank = buffer.getInt(i + 8, LE);
-            c.layers = buffer.getInt(i + 12, LE);
-            c.hidden = buffer.getInt(i + 16, LE);
-            c.dtypeCode = buffer.getInt(i + 20, LE);
-            c.mla = 0 != buffer.getInt(i + 24, LE);
-            i += 32;
-            if (modelLength < 0 || modelLength > c.model.length || i + modelLength > limit)
+            final int modelLength = cursor.nextInt();
+            c.worldSize = cursor.nextInt();
+            c.rank = cursor.nextInt();
+            c.layers = cursor.nextInt();
+            c.hidden = cursor.nextInt();
+            c.dtypeCode = cursor.nextInt();
+            c.mla = 0 != cursor.next();
+            i = cursor.position;
+            if (cursor.malformed || modelLength < 0 || modelLength > c.model.length || i + modelLength > limit)
             {
                 return -1;
             }
             buffer.getBytes(i, c.model, 0, modelLength);
             c.modelLength = modelLength;
-            i += JournalDescriptor.align(modelLength);
+            i += modelLength;
         }
         else if (RequestType.WRITE_DATA == c.type || RequestType.READ_DATA == c.type)
         {
-            if (i + 16 > limit)
+            c.dataChunkIndex = cursor.nextInt();
+            c.dataLength = cursor.nextInt();
+            c.dataOffset = cursor.next();
+            i = cursor.position;
+            if (cursor.malformed)
             {
                 return -1;
             }
-            c.dataChunkIndex = buffer.getInt(i, LE);
-            c.dataLength = buffer.getInt(i + 4, LE);
-            c.dataOffset = buffer.getLong(i + 8, LE);
-            i += 16;
             if (RequestType.WRITE_DATA == c.type)
             {
                 final int length = Math.max(0, Math.min(c.dataLength, c.data.capacity()));
@@ -198,7 +253,7 @@ public final class RecordCodec
                     return -1;
                 }
                 c.data.putBytes(0, buffer, i, length);
-                i += JournalDescriptor.align(length);
+                i += length;
             }
         }
         return i;
@@ -214,30 +269,148 @@ public final class RecordCodec
      */
     public static int encodeOutcome(final StoreCommand c, final MutableDirectBuffer buffer, final int offset)
     {
-        int i = offset;
         final int slots = Math.max(0, Math.min(c.slotCount, c.slotChunkId.length));
-        buffer.putInt(i, c.status, LE);
-        buffer.putInt(i + 4, slots, LE);
-        buffer.putLong(i + 8, c.outTransferId, LE);
-        buffer.putInt(i + 16, c.hitChunks, LE);
-        buffer.putInt(i + 20, c.slotCapacity, LE);
-        buffer.putLong(i + 24, c.removedCount, LE);
-        buffer.putLong(i + 32, c.chunkBytes, LE);
-        buffer.putLong(i + 40, c.slotBytes, LE);
-        i += 48;
+        int i = putVarLong(buffer, offset, c.status);
+        final int maskAt = i;
+        i += 1;
+        int mask = 0;
+        if (0 != slots)
+        {
+            mask |= 1;
+            i = putVarLong(buffer, i, slots);
+        }
+        if (0 != c.outTransferId)
+        {
+            mask |= 1 << 1;
+            i = putVarLong(buffer, i, c.outTransferId);
+        }
+        if (0 != c.hitChunks)
+        {
+            mask |= 1 << 2;
+            i = putVarLong(buffer, i, c.hitChunks);
+        }
+        if (0 != c.slotCapacity)
+        {
+            mask |= 1 << 3;
+            i = putVarLong(buffer, i, c.slotCapacity);
+        }
+        if (0 != c.removedCount)
+        {
+            mask |= 1 << 4;
+            i = putVarLong(buffer, i, c.removedCount);
+        }
+        if (0 != c.chunkBytes)
+        {
+            mask |= 1 << 5;
+            i = putVarLong(buffer, i, c.chunkBytes);
+        }
+        if (0 != c.slotBytes)
+        {
+            mask |= 1 << 6;
+            i = putVarLong(buffer, i, c.slotBytes);
+        }
+        buffer.putByte(maskAt, (byte)mask);
         for (int k = 0; k < slots; k++)
         {
-            buffer.putInt(i, c.slotRangeIndex[k], LE);
-            buffer.putInt(i + 4, c.slotGeneration[k], LE);
-            buffer.putLong(i + 8, c.slotOffset[k], LE);
-            i += 16;
+            i = putVarLong(buffer, i, c.slotRangeIndex[k]);
+            i = putVarLong(buffer, i, c.slotGeneration[k]);
+            i = putVarLong(buffer, i, c.slotOffset[k]);
         }
         if (RequestType.READ_DATA == c.type && Status.OK == c.status)
         {
             final int length = Math.max(0, Math.min(c.dataLength, c.data.capacity()));
             buffer.putBytes(i, c.data, 0, length);
-            i += JournalDescriptor.align(length);
+            i += length;
         }
         return i;
+    }
+
+    /**
+     * Writes a zigzag LEB128 varint.
+     *
+     * @param buffer destination.
+     * @param offset where.
+     * @param value  value.
+     * @return offset after it.
+     */
+    static int putVarLong(final MutableDirectBuffer buffer, final int offset, final long value)
+    {
+        long v = (value << 1) ^ (value >> 63);
+        int i = offset;
+        while ((v & ~0x7FL) != 0)
+        {
+            buffer.putByte(i++, (byte)((v & 0x7F) | 0x80));
+            v >>>= 7;
+        }
+        buffer.putByte(i++, (byte)v);
+        return i;
+    }
+
+    /**
+     * Reads varints from a record body within its bounds; a read past the end or an over-long varint marks
+     * the record malformed (and reads as 0) instead of throwing.
+     */
+    public static final class Cursor
+    {
+        private DirectBuffer buffer;
+        private int position;
+        private int limit;
+        private boolean malformed;
+
+        void reset(final DirectBuffer buffer, final int position, final int limit)
+        {
+            this.buffer = buffer;
+            this.position = position;
+            this.limit = limit;
+            this.malformed = false;
+        }
+
+        long next()
+        {
+            long v = 0;
+            for (int shift = 0; shift < 64; shift += 7)
+            {
+                if (position >= limit)
+                {
+                    malformed = true;
+                    return 0;
+                }
+                final byte b = buffer.getByte(position++);
+                v |= (long)(b & 0x7F) << shift;
+                if (b >= 0)
+                {
+                    return (v >>> 1) ^ -(v & 1);
+                }
+            }
+            malformed = true;
+            return 0;
+        }
+
+        int nextInt()
+        {
+            final long v = next();
+            if (v != (int)v)
+            {
+                malformed = true;
+            }
+            return (int)v;
+        }
+
+        boolean isMalformed()
+        {
+            return malformed;
+        }
+
+        int nextShort()
+        {
+            if (position + 2 > limit)
+            {
+                malformed = true;
+                return 0;
+            }
+            final int v = buffer.getShort(position, LE) & 0xFFFF;
+            position += 2;
+            return v;
+        }
     }
 }
