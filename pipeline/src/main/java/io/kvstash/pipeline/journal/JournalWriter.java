@@ -3,12 +3,10 @@ package io.kvstash.pipeline.journal;
 import io.kvstash.core.StoreCommand;
 import io.kvstash.core.StoreContext;
 import io.kvstash.core.StoreCounters;
-import org.agrona.IoUtil;
 import org.agrona.concurrent.UnsafeBuffer;
 
 import java.io.IOException;
 import java.nio.ByteBuffer;
-import java.nio.MappedByteBuffer;
 import java.nio.channels.FileChannel;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
@@ -20,17 +18,18 @@ import java.util.zip.CRC32C;
 /**
  * Appends request records to a journal file. Records are encoded into a direct staging buffer and written
  * to the file with one {@code pwrite} per batch of records ({@link #flush()}, which the journal's agent
- * calls when enough is staged or when it is idle, and which {@link #append} calls when the buffer is full). Writing through the page cache copies each byte once; a memory mapping of
- * fresh file pages instead takes a page fault per 4 KiB (zeroing and mapping the page), which cost more than
- * encoding and checksumming the records together.
+ * calls when enough is staged or when it is idle, and which {@link #append} calls when the buffer is full).
+ * Writing through the page cache copies each byte once; a memory mapping of fresh file pages instead takes a
+ * page fault per 4 KiB (zeroing and mapping the page), which cost more than encoding and checksumming the
+ * records together (1.7 M against 9-11 M records a second here with the same 152-byte records).
  * <p>
- * The file format is unchanged from a mapped writer (see {@link JournalDescriptor}): segments of
+ * The file is laid out as {@link JournalDescriptor} says: segments of
  * {@code segmentBytes}, a record never straddles a segment end, a padding record fills the rest. A process
  * crash loses the records staged and not yet written (at most a few hundred KiB, requests the pipeline has
  * answered); a machine crash may lose what the kernel had not written back; a reader stops at a torn tail
  * by the record checksum.
  * <p>
- * Owner: the journal stage's thread. Not thread safe.
+ * Owner: the thread that runs the journal's agent, then the one that closes the pipeline. Not thread safe.
  */
 public final class JournalWriter implements AutoCloseable
 {
