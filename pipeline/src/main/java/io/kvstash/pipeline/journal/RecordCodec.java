@@ -336,6 +336,21 @@ public final class RecordCodec
     static int putVarLong(final MutableDirectBuffer buffer, final int offset, final long value)
     {
         long v = (value << 1) ^ (value >> 63);
+        if (0 == (v >>> 56))
+        {
+            // Up to eight bytes: built in a register and stored at once. The store may write up to seven
+            // bytes past the varint; every buffer this encodes into has a varint's worth of room after any
+            // field (see maxBodyLength) and the bytes past the end are overwritten or cleared by the caller.
+            // Branch-free: the length from the highest set bit, the 7-bit groups spread one per byte, a
+            // continuation bit on every byte but the last (a loop per group mispredicts on mixed lengths).
+            final int n = (70 - Long.numberOfLeadingZeros(v | 1)) / 7;
+            final long packed = (v & 0x7FL) | ((v << 1) & 0x7F00L) | ((v << 2) & 0x7F_0000L) |
+                ((v << 3) & 0x7F00_0000L) | ((v << 4) & 0x7F_0000_0000L) | ((v << 5) & 0x7F00_0000_0000L) |
+                ((v << 6) & 0x7F_0000_0000_0000L) | ((v << 7) & 0x7F00_0000_0000_0000L) |
+                (0x8080_8080_8080_8080L & ((1L << ((n - 1) << 3)) - 1));
+            buffer.putLong(offset, packed, LE);
+            return offset + n;
+        }
         int i = offset;
         while ((v & ~0x7FL) != 0)
         {

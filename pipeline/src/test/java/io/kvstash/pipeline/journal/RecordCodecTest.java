@@ -146,7 +146,8 @@ class RecordCodecTest
     void varintsCoverTheWholeRange()
     {
         final long[] values = { 0, 1, -1, 63, 64, -64, -65, 127, 128, Integer.MAX_VALUE, Integer.MIN_VALUE,
-            Long.MAX_VALUE, Long.MIN_VALUE, 1L << 62, -(1L << 62) };
+            Long.MAX_VALUE, Long.MIN_VALUE, 1L << 62, -(1L << 62), (1L << 55) - 1, 1L << 55, -(1L << 55),
+            -(1L << 55) - 1 };
         int end = 0;
         for (final long value : values)
         {
@@ -160,6 +161,28 @@ class RecordCodecTest
         assertFalse(cursor.isMalformed());
         assertEquals(0, cursor.next(), "past the limit reads zero");
         assertTrue(cursor.isMalformed(), "and marks the record malformed");
+        // every length from 1 to 10 bytes, both signs, against a byte-at-a-time reference encoding
+        final SplittableRandom random = new SplittableRandom(3);
+        for (int n = 0; n < 100_000; n++)
+        {
+            final long value = random.nextLong() >> random.nextInt(64);
+            final int fast = RecordCodec.putVarLong(buffer, 0, value);
+            long zigzag = (value << 1) ^ (value >> 63);
+            int i = 0;
+            while ((zigzag & ~0x7FL) != 0)
+            {
+                again.putByte(i++, (byte)((zigzag & 0x7F) | 0x80));
+                zigzag >>>= 7;
+            }
+            again.putByte(i++, (byte)zigzag);
+            assertEquals(i, fast, "length of " + value);
+            for (int k = 0; k < i; k++)
+            {
+                assertEquals(again.getByte(k), buffer.getByte(k), "byte " + k + " of " + value);
+            }
+            cursor.reset(buffer, 0, fast);
+            assertEquals(value, cursor.next());
+        }
         // eleven continuation bytes are not a varint
         for (int i = 0; i < 11; i++)
         {
