@@ -219,8 +219,9 @@ final class Stages
     }
 
     /**
-     * Journal stage, beside publish: appends each finished request and its outcome. Owner: the journal
-     * thread. A failing journal (disk full) is logged once and switched off; the pipeline goes on.
+     * Journal stage, beside publish: appends each finished request and its outcome. Owner: the thread that
+     * runs the {@link JournalAgent}. A failing journal (disk full) is logged once and switched off; the
+     * pipeline goes on.
      */
     static final class Journal
     {
