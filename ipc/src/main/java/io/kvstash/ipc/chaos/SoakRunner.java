@@ -11,6 +11,7 @@ import java.io.IOException;
 import java.io.PrintStream;
 import java.lang.management.ManagementFactory;
 import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -218,7 +219,14 @@ public final class SoakRunner
         {
             for (final Path file : (Iterable<Path>)files::iterator)
             {
-                held += Files.size(file);
+                try
+                {
+                    held += Files.size(file);
+                }
+                catch (final NoSuchFileException ex)
+                {
+                    // a client detached between the listing and this: its file holds nothing any more
+                }
             }
         }
         return new double[]{ minutes, heap, mapped, held };
