@@ -13,6 +13,7 @@ import org.junit.jupiter.params.provider.EnumSource;
 
 import java.util.SplittableRandom;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 
@@ -32,6 +33,8 @@ class ConcurrentProducersTest
 {
     static final int PRODUCERS = 3;
     static final long RUN_NS = TimeUnit.MILLISECONDS.toNanos(1500);
+    /** Each producer goes on past the run's time until it has made this many calls (a loaded machine). */
+    static final long MIN_CALLS_PER_PRODUCER = 60;
     static final Layout LAYOUT = Layout.of("shared-model", 1, 0, 1, 4, Dtype.FLOAT16, false);
 
     @ParameterizedTest
@@ -81,9 +84,10 @@ class ConcurrentProducersTest
                     }
                 }, "producer-" + p);
             }
+            final AtomicBoolean producing = new AtomicBoolean(true);
             threads[PRODUCERS] = new Thread(() ->
             {
-                while (System.nanoTime() - end < 0)
+                while (producing.get())
                 {
                     if (pipeline.tryPublishSweep(pipeline.context().clock().nanoTime()))
                     {
@@ -96,10 +100,12 @@ class ConcurrentProducersTest
             {
                 thread.start();
             }
-            for (final Thread thread : threads)
+            for (int p = 0; p < PRODUCERS; p++)
             {
-                thread.join();
+                threads[p].join();
             }
+            producing.set(false);
+            threads[PRODUCERS].join();
             if (null != failure.get())
             {
                 throw new AssertionError("producer failed", failure.get());
@@ -130,7 +136,7 @@ class ConcurrentProducersTest
                 final long extra = 0 == p ? 2L * PRODUCERS : 0;
                 assertEquals(calls[p] + extra, router.mailboxes[p].deliveries.get(), "producer " + p);
             }
-            assertTrue(total > 100, "only " + total + " requests in the run");
+            assertTrue(total >= PRODUCERS * MIN_CALLS_PER_PRODUCER, "only " + total + " requests in the run");
             assertEquals(total + 2L * PRODUCERS + sweeps.get(), router.responses.get());
             assertEquals(0, misrouted.get());
             assertNull(pipeline.book().verifyInvariants());
@@ -150,8 +156,13 @@ class ConcurrentProducersTest
         StoreCommand response = caller.register(instance, LAYOUT);
         calls++;
         assertEquals(Status.OK, response.status);
-        while (System.nanoTime() - end < 0)
+        final long giveUp = end + TimeUnit.SECONDS.toNanos(60);
+        while (System.nanoTime() - end < 0 || calls < MIN_CALLS_PER_PRODUCER)
         {
+            if (System.nanoTime() - giveUp > 0)
+            {
+                throw new AssertionError("producer " + index + " made only " + calls + " calls in a minute");
+            }
             final int from = random.nextInt(40);
             final ChunkKeys keys = ids(from, 1 + random.nextInt(12));
             switch (random.nextInt(7))
