@@ -77,60 +77,21 @@ public final class RecordCodec
         final int offset)
     {
         int i = putVarLong(buffer, offset, c.type);
-        final int maskAt = i;
+        final int mask = present(c.flags, 0) | present(c.correlationId, 1) | present(c.instanceId, 2) |
+            present(c.transferId, 3) | present(c.salt, 4) | present(c.timestampNs, 5) | present(c.chunkCount, 6) |
+            present(clientIndex, 7) | present(decodeStatus, 8) | present(c.session, 9);
+        buffer.putShort(i, (short)mask, LE);
         i += 2;
-        int mask = 0;
-        if (0 != c.flags)
-        {
-            mask |= 1;
-            i = putVarLong(buffer, i, c.flags);
-        }
-        if (0 != c.correlationId)
-        {
-            mask |= 1 << 1;
-            i = putVarLong(buffer, i, c.correlationId);
-        }
-        if (0 != c.instanceId)
-        {
-            mask |= 1 << 2;
-            i = putVarLong(buffer, i, c.instanceId);
-        }
-        if (0 != c.transferId)
-        {
-            mask |= 1 << 3;
-            i = putVarLong(buffer, i, c.transferId);
-        }
-        if (0 != c.salt)
-        {
-            mask |= 1 << 4;
-            i = putVarLong(buffer, i, c.salt);
-        }
-        if (0 != c.timestampNs)
-        {
-            mask |= 1 << 5;
-            i = putVarLong(buffer, i, c.timestampNs);
-        }
-        if (0 != c.chunkCount)
-        {
-            mask |= 1 << 6;
-            i = putVarLong(buffer, i, c.chunkCount);
-        }
-        if (0 != clientIndex)
-        {
-            mask |= 1 << 7;
-            i = putVarLong(buffer, i, clientIndex);
-        }
-        if (0 != decodeStatus)
-        {
-            mask |= 1 << 8;
-            i = putVarLong(buffer, i, decodeStatus);
-        }
-        if (0 != c.session)
-        {
-            mask |= 1 << 9;
-            i = putVarLong(buffer, i, c.session);
-        }
-        buffer.putShort(maskAt, (short)mask, LE);
+        i = putPresent(buffer, i, c.flags);
+        i = putPresent(buffer, i, c.correlationId);
+        i = putPresent(buffer, i, c.instanceId);
+        i = putPresent(buffer, i, c.transferId);
+        i = putPresent(buffer, i, c.salt);
+        i = putPresent(buffer, i, c.timestampNs);
+        i = putPresent(buffer, i, c.chunkCount);
+        i = putPresent(buffer, i, clientIndex);
+        i = putPresent(buffer, i, decodeStatus);
+        i = putPresent(buffer, i, c.session);
         final int chunks = Math.max(0, Math.min(c.chunkCount, c.maxChunks()));
         for (int k = 0; k < chunks; k++)
         {
@@ -183,19 +144,16 @@ public final class RecordCodec
         cursor.reset(buffer, offset, limit);
         c.type = cursor.nextInt();
         final int mask = cursor.nextShort();
-        c.flags = 0 != (mask & 1) ? cursor.nextInt() : 0;
-        c.correlationId = 0 != (mask & (1 << 1)) ? cursor.next() : 0;
-        c.instanceId = 0 != (mask & (1 << 2)) ? cursor.next() : 0;
-        c.transferId = 0 != (mask & (1 << 3)) ? cursor.next() : 0;
-        c.salt = 0 != (mask & (1 << 4)) ? cursor.next() : 0;
-        c.timestampNs = 0 != (mask & (1 << 5)) ? cursor.next() : 0;
-        c.chunkCount = 0 != (mask & (1 << 6)) ? cursor.nextInt() : 0;
-        if (0 != (mask & (1 << 7)))
-        {
-            cursor.next();
-        }
-        final int decodeStatus = 0 != (mask & (1 << 8)) ? cursor.nextInt() : Status.OK;
-        c.session = 0 != (mask & (1 << 9)) ? cursor.next() : 0;
+        c.flags = cursor.presentInt(mask, 0);
+        c.correlationId = cursor.present(mask, 1);
+        c.instanceId = cursor.present(mask, 2);
+        c.transferId = cursor.present(mask, 3);
+        c.salt = cursor.present(mask, 4);
+        c.timestampNs = cursor.present(mask, 5);
+        c.chunkCount = cursor.presentInt(mask, 6);
+        cursor.present(mask, 7); // the client index: not part of the command
+        final int decodeStatus = cursor.presentInt(mask, 8);
+        c.session = cursor.present(mask, 9);
         if (cursor.malformed || 0 != (mask & ~0x3FF))
         {
             return -1;
@@ -271,45 +229,18 @@ public final class RecordCodec
     {
         final int slots = Math.max(0, Math.min(c.slotCount, c.slotChunkId.length));
         int i = putVarLong(buffer, offset, c.status);
-        final int maskAt = i;
+        final int mask = present(slots, 0) | present(c.outTransferId, 1) | present(c.hitChunks, 2) |
+            present(c.slotCapacity, 3) | present(c.removedCount, 4) | present(c.chunkBytes, 5) |
+            present(c.slotBytes, 6);
+        buffer.putByte(i, (byte)mask);
         i += 1;
-        int mask = 0;
-        if (0 != slots)
-        {
-            mask |= 1;
-            i = putVarLong(buffer, i, slots);
-        }
-        if (0 != c.outTransferId)
-        {
-            mask |= 1 << 1;
-            i = putVarLong(buffer, i, c.outTransferId);
-        }
-        if (0 != c.hitChunks)
-        {
-            mask |= 1 << 2;
-            i = putVarLong(buffer, i, c.hitChunks);
-        }
-        if (0 != c.slotCapacity)
-        {
-            mask |= 1 << 3;
-            i = putVarLong(buffer, i, c.slotCapacity);
-        }
-        if (0 != c.removedCount)
-        {
-            mask |= 1 << 4;
-            i = putVarLong(buffer, i, c.removedCount);
-        }
-        if (0 != c.chunkBytes)
-        {
-            mask |= 1 << 5;
-            i = putVarLong(buffer, i, c.chunkBytes);
-        }
-        if (0 != c.slotBytes)
-        {
-            mask |= 1 << 6;
-            i = putVarLong(buffer, i, c.slotBytes);
-        }
-        buffer.putByte(maskAt, (byte)mask);
+        i = putPresent(buffer, i, slots);
+        i = putPresent(buffer, i, c.outTransferId);
+        i = putPresent(buffer, i, c.hitChunks);
+        i = putPresent(buffer, i, c.slotCapacity);
+        i = putPresent(buffer, i, c.removedCount);
+        i = putPresent(buffer, i, c.chunkBytes);
+        i = putPresent(buffer, i, c.slotBytes);
         for (int k = 0; k < slots; k++)
         {
             i = putVarLong(buffer, i, c.slotRangeIndex[k]);
@@ -323,6 +254,22 @@ public final class RecordCodec
             i += length;
         }
         return i;
+    }
+
+    /**
+     * A field's bit of a presence mask: set when the field is not zero.
+     */
+    private static int present(final long value, final int bit)
+    {
+        return 0 != value ? 1 << bit : 0;
+    }
+
+    /**
+     * Writes a field the presence mask says is there: a varint unless the value is zero.
+     */
+    private static int putPresent(final MutableDirectBuffer buffer, final int offset, final long value)
+    {
+        return 0 != value ? putVarLong(buffer, offset, value) : offset;
     }
 
     /**
@@ -409,6 +356,16 @@ public final class RecordCodec
                 malformed = true;
             }
             return (int)v;
+        }
+
+        long present(final int mask, final int bit)
+        {
+            return 0 != (mask & (1 << bit)) ? next() : 0;
+        }
+
+        int presentInt(final int mask, final int bit)
+        {
+            return 0 != (mask & (1 << bit)) ? nextInt() : 0;
         }
 
         boolean isMalformed()
