@@ -1,6 +1,9 @@
 package io.kvstash.pipeline;
 
 import com.lmax.disruptor.EventPoller;
+import io.kvstash.core.StoreCounters;
+import io.kvstash.pipeline.journal.JournalWriter;
+import org.agrona.ErrorHandler;
 import org.agrona.concurrent.Agent;
 import org.agrona.concurrent.BackoffIdleStrategy;
 import org.agrona.concurrent.IdleStrategy;
@@ -21,8 +24,9 @@ import java.util.concurrent.TimeUnit;
  * load, and never between a response and the next request of a client waiting for it (a write per idle
  * cycle would add one to every round trip of a one-in-flight client).
  * <p>
- * Owner: the thread that runs it, which alone touches the {@link io.kvstash.pipeline.journal.JournalWriter}
- * until the pipeline closes.
+ * A failing journal (disk full) is reported once, counted in ERRORS and switched off; the pipeline goes on.
+ * <p>
+ * Owner: the thread that runs it, which alone touches the {@link JournalWriter} until the pipeline closes.
  */
 final class JournalAgent implements Agent
 {
@@ -36,16 +40,26 @@ final class JournalAgent implements Agent
     static final long FLUSH_INTERVAL_NS = TimeUnit.MILLISECONDS.toNanos(1);
 
     private final EventPoller<RequestEvent> poller;
-    private final Stages.Journal journal;
+    private final JournalWriter writer;
+    private final ErrorHandler errorHandler;
+    private final StoreCounters counters;
     private final String roleName;
     private final EventPoller.Handler<RequestEvent> handler = this::onEvent;
     private int count;
     private long firstStagedNs;
+    private boolean failed;
 
-    JournalAgent(final EventPoller<RequestEvent> poller, final Stages.Journal journal, final String roleName)
+    JournalAgent(
+        final EventPoller<RequestEvent> poller,
+        final JournalWriter writer,
+        final ErrorHandler errorHandler,
+        final StoreCounters counters,
+        final String roleName)
     {
         this.poller = poller;
-        this.journal = journal;
+        this.writer = writer;
+        this.errorHandler = errorHandler;
+        this.counters = counters;
         this.roleName = roleName;
     }
 
@@ -70,13 +84,13 @@ final class JournalAgent implements Agent
     @Override
     public int doWork() throws Exception
     {
-        final int before = journal.stagedBytes();
+        final int before = writer.stagedBytes();
         count = 0;
         poller.poll(handler);
-        final int staged = journal.stagedBytes();
+        final int staged = writer.stagedBytes();
         if (staged >= FLUSH_BYTES)
         {
-            journal.flush();
+            flush();
         }
         else if (staged > 0)
         {
@@ -86,7 +100,7 @@ final class JournalAgent implements Agent
             }
             else if (0 == count && System.nanoTime() - firstStagedNs >= FLUSH_INTERVAL_NS)
             {
-                journal.flush();
+                flush();
             }
         }
         return count;
@@ -101,7 +115,39 @@ final class JournalAgent implements Agent
 
     private boolean onEvent(final RequestEvent event, final long sequence, final boolean endOfBatch)
     {
-        journal.append(event);
+        if (!failed)
+        {
+            try
+            {
+                writer.append(event.command, event.clientIndex, event.decodeStatus);
+            }
+            catch (final Throwable ex)
+            {
+                fail(ex);
+            }
+        }
         return ++count < MAX_EVENTS_PER_POLL;
+    }
+
+    private void flush()
+    {
+        if (!failed)
+        {
+            try
+            {
+                writer.flush();
+            }
+            catch (final Throwable ex)
+            {
+                fail(ex);
+            }
+        }
+    }
+
+    private void fail(final Throwable ex)
+    {
+        failed = true;
+        counters.addAtomic(StoreCounters.ERRORS, 1);
+        errorHandler.onError(new IllegalStateException("journal disabled after a write failure", ex));
     }
 }

@@ -75,8 +75,6 @@ public final class Pipeline implements AutoCloseable
         final SlotAssigner assigner = new SlotAssigner(storeContext);
         final DataMover mover = new DataMover(storeContext, context.pool(), counters);
         journalWriter = openJournal(context);
-        final Stages.Journal journal = null == journalWriter ? null :
-            new Stages.Journal(journalWriter, context.errorHandler(), counters);
         final Stages.Publish publish = new Stages.Publish(context.responseSink(), counters, latency,
             context.clock(), context.latencyEnabled(), context.errorHandler());
         final PipelineExceptionHandler exceptionHandler =
@@ -90,7 +88,7 @@ public final class Pipeline implements AutoCloseable
                 final EventPoller<RequestEvent> poller = ring.newPoller();
                 ring.addGatingSequences(poller.getSequence());
                 // The journal follows the stages in the same duty cycle, on the same thread.
-                journalAgent = newJournalAgent(journal, poller.getSequence());
+                journalAgent = newJournalAgent(poller.getSequence());
                 agent = new PipelineAgent(poller, inline, journalAgent, context.threadNamePrefix() + "pipeline");
                 break;
             }
@@ -102,7 +100,7 @@ public final class Pipeline implements AutoCloseable
                 processor.setExceptionHandler(exceptionHandler);
                 addProcessor(processor, "pipeline");
                 ring.addGatingSequences(processor.getSequence());
-                journalAgent = newJournalAgent(journal, processor.getSequence());
+                journalAgent = newJournalAgent(processor.getSequence());
                 break;
             }
             case THREAD_PER_STAGE:
@@ -124,7 +122,7 @@ public final class Pipeline implements AutoCloseable
                 addProcessor(publishProcessor, "publish");
                 final List<Sequence> gating = new ArrayList<>();
                 gating.add(publishProcessor.getSequence());
-                journalAgent = newJournalAgent(journal, commitProcessor.getSequence());
+                journalAgent = newJournalAgent(commitProcessor.getSequence());
                 for (final BatchEventProcessor<RequestEvent> processor : processors)
                 {
                     processor.setExceptionHandler(exceptionHandler);
@@ -139,15 +137,16 @@ public final class Pipeline implements AutoCloseable
      * The journal's agent behind a sequence (the stages' decisions), gating the ring, or null without a
      * journal.
      */
-    private JournalAgent newJournalAgent(final Stages.Journal journal, final Sequence behind)
+    private JournalAgent newJournalAgent(final Sequence behind)
     {
-        if (null == journal)
+        if (null == journalWriter)
         {
             return null;
         }
         final EventPoller<RequestEvent> poller = ring.newPoller(behind);
         ring.addGatingSequences(poller.getSequence());
-        return new JournalAgent(poller, journal, context.threadNamePrefix() + "journal");
+        return new JournalAgent(poller, journalWriter, context.errorHandler(), context.counters(),
+            context.threadNamePrefix() + "journal");
     }
 
     private Stages.Inline newInline(

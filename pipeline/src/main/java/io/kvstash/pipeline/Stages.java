@@ -8,7 +8,6 @@ import io.kvstash.core.Status;
 import io.kvstash.core.StoreCommand;
 import io.kvstash.core.StoreCounters;
 import io.kvstash.core.book.ChunkBook;
-import io.kvstash.pipeline.journal.JournalWriter;
 import io.kvstash.pipeline.latency.LatencyRecorders;
 import org.agrona.ErrorHandler;
 import org.agrona.concurrent.NanoClock;
@@ -21,9 +20,9 @@ import org.agrona.concurrent.NanoClock;
  *   nothing to reserve, which it marks done so later stages pass it through;</li>
  *   <li>{@link SlotAssign}: the {@link SlotAssigner}, turning slot ids into pool offsets;</li>
  *   <li>{@link Commit}: the {@link DataMover}, moving copy-transport bytes and owning the DATA counters;</li>
- *   <li>{@link Publish}: the response sink, the REQUESTS counters and every latency recorder;</li>
- *   <li>{@link Journal}: the journal writer, behind the stages on its own thread ({@link JournalAgent}).</li>
+ *   <li>{@link Publish}: the response sink, the REQUESTS counters and every latency recorder.</li>
  * </ul>
+ * The journal, beside publish, is {@link JournalAgent}: it owns the journal writer.
  * A stage never reads another stage's state; what a later stage needs travels in the event.
  */
 final class Stages
@@ -215,70 +214,6 @@ final class Stages
                     latency.recordStage(LatencyRecorders.STAGE_PUBLISH, start - commitEnd, end - start);
                 }
             }
-        }
-    }
-
-    /**
-     * Journal stage, beside publish: appends each finished request and its outcome. Owner: the thread that
-     * runs the {@link JournalAgent}. A failing journal (disk full) is logged once and switched off; the
-     * pipeline goes on.
-     */
-    static final class Journal
-    {
-        private final JournalWriter writer;
-        private final ErrorHandler errorHandler;
-        private final StoreCounters counters;
-        private boolean failed;
-
-        Journal(final JournalWriter writer, final ErrorHandler errorHandler, final StoreCounters counters)
-        {
-            this.writer = writer;
-            this.errorHandler = errorHandler;
-            this.counters = counters;
-        }
-
-        void append(final RequestEvent event)
-        {
-            if (failed)
-            {
-                return;
-            }
-            try
-            {
-                writer.append(event.command, event.clientIndex, event.decodeStatus);
-            }
-            catch (final Throwable ex)
-            {
-                fail(ex);
-            }
-        }
-
-        int stagedBytes()
-        {
-            return writer.stagedBytes();
-        }
-
-        void flush()
-        {
-            if (failed)
-            {
-                return;
-            }
-            try
-            {
-                writer.flush();
-            }
-            catch (final Throwable ex)
-            {
-                fail(ex);
-            }
-        }
-
-        private void fail(final Throwable ex)
-        {
-            failed = true;
-            counters.addAtomic(StoreCounters.ERRORS, 1);
-            errorHandler.onError(new IllegalStateException("journal disabled after a write failure", ex));
         }
     }
 
