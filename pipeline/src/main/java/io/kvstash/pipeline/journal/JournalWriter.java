@@ -43,6 +43,7 @@ public final class JournalWriter implements AutoCloseable
     private final UnsafeBuffer buffer;
     private final CRC32C crc = new CRC32C();
     private long stagingStart;
+    private long segmentEnd;
     private int stagingPosition;
     private long records;
 
@@ -59,6 +60,7 @@ public final class JournalWriter implements AutoCloseable
         throws IOException
     {
         this.segmentBytes = segmentBytes;
+        this.segmentEnd = segmentBytes;
         this.maxRecordLength = JournalDescriptor.RECORD_HEADER_LENGTH +
             RecordCodec.maxBodyLength(context.maxChunksPerRequest(), context.maxInlineBytes());
         if (maxRecordLength + JournalDescriptor.HEADER_LENGTH > segmentBytes)
@@ -257,11 +259,9 @@ public final class JournalWriter implements AutoCloseable
      */
     private int reserve(final int bytes) throws IOException
     {
-        final long offsetInSegment = length() % segmentBytes;
-        if (offsetInSegment + bytes > segmentBytes)
+        if (length() + bytes > segmentEnd)
         {
-            final int remaining = (int)(segmentBytes - offsetInSegment);
-            final long nextSegment = length() + remaining;
+            final int remaining = (int)(segmentEnd - length());
             if (remaining >= JournalDescriptor.RECORD_HEADER_LENGTH)
             {
                 if (stagingPosition + JournalDescriptor.RECORD_HEADER_LENGTH > staging.capacity())
@@ -277,7 +277,8 @@ public final class JournalWriter implements AutoCloseable
             }
             // the padding's body is a hole in the file: only its header is written
             flush();
-            stagingStart = nextSegment;
+            stagingStart = segmentEnd;
+            segmentEnd += segmentBytes;
         }
         if (stagingPosition + bytes > staging.capacity())
         {
