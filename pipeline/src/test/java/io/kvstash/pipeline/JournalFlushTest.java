@@ -32,15 +32,9 @@ class JournalFlushTest
     void recordsReachTheFileWithoutAClose(final ThreadingMode mode, @TempDir final Path dir) throws Exception
     {
         final Path journal = dir.resolve("capture.journal");
-        final StoreContext storeContext = new StoreContext().poolSizeBytes(64 * 4096L).alignment(4096)
-            .chunkTokens(256).conclude();
+        final StoreContext storeContext = PipelineTraceReplayTest.storeContext(64).conclude();
         final PipelineCaller.Router router = new PipelineCaller.Router(1, storeContext);
-        final PipelineContext context = new PipelineContext()
-            .storeContext(storeContext)
-            .threadingMode(mode)
-            .waitMode(ThreadingMode.THREAD_PER_STAGE == mode ? WaitMode.YIELDING : WaitMode.BACKOFF)
-            .journalFile(journal)
-            .responseSink(router);
+        final PipelineContext context = PipelineTraceReplayTest.context(mode, storeContext, router).journalFile(journal);
         try (Pipeline pipeline = new Pipeline(context).start())
         {
             final PipelineCaller caller = new PipelineCaller(pipeline, router, 0);

@@ -52,6 +52,19 @@ class PipelineTraceReplayTest
         return new StoreContext().poolSizeBytes(capacityChunks * 4096L).alignment(4096).chunkTokens(256);
     }
 
+    /**
+     * A pipeline of the tests' kind: the mode's wait strategy (yielding for four stage threads on two cores,
+     * backoff otherwise), the given store and sink.
+     */
+    static PipelineContext context(final ThreadingMode mode, final StoreContext storeContext, final ResponseSink sink)
+    {
+        return new PipelineContext()
+            .storeContext(storeContext)
+            .threadingMode(mode)
+            .waitMode(ThreadingMode.THREAD_PER_STAGE == mode ? WaitMode.YIELDING : WaitMode.BACKOFF)
+            .responseSink(sink);
+    }
+
     static long replayTrace(final PipelineCaller caller, final int requests)
     {
         assertEquals(Status.OK, caller.register(INSTANCE, Layout.of("m", 1, 0, 1, 4, Dtype.FLOAT16, false)).status);
@@ -89,12 +102,7 @@ class PipelineTraceReplayTest
     {
         final StoreContext storeContext = storeContext(capacityChunks).conclude();
         final PipelineCaller.Router router = new PipelineCaller.Router(1, storeContext);
-        final PipelineContext context = new PipelineContext()
-            .storeContext(storeContext)
-            .threadingMode(mode)
-            .waitMode(ThreadingMode.THREAD_PER_STAGE == mode ? WaitMode.YIELDING : WaitMode.BACKOFF)
-            .journalFile(journal)
-            .responseSink(router);
+        final PipelineContext context = context(mode, storeContext, router).journalFile(journal);
         try (Pipeline pipeline = new Pipeline(context).start())
         {
             final long hits = replayTrace(new PipelineCaller(pipeline, router, 0), Integer.MAX_VALUE);
