@@ -106,6 +106,7 @@ public final class ChaosCommand implements Callable<Integer>
         return nonZero(report, "checksum_mismatches") || nonZero(report, "leaked_reservations") ||
             nonZero(report, "leaked_pins") || nonZero(report, "pending_transfers") ||
             nonZero(report, "worker_crashes") || nonZero(report, "late_writes") || nonZero(report, "fuzz_unanswered") ||
+            nonZero(report, "fuzz_stalls_over_100ms") ||
             nonZero(report, "soak_checksum_mismatches") || nonZero(report, "soak_stale_files") ||
             Boolean.FALSE.equals(report.get("free_plus_readable_equals_total")) ||
             Boolean.FALSE.equals(report.get("fuzz_server_alive")) ||

@@ -659,6 +659,9 @@ public final class ChaosRunner
             report.put("fuzz_client_gc_count", gcAfter[0] - gcBefore[0]);
             report.put("fuzz_client_gc_ms", gcAfter[1] - gcBefore[1]);
             server.signal("TERM");
+            final String[] serverGc = server.await("GC ", 20_000).split(" ");
+            report.put("fuzz_server_gc_count", Long.parseLong(serverGc[1]));
+            report.put("fuzz_server_gc_ms", Long.parseLong(serverGc[2]));
             server.waitFor(20_000);
         }
         finally
@@ -822,7 +825,10 @@ public final class ChaosRunner
     /**
      * Collections and milliseconds of collection of this JVM so far.
      */
-    private static long[] gc()
+    /**
+     * Collections and milliseconds spent collecting in this JVM so far.
+     */
+    static long[] gc()
     {
         long count = 0;
         long ms = 0;
