@@ -102,4 +102,80 @@ class InProcessSmokeTest
             assertEquals(Status.OK, client.ping().status());
         }
     }
+
+    @ParameterizedTest
+    @EnumSource(ThreadingMode.class)
+    void shouldHoldTheNextPrepareWhileWritingTheCurrentChunkWithCommitsNotAwaited(final ThreadingMode mode)
+        throws Exception
+    {
+        dir = TestDirs.newDirectory("pipelined");
+        final ServerContext serverContext = new ServerContext()
+            .directory(dir)
+            .threadingMode(mode)
+            .storeContext(new StoreContext().poolSizeBytes(16L << 20));
+        try (KvStashServer server = KvStashServer.launch(serverContext);
+            KvStashClient client = KvStashClient.connect(new ClientContext().directory(dir)))
+        {
+            final long chunkBytes = client.register(1, Layout.of("llama", 1, 0, 1, 16, Dtype.BFLOAT16, false))
+                .chunkBytes();
+            final int chunks = 40;
+            final long[] commitStatus = new long[chunks];
+            final int[] commitsAnswered = new int[1];
+            final KvStashClient.ResponseHandler handler = response ->
+            {
+                assertEquals(io.kvstash.core.RequestType.COMMIT_STORE, response.requestType(), response.toString());
+                commitStatus[commitsAnswered[0]++] = response.status();
+            };
+            client.asyncHandler(handler);
+            final ClientResponse[] ahead = { client.newResponse(), client.newResponse() };
+            final UnsafeBuffer view = new UnsafeBuffer(0, 0);
+            long next = client.sendKeyed(io.kvstash.core.RequestType.PREPARE_STORE, 1, ChunkKeys.ofIds(1000), 0);
+            long previousTransfer = 0;
+            for (int i = 0; i < chunks; i++)
+            {
+                final ClientResponse prepared = client.await(next, ahead[i & 1]);
+                assertEquals(Status.OK, prepared.status(), prepared.toString());
+                assertNotEquals(previousTransfer, prepared.transferId());
+                previousTransfer = prepared.transferId();
+                if (i + 1 < chunks)
+                {
+                    // The next chunk's prepare goes out before this chunk is written; its answer lands in the
+                    // other flyweight and leaves this one intact.
+                    next = client.sendKeyed(io.kvstash.core.RequestType.PREPARE_STORE, 1, ChunkKeys.ofIds(1001 + i), 0);
+                    assertTrue(next > 0);
+                }
+                assertTrue(client.isStillReserved(prepared, 0));
+                client.slotView(prepared, 0, view);
+                for (int b = 0; b < chunkBytes; b += 8)
+                {
+                    view.putLong(b, (1000L + i) * 31 + b);
+                }
+                assertTrue(client.sendSimple(io.kvstash.core.RequestType.COMMIT_STORE, 1, prepared.transferId(), 0) > 0);
+            }
+            final long deadline = System.nanoTime() + 10_000_000_000L;
+            while (commitsAnswered[0] < chunks && System.nanoTime() < deadline)
+            {
+                client.poll(handler, 16);
+            }
+            assertEquals(chunks, commitsAnswered[0]);
+            for (final long status : commitStatus)
+            {
+                assertEquals(Status.OK, status);
+            }
+            client.asyncHandler(null);
+            for (int i = 0; i < chunks; i++)
+            {
+                final ClientResponse r = client.prepareRetrieve(1, ChunkKeys.ofIds(1000 + i));
+                assertEquals(Status.OK, r.status(), r.toString());
+                client.slotView(r, 0, view);
+                for (int b = 0; b < chunkBytes; b += 8)
+                {
+                    assertEquals((1000L + i) * 31 + b, view.getLong(b));
+                }
+                assertEquals(Status.OK, client.commitRetrieve(1, r.transferId()).status());
+            }
+            assertEquals(chunks, server.counters().get(StoreCounters.STORED_CHUNKS));
+            assertEquals(0, client.orphanResponses());
+        }
+    }
 }

@@ -37,6 +37,11 @@ public final class ClientResponse
         this.length = length;
     }
 
+    int capacity()
+    {
+        return buffer.capacity();
+    }
+
     /**
      * Correlation id of the request answered.
      *

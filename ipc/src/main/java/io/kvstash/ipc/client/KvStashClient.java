@@ -677,9 +677,27 @@ public final class KvStashClient implements AutoCloseable
     }
 
     /**
-     * Waits for the response of a correlation id into a given flyweight; others go to the async handler.
+     * A response flyweight sized for this client's response ring, for a caller that keeps several responses
+     * at once: a worker that sends the next chunk's prepare before it writes the current chunk (so the
+     * server decides while the bytes move) holds both prepares' slots. Allocate it once, outside the loop.
+     *
+     * @return a new flyweight.
      */
-    private ClientResponse await(final long correlationId, final ClientResponse target)
+    public ClientResponse newResponse()
+    {
+        return new ClientResponse(response.capacity());
+    }
+
+    /**
+     * Waits for the response of a correlation id into the caller's flyweight (see {@link #newResponse()});
+     * other responses go to the async handler.
+     *
+     * @param correlationId id returned by a send.
+     * @param target        where the response is copied; valid until the caller reuses it.
+     * @return {@code target}.
+     * @throws KvStashException when the server is gone, restarted, or silent past the timeout.
+     */
+    public ClientResponse await(final long correlationId, final ClientResponse target)
     {
         final long start = System.nanoTime();
         long nextCheck = start + context.livenessCheckNs();

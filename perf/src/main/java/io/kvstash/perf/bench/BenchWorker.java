@@ -203,7 +203,6 @@ public final class BenchWorker
             final Path dir = Path.of(stringOf(c, "dir"));
             final Path copyFile = Path.of(stringOf(c, "copy_file"));
             final String waitMode = stringOf(c, "wait");
-            final boolean asyncCommits = Boolean.TRUE.equals(c.get("async_commits"));
             final String label = BenchSupport.size(chunkBytes);
 
             final UnsafeBuffer source = new UnsafeBuffer(BufferUtil.allocateDirectAligned(chunkBytes, 4096));
@@ -241,8 +240,8 @@ public final class BenchWorker
                 final Series store = new Series("store", reps);
                 final Series copyOut = new Series("copy_out", reps);
                 final Series retrieve = new Series("retrieve", reps);
-                final Series storeAsync = new Series("store_async", reps);
-                final Series retrieveAsync = new Series("retrieve_async", reps);
+                final Series storePipelined = new Series("store_pipelined", reps);
+                final Series retrievePipelined = new Series("retrieve_pipelined", reps);
                 final Loops loops = new Loops(client, keys, source, destination, copyRegion, copySlots, chunkBytes);
                 long gcSteady = 0;
                 // The keys and buffers above are set-up garbage: collect it before the measured loops.
@@ -258,24 +257,23 @@ public final class BenchWorker
                     final long gc2 = BenchSupport.gcCount();
                     final double re = loops.retrieve(chunksPerRep, measured ? retrieve.perChunk : null);
                     final long gc3 = BenchSupport.gcCount();
-                    final double sa = asyncCommits ?
-                        loops.storeAsyncCommit(chunksPerRep, measured ? storeAsync.perChunk : null) : Double.NaN;
-                    final double ra = asyncCommits ?
-                        loops.retrieveAsyncCommit(chunksPerRep, measured ? retrieveAsync.perChunk : null) : Double.NaN;
+                    final double sp = loops.storePipelined(chunksPerRep, measured ? storePipelined.perChunk : null);
+                    final double rp = loops.retrievePipelined(chunksPerRep, measured ? retrievePipelined.perChunk : null);
+                    final long gc5 = BenchSupport.gcCount();
                     if (measured)
                     {
                         copyIn.gbps[rep] = in;
                         store.gbps[rep] = st;
                         copyOut.gbps[rep] = outGbps;
                         retrieve.gbps[rep] = re;
-                        storeAsync.gbps[rep] = sa;
-                        retrieveAsync.gbps[rep] = ra;
-                        gcSteady += (gc1 - gc0) + (gc3 - gc2);
+                        storePipelined.gbps[rep] = sp;
+                        retrievePipelined.gbps[rep] = rp;
+                        gcSteady += (gc1 - gc0) + (gc3 - gc2) + (gc5 - gc3);
                     }
                     progress(BenchSupport.fmt("%s %s %s %d/%d: copy in %.2f, store %.2f, copy out %.2f, retrieve %.2f%s",
                         label, waitMode, measured ? "rep" : "warm-up", measured ? rep + 1 : rep + warmups + 1,
-                        measured ? reps : warmups, in, st, outGbps, re, asyncCommits ?
-                        BenchSupport.fmt("; commits not awaited: store %.2f, retrieve %.2f GB/s", sa, ra) : " GB/s"));
+                        measured ? reps : warmups, in, st, outGbps, re,
+                        BenchSupport.fmt("; pipelined: store %.2f, retrieve %.2f GB/s", sp, rp)));
                 }
                 result.put("chunk_bytes", chunkBytes);
                 result.put("chunks_per_rep", chunksPerRep);
@@ -284,11 +282,8 @@ public final class BenchWorker
                 result.put("store", store.toMap());
                 result.put("copy_out", copyOut.toMap());
                 result.put("retrieve", retrieve.toMap());
-                if (asyncCommits)
-                {
-                    result.put("store_async", storeAsync.toMap());
-                    result.put("retrieve_async", retrieveAsync.toMap());
-                }
+                result.put("store_pipelined", storePipelined.toMap());
+                result.put("retrieve_pipelined", retrievePipelined.toMap());
                 result.put("gc_worker", gcSteady);
                 result.put("orphans", client.orphanResponses());
             }
@@ -336,6 +331,7 @@ public final class BenchWorker
             this.copyRegion = copyRegion;
             this.copySlots = copySlots;
             this.chunkBytes = chunkBytes;
+            this.ahead = new ClientResponse[]{ client.newResponse(), client.newResponse() };
         }
 
         double copyIn(final int chunks, final Histogram h)
@@ -455,30 +451,37 @@ public final class BenchWorker
         }
 
         /**
-         * The store loop with the COMMIT_STORE sent without waiting for its answer (non-blocking send; the
-         * answer is checked when it arrives, during the next prepare's wait): one round trip per chunk.
+         * The store loop as a worker streaming a prompt's chunks should run it: the next chunk's PREPARE_STORE
+         * is sent before the current chunk's bytes are written, so the server decides while the bytes move,
+         * and each COMMIT_STORE is sent without waiting (its answer is checked when it arrives, before the
+         * prepare two chunks on). Every chunk still goes prepare, write, commit; two requests are in flight.
          */
-        double storeAsyncCommit(final int chunks, final Histogram h)
+        double storePipelined(final int chunks, final Histogram h)
         {
             final KvStashClient client = this.client;
             client.asyncHandler(commits);
             repFirstKey = keyCursor;
             final long start = System.nanoTime();
             long t0 = start;
+            int k = keyCursor;
+            long nextPrepare = sendPrepare(RequestType.PREPARE_STORE, k);
             for (int i = 0; i < chunks; i++)
             {
-                final int k = keyCursor;
-                keyCursor = k + 1 == keys.length ? 0 : k + 1;
-                final ClientResponse prepared = client.prepareStore(1, keys[k]);
+                final ClientResponse prepared = client.await(nextPrepare, ahead[i & 1]);
                 if (!prepared.isOk() || 1 != prepared.slotCount() || !client.isStillReserved(prepared, 0))
                 {
                     throw new IllegalStateException("prepare store failed: " + prepared);
                 }
-                final long transferId = prepared.transferId();
+                final int next = k + 1 == keys.length ? 0 : k + 1;
+                if (i + 1 < chunks)
+                {
+                    nextPrepare = sendPrepare(RequestType.PREPARE_STORE, next);
+                }
                 client.slotView(prepared, 0, slotView);
                 source.putLong(0, k);
                 slotView.putBytes(0, source, 0, chunkBytes);
-                sendCommit(RequestType.COMMIT_STORE, transferId);
+                sendCommit(RequestType.COMMIT_STORE, prepared.transferId());
+                k = next;
                 if (null != h)
                 {
                     final long t1 = System.nanoTime();
@@ -486,36 +489,43 @@ public final class BenchWorker
                     t0 = t1;
                 }
             }
+            keyCursor = k;
             commits.drain(client);
             return gbps(chunks, System.nanoTime() - start);
         }
 
         /**
-         * The retrieve loop with the COMMIT_RETRIEVE sent without waiting for its answer.
+         * The retrieve loop with the next chunk's PREPARE_RETRIEVE sent before the current chunk is read and
+         * the COMMIT_RETRIEVE not awaited, as {@link #storePipelined}.
          */
-        double retrieveAsyncCommit(final int chunks, final Histogram h)
+        double retrievePipelined(final int chunks, final Histogram h)
         {
             final KvStashClient client = this.client;
             client.asyncHandler(commits);
             int k = repFirstKey;
             final long start = System.nanoTime();
             long t0 = start;
+            long nextPrepare = sendPrepare(RequestType.PREPARE_RETRIEVE, k);
             for (int i = 0; i < chunks; i++)
             {
-                final ClientResponse prepared = client.prepareRetrieve(1, keys[k]);
+                final ClientResponse prepared = client.await(nextPrepare, ahead[i & 1]);
                 if (!prepared.isOk() || 1 != prepared.slotCount())
                 {
                     throw new IllegalStateException("prepare retrieve failed: " + prepared);
                 }
-                final long transferId = prepared.transferId();
+                final int next = k + 1 == keys.length ? 0 : k + 1;
+                if (i + 1 < chunks)
+                {
+                    nextPrepare = sendPrepare(RequestType.PREPARE_RETRIEVE, next);
+                }
                 client.slotView(prepared, 0, slotView);
                 destination.putBytes(0, slotView, 0, chunkBytes);
                 if (!client.isStillReadable(prepared, 0) || destination.getLong(0) != k)
                 {
                     throw new IllegalStateException("retrieve read the wrong chunk");
                 }
-                sendCommit(RequestType.COMMIT_RETRIEVE, transferId);
-                k = k + 1 == keys.length ? 0 : k + 1;
+                sendCommit(RequestType.COMMIT_RETRIEVE, prepared.transferId());
+                k = next;
                 if (null != h)
                 {
                     final long t1 = System.nanoTime();
@@ -527,16 +537,34 @@ public final class BenchWorker
             return gbps(chunks, System.nanoTime() - start);
         }
 
-        private void sendCommit(final int type, final long transferId)
+        private long sendPrepare(final int type, final int key)
         {
-            while (client.sendSimple(type, 1, transferId, 0) < 0)
+            long correlationId;
+            while ((correlationId = client.sendKeyed(type, 1, keys[key], 0)) < 0)
             {
                 client.poll(commits, 64);
+            }
+            return correlationId;
+        }
+
+        private void sendCommit(final int type, final long transferId)
+        {
+            // Two or three small requests in flight never fill the ring; answers are not polled here because
+            // the next prepare's answer may be among them.
+            final long deadline = System.nanoTime() + 10_000_000_000L;
+            while (client.sendSimple(type, 1, transferId, 0) < 0)
+            {
+                if (System.nanoTime() - deadline > 0)
+                {
+                    throw new IllegalStateException("request ring stayed full");
+                }
+                Thread.onSpinWait();
             }
             commits.sent++;
         }
 
         private final Commits commits = new Commits();
+        private final ClientResponse[] ahead;
 
         private double gbps(final int chunks, final long ns)
         {

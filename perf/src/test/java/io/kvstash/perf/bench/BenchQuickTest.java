@@ -77,6 +77,11 @@ class BenchQuickTest
             }
             assertSane(name, ratios.get(name));
         }
+        // The headline store/retrieve ratios are the pipelined worker's; the serial worker's are beside them.
+        final Map<String, Object> serial = (Map<String, Object>)report.get("ratios_serial");
+        assertNotNull(serial, stdout);
+        assertSane("ratios_serial.store_vs_copy", serial.get("store_vs_copy"));
+        assertSane("ratios_serial.retrieve_vs_copy", serial.get("retrieve_vs_copy"));
         assertSane("control_p999_us", report.get("control_p999_us"));
         assertSane("control_pairs_per_s", report.get("control_pairs_per_s"));
         final Object gc = report.get("gc_count_steady");
