@@ -40,7 +40,9 @@ final class WireFuzzer
         long unanswered;
         long errorStatuses;
         long stalls;
+        long stallsDuringFuzzerGc;
         long maxResponseNs;
+        long maxResponseWithoutFuzzerGcNs;
         boolean serverAlive = true;
         String shrunk;
         String slowest;
@@ -57,6 +59,9 @@ final class WireFuzzer
             this.payload = payload;
         }
     }
+
+    private static final java.util.List<java.lang.management.GarbageCollectorMXBean> FUZZER_GC =
+        java.lang.management.ManagementFactory.getGarbageCollectorMXBeans();
 
     private final java.nio.file.Path directory;
     private final long incarnation;
@@ -132,6 +137,7 @@ final class WireFuzzer
         throws InterruptedException
     {
         result.records++;
+        final long gcBefore = fuzzerCollections();
         final long start = System.nanoTime();
         if (!raw.send(record.type, record.payload, RESPONSE_TIMEOUT_MS))
         {
@@ -149,6 +155,7 @@ final class WireFuzzer
             result.unanswered++;
             return "no answer to a record of type " + record.type + " and " + record.payload.length + " bytes";
         }
+        final boolean fuzzerCollected = fuzzerCollections() != gcBefore;
         if (elapsed > result.maxResponseNs)
         {
             result.maxResponseNs = elapsed;
@@ -160,7 +167,22 @@ final class WireFuzzer
             result.slowest = "record " + (result.records - 1) + " type " + record.type + " length " +
                 record.payload.length + " payload " + hex;
         }
-        result.stalls += elapsed > STALL_NS ? 1 : 0;
+        if (!fuzzerCollected)
+        {
+            result.maxResponseWithoutFuzzerGcNs = Math.max(result.maxResponseWithoutFuzzerGcNs, elapsed);
+        }
+        if (elapsed > STALL_NS)
+        {
+            // A collection of this JVM during the exchange stalls the fuzzer, not the server: counted apart.
+            if (fuzzerCollected)
+            {
+                result.stallsDuringFuzzerGc++;
+            }
+            else
+            {
+                result.stalls++;
+            }
+        }
         final long expected = ByteBuffer.wrap(record.payload).order(LE).getLong(0);
         if (response.getLong(WireDescriptor.RESPONSE_CORRELATION_ID_OFFSET, LE) != expected)
         {
@@ -173,6 +195,16 @@ final class WireFuzzer
             result.errorStatuses++;
         }
         return null;
+    }
+
+    private static long fuzzerCollections()
+    {
+        long count = 0;
+        for (int i = 0; i < FUZZER_GC.size(); i++)
+        {
+            count += FUZZER_GC.get(i).getCollectionCount();
+        }
+        return count;
     }
 
     private Record next(final SplittableRandom random, final long index)
