@@ -69,7 +69,7 @@ public final class BenchCommand implements Callable<Integer>
         description = "Run only some parts: data (copy, store/retrieve, redis, in-process), control (control, echo).")
     List<String> only;
 
-    @Option(names = "--reps", paramLabel = "N", description = "Measured repetitions per contender (default 7, 3 quick).")
+    @Option(names = "--reps", paramLabel = "N", description = "Measured repetitions per contender (default 15, 3 quick).")
     Integer reps;
 
     private final PrintStream stdout;
@@ -114,7 +114,7 @@ public final class BenchCommand implements Callable<Integer>
         static Settings of(final boolean quick, final Integer reps)
         {
             final Settings s = new Settings();
-            s.reps = null != reps ? reps : quick ? 3 : 7;
+            s.reps = null != reps ? reps : quick ? 3 : 15;
             s.warmups = quick ? 1 : 2;
             s.bytesPerRep = quick ? 32L << 20 : 256L << 20;
             s.minChunks = quick ? 4 : 8;
