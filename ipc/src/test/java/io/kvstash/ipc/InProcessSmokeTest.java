@@ -1,6 +1,7 @@
 package io.kvstash.ipc;
 
 import io.kvstash.core.ChunkKeys;
+import io.kvstash.core.RequestType;
 import io.kvstash.core.Status;
 import io.kvstash.core.StoreContext;
 import io.kvstash.core.StoreCounters;
@@ -35,16 +36,21 @@ class InProcessSmokeTest
         TestDirs.delete(dir);
     }
 
+    private ServerContext serverContext(final String name, final ThreadingMode mode, final long poolBytes)
+    {
+        dir = TestDirs.newDirectory(name);
+        return new ServerContext()
+            .directory(dir)
+            .threadingMode(mode)
+            .storeContext(new StoreContext().poolSizeBytes(poolBytes));
+    }
+
     @ParameterizedTest
     @EnumSource(ThreadingMode.class)
     void shouldStoreAndRetrieveThroughTheMappedPoolWhenServerAndClientShareAProcess(final ThreadingMode mode)
         throws Exception
     {
-        dir = TestDirs.newDirectory("smoke");
-        final ServerContext serverContext = new ServerContext()
-            .directory(dir)
-            .threadingMode(mode)
-            .storeContext(new StoreContext().poolSizeBytes(64L << 20));
+        final ServerContext serverContext = serverContext("smoke", mode, 64L << 20);
         try (KvStashServer server = KvStashServer.launch(serverContext);
             KvStashClient client = KvStashClient.connect(new ClientContext().directory(dir)))
         {
@@ -108,11 +114,7 @@ class InProcessSmokeTest
     void shouldHoldTheNextPrepareWhileWritingTheCurrentChunkWithCommitsNotAwaited(final ThreadingMode mode)
         throws Exception
     {
-        dir = TestDirs.newDirectory("pipelined");
-        final ServerContext serverContext = new ServerContext()
-            .directory(dir)
-            .threadingMode(mode)
-            .storeContext(new StoreContext().poolSizeBytes(16L << 20));
+        final ServerContext serverContext = serverContext("pipelined", mode, 16L << 20);
         try (KvStashServer server = KvStashServer.launch(serverContext);
             KvStashClient client = KvStashClient.connect(new ClientContext().directory(dir)))
         {
@@ -123,13 +125,13 @@ class InProcessSmokeTest
             final int[] commitsAnswered = new int[1];
             final KvStashClient.ResponseHandler handler = response ->
             {
-                assertEquals(io.kvstash.core.RequestType.COMMIT_STORE, response.requestType(), response.toString());
+                assertEquals(RequestType.COMMIT_STORE, response.requestType(), response.toString());
                 commitStatus[commitsAnswered[0]++] = response.status();
             };
             client.asyncHandler(handler);
             final ClientResponse[] ahead = { client.newResponse(), client.newResponse() };
             final UnsafeBuffer view = new UnsafeBuffer(0, 0);
-            long next = client.sendKeyed(io.kvstash.core.RequestType.PREPARE_STORE, 1, ChunkKeys.ofIds(1000), 0);
+            long next = client.sendKeyed(RequestType.PREPARE_STORE, 1, ChunkKeys.ofIds(1000), 0);
             long previousTransfer = 0;
             for (int i = 0; i < chunks; i++)
             {
@@ -141,7 +143,7 @@ class InProcessSmokeTest
                 {
                     // The next chunk's prepare goes out before this chunk is written; its answer lands in the
                     // other flyweight and leaves this one intact.
-                    next = client.sendKeyed(io.kvstash.core.RequestType.PREPARE_STORE, 1, ChunkKeys.ofIds(1001 + i), 0);
+                    next = client.sendKeyed(RequestType.PREPARE_STORE, 1, ChunkKeys.ofIds(1001 + i), 0);
                     assertTrue(next > 0);
                 }
                 assertTrue(client.isStillReserved(prepared, 0));
@@ -150,7 +152,7 @@ class InProcessSmokeTest
                 {
                     view.putLong(b, (1000L + i) * 31 + b);
                 }
-                assertTrue(client.sendSimple(io.kvstash.core.RequestType.COMMIT_STORE, 1, prepared.transferId(), 0) > 0);
+                assertTrue(client.sendSimple(RequestType.COMMIT_STORE, 1, prepared.transferId(), 0) > 0);
             }
             final long deadline = System.nanoTime() + 10_000_000_000L;
             while (commitsAnswered[0] < chunks && System.nanoTime() < deadline)

@@ -629,6 +629,31 @@ public final class BenchCommand implements Callable<Integer>
             return min;
         }
 
+        /**
+         * One worker's store and retrieve against the copy of the same repetitions, busy-spin and backoff,
+         * each the minimum over the chunks of 256 KiB and more.
+         *
+         * @param worker       "" for the serial worker, "_pipelined" for the pipelined one.
+         * @param perChunkP50  per-chunk medians (copy time / kvstash time) instead of GB/s.
+         */
+        private Map<String, Object> againstCopy(final String worker, final boolean perChunkP50)
+        {
+            final Map<String, Object> m = new LinkedHashMap<>();
+            for (final String mode : new String[]{ "", "_backoff" })
+            {
+                for (final String[] op : new String[][]{ { "store", "copy_in" }, { "retrieve", "copy_out" } })
+                {
+                    final String name = op[0] + ("".equals(mode) ? "" : "_backoff") + "_vs_copy";
+                    m.put(name, perChunkP50 ?
+                        ratio(op[1] + mode + "_p50_us", op[0] + worker + mode + "_p50_us", LARGE_CHUNKS) :
+                        ratio(op[0] + worker + mode + "_gbps", op[1] + mode + "_gbps", LARGE_CHUNKS));
+                }
+            }
+            return m;
+        }
+
+        private static final long[] LARGE_CHUNKS = { 256L << 10, 2L << 20, 32L << 20 };
+
         private static Object value(final Map<String, Map<String, Object>> m, final String mode, final String key)
         {
             final Map<String, Object> s = m.get(mode);
@@ -670,40 +695,17 @@ public final class BenchCommand implements Callable<Integer>
             ratiosBackoff.put("store_vs_redis_large", ratio("store_backoff_gbps", "redis_set_gbps", 32L << 20));
             ratiosBackoff.put("retrieve_vs_redis_large", ratio("retrieve_backoff_gbps", "redis_get_gbps", 32L << 20));
             // The worker with one request in flight: prepare, write, commit, each answer awaited before the next
-            // request goes out (two round trips per chunk on top of the copy).
-            final Map<String, Object> ratiosSerial = new LinkedHashMap<>();
-            ratiosSerial.put("store_vs_copy", ratio("store_gbps", "copy_in_gbps", 256L << 10, 2L << 20, 32L << 20));
-            ratiosSerial.put("retrieve_vs_copy", ratio("retrieve_gbps", "copy_out_gbps", 256L << 10, 2L << 20,
-                32L << 20));
-            ratiosSerial.put("store_backoff_vs_copy", ratio("store_backoff_gbps", "copy_in_backoff_gbps", 256L << 10,
-                2L << 20, 32L << 20));
-            ratiosSerial.put("retrieve_backoff_vs_copy", ratio("retrieve_backoff_gbps", "copy_out_backoff_gbps",
-                256L << 10, 2L << 20, 32L << 20));
-            // Per-chunk medians of the serial worker (time of the copy / time of the store): the typical chunk, not the loop's
-            // throughput, which a shared machine's scheduling stalls dominate.
-            final Map<String, Object> ratiosP50 = new LinkedHashMap<>();
-            ratiosP50.put("store_vs_copy", ratio("copy_in_p50_us", "store_p50_us", 256L << 10, 2L << 20, 32L << 20));
-            ratiosP50.put("retrieve_vs_copy", ratio("copy_out_p50_us", "retrieve_p50_us", 256L << 10, 2L << 20,
-                32L << 20));
-            ratiosP50.put("store_backoff_vs_copy", ratio("copy_in_backoff_p50_us", "store_backoff_p50_us", 256L << 10,
-                2L << 20, 32L << 20));
-            ratiosP50.put("retrieve_backoff_vs_copy", ratio("copy_out_backoff_p50_us", "retrieve_backoff_p50_us",
-                256L << 10, 2L << 20, 32L << 20));
-
-            // The store and retrieve loops of a worker streaming chunks: the next chunk's prepare sent before
-            // the current chunk's bytes move, commits not awaited (two requests in flight).
-            final Map<String, Object> ratiosPipelined = new LinkedHashMap<>();
-            ratiosPipelined.put("store_vs_copy", ratio("store_pipelined_gbps", "copy_in_gbps", 256L << 10, 2L << 20, 32L << 20));
-            ratiosPipelined.put("retrieve_vs_copy", ratio("retrieve_pipelined_gbps", "copy_out_gbps", 256L << 10, 2L << 20,
-                32L << 20));
-            ratiosPipelined.put("store_backoff_vs_copy", ratio("store_pipelined_backoff_gbps", "copy_in_backoff_gbps",
-                256L << 10, 2L << 20, 32L << 20));
-            ratiosPipelined.put("retrieve_backoff_vs_copy", ratio("retrieve_pipelined_backoff_gbps", "copy_out_backoff_gbps",
-                256L << 10, 2L << 20, 32L << 20));
-            ratiosPipelined.put("store_p50_vs_copy", ratio("copy_in_p50_us", "store_pipelined_p50_us", 256L << 10, 2L << 20,
-                32L << 20));
-            ratiosPipelined.put("retrieve_p50_vs_copy", ratio("copy_out_p50_us", "retrieve_pipelined_p50_us", 256L << 10,
-                2L << 20, 32L << 20));
+            // request goes out (two round trips per chunk on top of the copy); and its per-chunk medians (time of
+            // the copy / time of the store): the typical chunk, not the loop's throughput, which a shared
+            // machine's scheduling stalls dominate.
+            final Map<String, Object> ratiosSerial = againstCopy("", false);
+            final Map<String, Object> ratiosP50 = againstCopy("", true);
+            // The worker streaming chunks: the next chunk's prepare sent before the current chunk's bytes move,
+            // commits not awaited (two requests in flight).
+            final Map<String, Object> ratiosPipelined = againstCopy("_pipelined", false);
+            final Map<String, Object> pipelinedP50 = againstCopy("_pipelined", true);
+            ratiosPipelined.put("store_p50_vs_copy", pipelinedP50.get("store_vs_copy"));
+            ratiosPipelined.put("retrieve_p50_vs_copy", pipelinedP50.get("retrieve_vs_copy"));
 
             final Map<String, Object> report = new LinkedHashMap<>();
             report.put("bench", "kvstash");

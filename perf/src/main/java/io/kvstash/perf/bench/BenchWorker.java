@@ -258,7 +258,8 @@ public final class BenchWorker
                     final double re = loops.retrieve(chunksPerRep, measured ? retrieve.perChunk : null);
                     final long gc3 = BenchSupport.gcCount();
                     final double sp = loops.storePipelined(chunksPerRep, measured ? storePipelined.perChunk : null);
-                    final double rp = loops.retrievePipelined(chunksPerRep, measured ? retrievePipelined.perChunk : null);
+                    final double rp =
+                        loops.retrievePipelined(chunksPerRep, measured ? retrievePipelined.perChunk : null);
                     final long gc5 = BenchSupport.gcCount();
                     if (measured)
                     {
