@@ -827,9 +827,6 @@ public final class ChaosRunner
     // ------------------------------------------------------------------------------------------ helpers
 
     /**
-     * Collections and milliseconds of collection of this JVM so far.
-     */
-    /**
      * Collections and milliseconds spent collecting in this JVM so far.
      */
     static long[] gc()

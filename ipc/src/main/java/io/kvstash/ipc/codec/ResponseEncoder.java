@@ -25,12 +25,12 @@ public final class ResponseEncoder
 {
     private static final ByteOrder LE = ByteOrder.LITTLE_ENDIAN;
 
-    private final StoreCounters counters;
-    private final byte[] registerExtra;
     private static final int MESSAGE_CACHE_LENGTH = 256;
     private static final int MESSAGE_CACHE_PROBES = 8;
     private static final byte[] NO_MESSAGE = new byte[0];
 
+    private final StoreCounters counters;
+    private final byte[] registerExtra;
     private final String[] cachedMessages = new String[MESSAGE_CACHE_LENGTH];
     private final byte[][] cachedMessageBytes = new byte[MESSAGE_CACHE_LENGTH][];
 
