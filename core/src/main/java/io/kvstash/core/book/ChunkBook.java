@@ -428,12 +428,22 @@ public final class ChunkBook
 
     private void onRelease(final StoreCommand command)
     {
+        endTransferOf(command, TransferTable.KIND_LOOKUP, TransferTable.KIND_RETRIEVE);
+    }
+
+    /**
+     * RELEASE and ABORT_STORE: ends the command's transfer when it belongs to the command's instance and is
+     * of one of two kinds (its pins released, its reservations freed and never published), answering OK;
+     * otherwise the command is failed as {@link #instanceOrFail} or {@link #transferOrFail} failed it.
+     */
+    private void endTransferOf(final StoreCommand command, final int kindA, final int kindB)
+    {
         final int instance = instanceOrFail(command);
         if (instance < 0)
         {
             return;
         }
-        final int t = transferOrFail(command, instance, TransferTable.KIND_LOOKUP, TransferTable.KIND_RETRIEVE);
+        final int t = transferOrFail(command, instance, kindA, kindB);
         if (t < 0)
         {
             return;
@@ -582,19 +592,7 @@ public final class ChunkBook
 
     private void onAbortStore(final StoreCommand command)
     {
-        final int instance = instanceOrFail(command);
-        if (instance < 0)
-        {
-            return;
-        }
-        final int t = transferOrFail(command, instance, TransferTable.KIND_STORE, TransferTable.KIND_STORE);
-        if (t < 0)
-        {
-            return;
-        }
-        endTransfer(t);
-        command.status = Status.OK;
-        command.done = true;
+        endTransferOf(command, TransferTable.KIND_STORE, TransferTable.KIND_STORE);
     }
 
     private void onPrepareRetrieve(final StoreCommand command)
