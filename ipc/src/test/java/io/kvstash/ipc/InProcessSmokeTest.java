@@ -180,4 +180,41 @@ class InProcessSmokeTest
             assertEquals(0, client.orphanResponses());
         }
     }
+
+    @ParameterizedTest
+    @EnumSource(ThreadingMode.class)
+    void shouldCountThePrefixEveryRankHoldsWhenASchedulerLooksUpAllRanks(final ThreadingMode mode) throws Exception
+    {
+        final ServerContext serverContext = serverContext("all-ranks", mode, 16L << 20);
+        try (KvStashServer server = KvStashServer.launch(serverContext);
+            KvStashClient client = KvStashClient.connect(new ClientContext().directory(dir)))
+        {
+            for (int rank = 0; rank < 2; rank++)
+            {
+                assertEquals(Status.OK, client.register(10 + rank, Layout.of("llama", 2, rank, 1, 16, Dtype.BFLOAT16,
+                    false)).status());
+            }
+            // Rank 0 holds chunks 1..4, rank 1 only 1..2: every rank holds a prefix of two.
+            storeAndCommit(client, 10, ChunkKeys.ofIds(1, 2, 3, 4));
+            storeAndCommit(client, 11, ChunkKeys.ofIds(1, 2));
+
+            ClientResponse r = client.lookupAllRanks("llama", 2, ChunkKeys.ofIds(1, 2, 3, 4, 5));
+            assertEquals(Status.OK, r.status(), r.toString());
+            assertEquals(2, r.hitChunks());
+            r = client.lookupAllRanks("llama", 2, ChunkKeys.ofIds(3, 4));
+            assertEquals(0, r.hitChunks());
+            r = client.lookupAllRanks("other-model", 2, ChunkKeys.ofIds(1, 2));
+            assertEquals(0, r.hitChunks());
+            assertEquals(4, client.lookup(10, ChunkKeys.ofIds(1, 2, 3, 4), false).hitChunks());
+            assertEquals(6, server.counters().get(StoreCounters.READABLE_CHUNKS));
+        }
+    }
+
+    private static void storeAndCommit(final KvStashClient client, final long instance, final ChunkKeys keys)
+    {
+        final ClientResponse prepared = client.prepareStore(instance, keys);
+        assertEquals(Status.OK, prepared.status(), prepared.toString());
+        assertEquals(keys.count(), prepared.slotCount());
+        assertEquals(Status.OK, client.commitStore(instance, prepared.transferId()).status());
+    }
 }

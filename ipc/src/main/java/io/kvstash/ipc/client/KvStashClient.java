@@ -435,19 +435,26 @@ public final class KvStashClient implements AutoCloseable
             return -1;
         }
         final long correlationId = header(at, instanceId, 0, keys.salt(), flags, KEY_MODE_HASHES);
-        final MutableDirectBuffer b = requests.buffer();
-        int i = at + REQUEST_HEADER_LENGTH;
-        b.putInt(i, count, LE);
-        b.putInt(i + 4, 0, LE);
-        i += HASHES_HEADER_LENGTH;
+        putHashes(requests.buffer(), at + REQUEST_HEADER_LENGTH, keys);
+        requests.commit(length);
+        return correlationId;
+    }
+
+    /**
+     * Writes a key range in hash mode (section 6.4 of the protocol): its header, then each chunk's hash.
+     */
+    private static void putHashes(final MutableDirectBuffer b, final int offset, final ChunkKeys keys)
+    {
+        final int count = keys.count();
+        b.putInt(offset, count, LE);
+        b.putInt(offset + 4, 0, LE);
+        int i = offset + HASHES_HEADER_LENGTH;
         for (int k = 0; k < count; k++)
         {
             b.putLong(i, keys.hi(k), LE);
             b.putLong(i + 8, keys.lo(k), LE);
             i += 16;
         }
-        requests.commit(length);
-        return correlationId;
     }
 
     /**
@@ -538,15 +545,7 @@ public final class KvStashClient implements AutoCloseable
         i += 8;
         b.putBytes(i, name);
         i += pad8(name.length);
-        b.putInt(i, count, LE);
-        b.putInt(i + 4, 0, LE);
-        i += HASHES_HEADER_LENGTH;
-        for (int k = 0; k < count; k++)
-        {
-            b.putLong(i, keys.hi(k), LE);
-            b.putLong(i + 8, keys.lo(k), LE);
-            i += 16;
-        }
+        putHashes(b, i, keys);
         requests.commit(length);
         return correlationId;
     }
