@@ -251,15 +251,14 @@ public final class BenchWorker
                     final boolean measured = rep >= 0;
                     final double in = loops.copyIn(chunksPerRep, measured ? copyIn.perChunk : null);
                     final long gc0 = BenchSupport.gcCount();
-                    final double st = loops.store(chunksPerRep, measured ? store.perChunk : null);
+                    final double st = loops.store(chunksPerRep, measured ? store.perChunk : null, false);
                     final long gc1 = BenchSupport.gcCount();
                     final double outGbps = loops.copyOut(chunksPerRep, measured ? copyOut.perChunk : null);
                     final long gc2 = BenchSupport.gcCount();
-                    final double re = loops.retrieve(chunksPerRep, measured ? retrieve.perChunk : null);
+                    final double re = loops.retrieve(chunksPerRep, measured ? retrieve.perChunk : null, false);
                     final long gc3 = BenchSupport.gcCount();
-                    final double sp = loops.storePipelined(chunksPerRep, measured ? storePipelined.perChunk : null);
-                    final double rp =
-                        loops.retrievePipelined(chunksPerRep, measured ? retrievePipelined.perChunk : null);
+                    final double sp = loops.store(chunksPerRep, measured ? storePipelined.perChunk : null, true);
+                    final double rp = loops.retrieve(chunksPerRep, measured ? retrievePipelined.perChunk : null, true);
                     final long gc5 = BenchSupport.gcCount();
                     if (measured)
                     {
@@ -333,6 +332,7 @@ public final class BenchWorker
             this.copySlots = copySlots;
             this.chunkBytes = chunkBytes;
             this.ahead = new ClientResponse[]{ client.newResponse(), client.newResponse() };
+            this.committed = client.newResponse();
         }
 
         double copyIn(final int chunks, final Histogram h)
@@ -381,83 +381,14 @@ public final class BenchWorker
             return gbps(chunks, System.nanoTime() - start);
         }
 
-        double store(final int chunks, final Histogram h)
-        {
-            final KvStashClient client = this.client;
-            repFirstKey = keyCursor;
-            final long start = System.nanoTime();
-            long t0 = start;
-            for (int i = 0; i < chunks; i++)
-            {
-                final int k = keyCursor;
-                keyCursor = k + 1 == keys.length ? 0 : k + 1;
-                final ClientResponse prepared = client.prepareStore(1, keys[k]);
-                if (!prepared.isOk() || 1 != prepared.slotCount() || !client.isStillReserved(prepared, 0))
-                {
-                    throw new IllegalStateException("prepare store failed: " + prepared);
-                }
-                final long transferId = prepared.transferId();
-                client.slotView(prepared, 0, slotView);
-                source.putLong(0, k);
-                slotView.putBytes(0, source, 0, chunkBytes);
-                final ClientResponse committed = client.commitStore(1, transferId);
-                if (!committed.isOk())
-                {
-                    throw new IllegalStateException("commit store failed: " + committed);
-                }
-                if (null != h)
-                {
-                    final long t1 = System.nanoTime();
-                    BenchSupport.record(h, t1 - t0);
-                    t0 = t1;
-                }
-            }
-            return gbps(chunks, System.nanoTime() - start);
-        }
-
-        double retrieve(final int chunks, final Histogram h)
-        {
-            final KvStashClient client = this.client;
-            int k = repFirstKey;
-            final long start = System.nanoTime();
-            long t0 = start;
-            for (int i = 0; i < chunks; i++)
-            {
-                final ClientResponse prepared = client.prepareRetrieve(1, keys[k]);
-                if (!prepared.isOk() || 1 != prepared.slotCount())
-                {
-                    throw new IllegalStateException("prepare retrieve failed: " + prepared);
-                }
-                final long transferId = prepared.transferId();
-                client.slotView(prepared, 0, slotView);
-                destination.putBytes(0, slotView, 0, chunkBytes);
-                if (!client.isStillReadable(prepared, 0) || destination.getLong(0) != k)
-                {
-                    throw new IllegalStateException("retrieve read the wrong chunk");
-                }
-                final ClientResponse committed = client.commitRetrieve(1, transferId);
-                if (!committed.isOk())
-                {
-                    throw new IllegalStateException("commit retrieve failed: " + committed);
-                }
-                k = k + 1 == keys.length ? 0 : k + 1;
-                if (null != h)
-                {
-                    final long t1 = System.nanoTime();
-                    BenchSupport.record(h, t1 - t0);
-                    t0 = t1;
-                }
-            }
-            return gbps(chunks, System.nanoTime() - start);
-        }
-
         /**
-         * The store loop as a worker streaming a prompt's chunks should run it: the next chunk's PREPARE_STORE
-         * is sent before the current chunk's bytes are written, so the server decides while the bytes move,
-         * and each COMMIT_STORE is sent without waiting (its answer is checked when it arrives, before the
-         * prepare two chunks on). Every chunk still goes prepare, write, commit; two requests are in flight.
+         * Stores chunks one per request: prepare, write the slot, commit. Serial: each answer awaited before
+         * the next request goes out (two round trips per chunk on top of the copy). Pipelined, as a worker
+         * streaming a prompt's chunks should run it: the next chunk's PREPARE_STORE is sent before the current
+         * chunk's bytes are written, so the server decides while the bytes move, and each COMMIT_STORE is sent
+         * without waiting (its answer is checked when it arrives, before the prepare two chunks on).
          */
-        double storePipelined(final int chunks, final Histogram h)
+        double store(final int chunks, final Histogram h, final boolean pipelined)
         {
             final KvStashClient client = this.client;
             client.asyncHandler(commits);
@@ -474,14 +405,19 @@ public final class BenchWorker
                     throw new IllegalStateException("prepare store failed: " + prepared);
                 }
                 final int next = k + 1 == keys.length ? 0 : k + 1;
-                if (i + 1 < chunks)
+                final boolean more = i + 1 < chunks;
+                if (pipelined && more)
                 {
                     nextPrepare = sendPrepare(RequestType.PREPARE_STORE, next);
                 }
                 client.slotView(prepared, 0, slotView);
                 source.putLong(0, k);
                 slotView.putBytes(0, source, 0, chunkBytes);
-                sendCommit(RequestType.COMMIT_STORE, prepared.transferId());
+                commit(RequestType.COMMIT_STORE, prepared.transferId(), pipelined);
+                if (!pipelined && more)
+                {
+                    nextPrepare = sendPrepare(RequestType.PREPARE_STORE, next);
+                }
                 k = next;
                 if (null != h)
                 {
@@ -496,10 +432,9 @@ public final class BenchWorker
         }
 
         /**
-         * The retrieve loop with the next chunk's PREPARE_RETRIEVE sent before the current chunk is read and
-         * the COMMIT_RETRIEVE not awaited, as {@link #storePipelined}.
+         * Retrieves the chunks the last {@link #store} wrote, one per request, serial or pipelined as there.
          */
-        double retrievePipelined(final int chunks, final Histogram h)
+        double retrieve(final int chunks, final Histogram h, final boolean pipelined)
         {
             final KvStashClient client = this.client;
             client.asyncHandler(commits);
@@ -515,7 +450,8 @@ public final class BenchWorker
                     throw new IllegalStateException("prepare retrieve failed: " + prepared);
                 }
                 final int next = k + 1 == keys.length ? 0 : k + 1;
-                if (i + 1 < chunks)
+                final boolean more = i + 1 < chunks;
+                if (pipelined && more)
                 {
                     nextPrepare = sendPrepare(RequestType.PREPARE_RETRIEVE, next);
                 }
@@ -525,7 +461,11 @@ public final class BenchWorker
                 {
                     throw new IllegalStateException("retrieve read the wrong chunk");
                 }
-                sendCommit(RequestType.COMMIT_RETRIEVE, prepared.transferId());
+                commit(RequestType.COMMIT_RETRIEVE, prepared.transferId(), pipelined);
+                if (!pipelined && more)
+                {
+                    nextPrepare = sendPrepare(RequestType.PREPARE_RETRIEVE, next);
+                }
                 k = next;
                 if (null != h)
                 {
@@ -548,14 +488,19 @@ public final class BenchWorker
             return correlationId;
         }
 
-        private void sendCommit(final int type, final long transferId)
+        /**
+         * Sends a commit. Serial: waits for its answer and checks it. Pipelined: the async handler checks the
+         * answer when it arrives.
+         */
+        private void commit(final int type, final long transferId, final boolean pipelined)
         {
             // Two or three small requests in flight never fill the ring; answers are not polled here because
             // the next prepare's answer may be among them.
-            if (client.sendSimple(type, 1, transferId, 0) < 0)
+            long correlationId = client.sendSimple(type, 1, transferId, 0);
+            if (correlationId < 0)
             {
                 final long deadline = System.nanoTime() + 10_000_000_000L;
-                while (client.sendSimple(type, 1, transferId, 0) < 0)
+                while ((correlationId = client.sendSimple(type, 1, transferId, 0)) < 0)
                 {
                     if (System.nanoTime() - deadline > 0)
                     {
@@ -564,11 +509,19 @@ public final class BenchWorker
                     Thread.onSpinWait();
                 }
             }
-            commits.sent++;
+            if (pipelined)
+            {
+                commits.sent++;
+            }
+            else
+            {
+                Commits.check(client.await(correlationId, committed));
+            }
         }
 
         private final Commits commits = new Commits();
         private final ClientResponse[] ahead;
+        private final ClientResponse committed;
 
         private double gbps(final int chunks, final long ns)
         {
@@ -587,12 +540,20 @@ public final class BenchWorker
         @Override
         public void onResponse(final ClientResponse response)
         {
+            check(response);
+            answered++;
+        }
+
+        /**
+         * Throws unless the response is a commit answered OK.
+         */
+        static void check(final ClientResponse response)
+        {
             if (Status.OK != response.status() || (RequestType.COMMIT_STORE != response.requestType() &&
                 RequestType.COMMIT_RETRIEVE != response.requestType()))
             {
-                throw new IllegalStateException("commit sent without waiting failed: " + response);
+                throw new IllegalStateException("commit failed: " + response);
             }
-            answered++;
         }
 
         void drain(final KvStashClient client)
