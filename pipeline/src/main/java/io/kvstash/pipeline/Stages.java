@@ -218,8 +218,8 @@ final class Stages
     }
 
     /**
-     * Every stage in order on one thread: reserve, slot-assign, commit, publish (the journal follows on its
-     * own thread, {@link JournalAgent}). An exception in a deciding stage answers the event SERVER_ERROR;
+     * Every stage in order on one thread: reserve, slot-assign, commit, publish (the journal follows behind
+     * them, {@link JournalAgent}: in the same duty cycle in SHARED mode, on its own thread otherwise). An exception in a deciding stage answers the event SERVER_ERROR;
      * publish still runs. Stage timestamps are
      * shared between adjacent stages (one clock read per boundary).
      */

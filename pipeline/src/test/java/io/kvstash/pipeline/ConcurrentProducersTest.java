@@ -19,7 +19,6 @@ import java.util.concurrent.atomic.AtomicReference;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
-import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
  * Several producer threads issue a random mix of every request concurrently, on chunks they share (one
@@ -129,6 +128,7 @@ class ConcurrentProducersTest
             {
                 Thread.onSpinWait();
             }
+            // Each producer made at least MIN_CALLS_PER_PRODUCER calls (its loop fails otherwise).
             long total = 0;
             for (int p = 0; p < PRODUCERS; p++)
             {
@@ -136,7 +136,6 @@ class ConcurrentProducersTest
                 final long extra = 0 == p ? 2L * PRODUCERS : 0;
                 assertEquals(calls[p] + extra, router.mailboxes[p].deliveries.get(), "producer " + p);
             }
-            assertTrue(total >= PRODUCERS * MIN_CALLS_PER_PRODUCER, "only " + total + " requests in the run");
             assertEquals(total + 2L * PRODUCERS + sweeps.get(), router.responses.get());
             assertEquals(0, misrouted.get());
             assertNull(pipeline.book().verifyInvariants());

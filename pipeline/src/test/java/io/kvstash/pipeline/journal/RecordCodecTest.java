@@ -121,7 +121,14 @@ class RecordCodecTest
                 c.slotGeneration[k] = random.nextInt();
                 c.slotOffset[k] = random.nextLong(1L << 40);
             }
+            // the same outcome encoded over different leftovers (zeros, then random bytes) gives the same bytes:
+            // nothing of what the buffer held before leaks into a record
+            buffer.setMemory(0, buffer.capacity(), (byte)0);
             final int end = RecordCodec.encodeOutcome(c, buffer, 0);
+            for (int i = 0; i < again.capacity(); i++)
+            {
+                again.putByte(i, (byte)random.nextInt(256));
+            }
             assertEquals(end, RecordCodec.encodeOutcome(c, again, 0));
             for (int i = 0; i < end; i++)
             {
