@@ -133,6 +133,35 @@ final class BenchTables
                     num(s.get("server_commit_p99_us"), "%.2f")));
             }
         }
+        final Map<String, Object> rounds = (Map<String, Object>)report.get("control_rounds");
+        if (null != rounds && !((List<Object>)rounds.get("rounds")).isEmpty())
+        {
+            out.println("busy-spin, alternating rounds (control, then echo right after):");
+            for (final Object o : (List<Object>)rounds.get("rounds"))
+            {
+                final Map<String, Object> r = (Map<String, Object>)o;
+                out.println(BenchSupport.fmt("  control p50 %s p99.9 %s (server prepare %s, commit %s) | echo p50 %s " +
+                    "p99.9 %s | ratio %s", num(r.get("control_p50_us"), "%.2f"), num(r.get("control_p999_us"), "%.2f"),
+                    num(r.get("server_prepare_p50_us"), "%.2f"), num(r.get("server_commit_p50_us"), "%.2f"),
+                    num(r.get("echo_p50_us"), "%.2f"), num(r.get("echo_p999_us"), "%.2f"),
+                    num(r.get("control_p50_vs_echo"), "%.2f")));
+            }
+            out.println(BenchSupport.fmt("  median ratio %s (the long runs above, a minute apart: %s)",
+                num(rounds.get("median_control_p50_vs_echo"), "%.2f"), num(rounds.get("long_runs_control_p50_vs_echo"),
+                "%.2f")));
+        }
+        final Map<String, Object> gaps = (Map<String, Object>)((Map<String, Object>)report.get("machine")).get("spin_gaps");
+        if (null != gaps)
+        {
+            for (final Map.Entry<String, Object> e : gaps.entrySet())
+            {
+                final Map<String, Object> g = (Map<String, Object>)e.getValue();
+                out.println(BenchSupport.fmt("spin gaps %s: %s gaps/s over %s us (p50 %s us, max %s us), %s %% of the " +
+                    "time lost; pairs up to %s us keep their p99.9 clear of them", e.getKey(), g.get("gaps_per_s"),
+                    g.get("gap_over_us"), num(g.get("gap_p50_us"), "%.1f"), num(g.get("gap_max_us"), "%.0f"),
+                    g.get("time_lost_pct"), num(g.get("p999_clear_pair_us"), "%.2f")));
+            }
+        }
         out.println();
         out.println("Targets (issue 5)");
         final Map<String, Object> targets = (Map<String, Object>)report.get("targets");

@@ -36,6 +36,7 @@ import static io.kvstash.perf.bench.BenchWorker.stringOf;
  * <li>paced: one pair every {@code 1/rate} seconds, each timed from when it was due, so a stall delays
  * the pairs behind it and they are counted late (coordinated omission corrected).</li>
  * </ul>
+ * A command with {@code latency_only} set measures the first way alone (the bench's alternating rounds).
  */
 final class ControlRun
 {
@@ -122,17 +123,27 @@ final class ControlRun
     {
         final long warmupNs = longOf(c, "warmup_ms") * 1_000_000L;
         final long latencyNs = longOf(c, "latency_ms") * 1_000_000L;
-        final long throughputNs = longOf(c, "throughput_ms") * 1_000_000L;
-        final int window = (int)longOf(c, "window");
-        final long pacedRate = longOf(c, "paced_rate");
-        final long pacedNs = longOf(c, "paced_ms") * 1_000_000L;
+        final boolean latencyOnly = Boolean.TRUE.equals(c.get("latency_only"));
+        final long throughputNs = latencyOnly ? 0 : longOf(c, "throughput_ms") * 1_000_000L;
+        final int window = latencyOnly ? 1 : (int)longOf(c, "window");
+        final long pacedRate = latencyOnly ? 0 : longOf(c, "paced_rate");
+        final long pacedNs = latencyOnly ? 0 : longOf(c, "paced_ms") * 1_000_000L;
 
         latency(pairs, warmupNs, null);
-        throughput(pairs, warmupNs, window);
+        if (!latencyOnly)
+        {
+            throughput(pairs, warmupNs, window);
+        }
         final Histogram latency = BenchSupport.newHistogram();
         final long pairsTimed = latency(pairs, latencyNs, latency);
         progress.accept(BenchSupport.fmt("%s: one in flight, %d pairs, p50 %.2f us, p99.9 %.2f us", label, pairsTimed,
             latency.getValueAtPercentile(50) / 1e3, latency.getValueAtPercentile(99.9) / 1e3));
+        final Map<String, Object> result = new LinkedHashMap<>();
+        result.put("latency", BenchSupport.encode(latency));
+        if (latencyOnly)
+        {
+            return result;
+        }
         final double pairsPerSecond = throughput(pairs, throughputNs, window);
         progress.accept(BenchSupport.fmt("%s: %d in flight, %.0f pairs/s", label, window, pairsPerSecond));
         final Histogram paced = BenchSupport.newHistogram();
@@ -140,8 +151,6 @@ final class ControlRun
         progress.accept(BenchSupport.fmt("%s: paced at %d pairs/s, p50 %.2f us, p99.9 %.2f us", label, pacedRate,
             paced.getValueAtPercentile(50) / 1e3, paced.getValueAtPercentile(99.9) / 1e3));
 
-        final Map<String, Object> result = new LinkedHashMap<>();
-        result.put("latency", BenchSupport.encode(latency));
         result.put("pairs_per_s", pairsPerSecond);
         result.put("window", window);
         result.put("paced", BenchSupport.encode(paced));

@@ -90,6 +90,21 @@ class BenchQuickTest
         assertTrue(Files.size(out.resolve("bench.hlog")) > 0);
         assertTrue(Files.readString(out.resolve("bench-plot.html")).contains("<svg"));
         assertNotNull(((Map<String, Object>)report.get("machine")).get("cpu_model"));
+        // control_p50_vs_echo is the median of the alternating rounds, each a control and an echo p50.
+        final Map<String, Object> rounds = (Map<String, Object>)report.get("control_rounds");
+        final List<Object> each = (List<Object>)rounds.get("rounds");
+        assertEquals(2, each.size(), stdout);
+        for (final Object o : each)
+        {
+            final Map<String, Object> r = (Map<String, Object>)o;
+            assertSane("round control_p50_us", r.get("control_p50_us"));
+            assertSane("round echo_p50_us", r.get("echo_p50_us"));
+        }
+        assertEquals(rounds.get("median_control_p50_vs_echo"), ratios.get("control_p50_vs_echo"));
+        final Map<String, Object> gaps = (Map<String, Object>)((Map<String, Object>)((Map<String, Object>)report
+            .get("machine")).get("spin_gaps")).get("before_control");
+        assertTrue(((Number)gaps.get("gaps_per_s")).longValue() >= 0, "spin gaps " + gaps);
+        assertEquals(Runtime.getRuntime().availableProcessors(), ((Number)gaps.get("threads")).intValue());
     }
 
     private static void assertSane(final String name, final Object value)
