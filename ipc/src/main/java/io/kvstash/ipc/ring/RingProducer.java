@@ -129,14 +129,22 @@ public final class RingProducer
     }
 
     /**
-     * Bytes free now, from the producer's view (reads the head).
+     * Whether at least {@code bytes} are free, reading the consumer's head only when the last head read says
+     * they are not. The head only moves forward, so the cached value can only under-count the free space.
+     * The head shares its cache line with nothing else, but the consumer writes it on every record it takes:
+     * reading it for every check would move that line between the two cores once per record.
      *
-     * @return free bytes.
+     * @param bytes bytes wanted.
+     * @return true when that many bytes are free.
      */
-    public long freeBytes()
+    public boolean hasFreeBytes(final long bytes)
     {
+        if (capacity - (tail - headCache) >= bytes)
+        {
+            return true;
+        }
         headCache = buffer.getLongAcquire(RingDescriptor.HEAD_POSITION_OFFSET);
-        return capacity - (tail - headCache);
+        return capacity - (tail - headCache) >= bytes;
     }
 
     /**

@@ -256,7 +256,7 @@ final class ReceiverAgent implements Agent
                 continue;
             }
             final long bound = decoder.peekResponseBound(type, ring.buffer(), offset, length, StoreCounters.LENGTH);
-            if (2 * bound > session.responses.freeBytes() - session.outstandingBytes())
+            if (!session.responses.hasFreeBytes(2 * bound + session.outstandingBytes()))
             {
                 if (!session.backPressured)
                 {
