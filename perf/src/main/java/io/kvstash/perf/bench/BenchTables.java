@@ -157,9 +157,10 @@ final class BenchTables
             {
                 final Map<String, Object> g = (Map<String, Object>)e.getValue();
                 out.println(BenchSupport.fmt("spin gaps %s: %s gaps/s over %s us (p50 %s us, max %s us), %s %% of the " +
-                    "time lost; pairs up to %s us keep their p99.9 clear of them", e.getKey(), g.get("gaps_per_s"),
-                    g.get("gap_over_us"), num(g.get("gap_p50_us"), "%.1f"), num(g.get("gap_max_us"), "%.0f"),
-                    g.get("time_lost_pct"), num(g.get("p999_clear_pair_us"), "%.2f")));
+                    "time lost, %s/s over 500 us (%s ms/s); pairs up to %s us keep their p99.9 clear of them",
+                    e.getKey(), g.get("gaps_per_s"), g.get("gap_over_us"), num(g.get("gap_p50_us"), "%.1f"),
+                    num(g.get("gap_max_us"), "%.0f"), g.get("time_lost_pct"), g.get("gaps_over_500us_per_s"),
+                    g.get("gaps_over_500us_ms_per_s"), num(g.get("p999_clear_pair_us"), "%.2f")));
             }
         }
         out.println();
