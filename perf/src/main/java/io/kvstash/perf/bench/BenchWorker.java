@@ -251,7 +251,7 @@ public final class BenchWorker
                     final boolean measured = rep >= 0;
                     // Three pairs of loops, each a write and the read of what it wrote: the copy, the serial
                     // worker, the pipelined worker. Their order rotates from one repetition to the next: a loop
-                    // right after another's 32 MiB copies runs up to 15 % faster or slower than in another
+                    // right after another pair's copies runs up to 15 % faster or slower than in another
                     // place (the caches and pages the previous loop left), and a fixed order gave that bias to
                     // the same contender every time.
                     double in = 0;
