@@ -18,19 +18,30 @@ import java.nio.file.StandardOpenOption;
 
 /**
  * A client built from the file layouts alone, which writes arbitrary records into its request ring: the
- * fuzzer's way in. It takes the client file's lock like any client.
+ * fuzzer's way in, and the end-to-end tests' way to send what no real client would. It takes the client
+ * file's lock like any client.
  */
-final class RawRingClient implements AutoCloseable
+public final class RawRingClient implements AutoCloseable
 {
     private final Path file;
     private final FileChannel channel;
     private final FileLock lock;
     private final MappedByteBuffer mapped;
     private final UnsafeBuffer header;
+    private final UnsafeBuffer requestRing;
     private final RingProducer requests;
     private final RingConsumer responses;
 
-    RawRingClient(final Path dir, final long incarnation, final int requestCapacity, final int responseCapacity)
+    /**
+     * Creates, locks and maps a client file in a server directory, with both rings empty.
+     *
+     * @param dir              server directory.
+     * @param incarnation      the server's incarnation, as a client writes it.
+     * @param requestCapacity  request ring capacity.
+     * @param responseCapacity response ring capacity.
+     * @throws IOException when the file cannot be created or mapped.
+     */
+    public RawRingClient(final Path dir, final long incarnation, final int requestCapacity, final int responseCapacity)
         throws IOException
     {
         file = dir.resolve(ClientFileDescriptor.fileName(ProcessHandle.current().pid(), System.nanoTime()));
@@ -47,17 +58,35 @@ final class RawRingClient implements AutoCloseable
         header.putLong(ClientFileDescriptor.INCARNATION_OFFSET, incarnation);
         header.putInt(ClientFileDescriptor.REQUEST_CAPACITY_OFFSET, requestCapacity);
         header.putInt(ClientFileDescriptor.RESPONSE_CAPACITY_OFFSET, responseCapacity);
-        requests = new RingProducer(new UnsafeBuffer(mapped, ClientFileDescriptor.REQUEST_RING_OFFSET,
-            RingDescriptor.totalLength(requestCapacity)));
+        requestRing = new UnsafeBuffer(mapped, ClientFileDescriptor.REQUEST_RING_OFFSET,
+            RingDescriptor.totalLength(requestCapacity));
+        requests = new RingProducer(requestRing);
         responses = new RingConsumer(new UnsafeBuffer(mapped, ClientFileDescriptor.responseRingOffset(requestCapacity),
             RingDescriptor.totalLength(responseCapacity)));
         header.putIntRelease(ClientFileDescriptor.VERSION_OFFSET, ClientFileDescriptor.VERSION);
     }
 
-    boolean awaitAttached(final long timeoutMs) throws InterruptedException
+    /**
+     * The attach state the server wrote into the file's header.
+     *
+     * @return one of the {@code ClientFileDescriptor.ATTACH_*} states.
+     */
+    public int attachState()
+    {
+        return header.getIntAcquire(ClientFileDescriptor.ATTACH_STATE_OFFSET);
+    }
+
+    /**
+     * Waits for the server to attach this client.
+     *
+     * @param timeoutMs longest wait.
+     * @return false when it was not attached in time.
+     * @throws InterruptedException when interrupted while waiting.
+     */
+    public boolean awaitAttached(final long timeoutMs) throws InterruptedException
     {
         final long deadline = System.currentTimeMillis() + timeoutMs;
-        while (ClientFileDescriptor.ATTACH_ATTACHED != header.getIntAcquire(ClientFileDescriptor.ATTACH_STATE_OFFSET))
+        while (ClientFileDescriptor.ATTACH_ATTACHED != attachState())
         {
             if (System.currentTimeMillis() > deadline)
             {
@@ -68,7 +97,12 @@ final class RawRingClient implements AutoCloseable
         return true;
     }
 
-    int maxPayload()
+    /**
+     * Largest record payload the request ring takes.
+     *
+     * @return bytes.
+     */
+    public int maxPayload()
     {
         return requests.maxPayloadLength();
     }
@@ -76,9 +110,12 @@ final class RawRingClient implements AutoCloseable
     /**
      * Writes one record, waiting for room.
      *
+     * @param type      record type.
+     * @param payload   record payload, any bytes.
+     * @param timeoutMs longest wait for room.
      * @return false when no room came within the timeout.
      */
-    boolean send(final int type, final byte[] payload, final long timeoutMs) throws InterruptedException
+    public boolean send(final int type, final byte[] payload, final long timeoutMs)
     {
         final long deadline = System.currentTimeMillis() + timeoutMs;
         int at;
@@ -96,11 +133,22 @@ final class RawRingClient implements AutoCloseable
     }
 
     /**
+     * Writes a length word that runs past the ring's end where the next record would start, so the server can
+     * no longer parse this client's ring (and must detach it without harm to the others).
+     */
+    public void corruptNextRecordLength()
+    {
+        final int index = (int)(requests.tail() & (requests.capacity() - 1));
+        requestRing.putIntRelease(RingDescriptor.HEADER_LENGTH + index, requests.capacity() + 64);
+    }
+
+    /**
      * The next response payload.
      *
+     * @param timeoutMs longest wait.
      * @return a copy, or null when none arrived within the timeout.
      */
-    UnsafeBuffer receive(final long timeoutMs)
+    public UnsafeBuffer receive(final long timeoutMs)
     {
         final long deadline = System.nanoTime() + timeoutMs * 1_000_000;
         while (!responses.next())
@@ -117,6 +165,11 @@ final class RawRingClient implements AutoCloseable
         return new UnsafeBuffer(copy);
     }
 
+    /**
+     * Marks the client closing, unlocks, unmaps and deletes its file.
+     *
+     * @throws IOException when the file cannot be closed or deleted.
+     */
     @Override
     public void close() throws IOException
     {

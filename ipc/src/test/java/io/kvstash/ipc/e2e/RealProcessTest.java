@@ -5,13 +5,14 @@ import io.kvstash.core.Status;
 import io.kvstash.core.StoreContext;
 import io.kvstash.core.StoreCounters;
 import io.kvstash.ipc.TestDirs;
+import io.kvstash.ipc.chaos.ChildJvm;
+import io.kvstash.ipc.chaos.RawRingClient;
 import io.kvstash.ipc.client.ClientContext;
 import io.kvstash.ipc.client.ClientResponse;
 import io.kvstash.ipc.client.KvStashClient;
 import io.kvstash.ipc.codec.WireDescriptor;
 import io.kvstash.ipc.file.ClientFileDescriptor;
 import io.kvstash.ipc.file.ControlFileDescriptor;
-import io.kvstash.ipc.ring.RingDescriptor;
 import io.kvstash.ipc.server.KvStashServer;
 import io.kvstash.ipc.server.ServerContext;
 import org.agrona.concurrent.UnsafeBuffer;
@@ -45,6 +46,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 class RealProcessTest
 {
     static final long POOL_BYTES = 48L * 16384;
+    /** Heap of the test servers and workers: a server's latency histograms alone take about 90 MiB. */
+    static final String HEAP = "256m";
     Path dir;
 
     @AfterEach
@@ -74,15 +77,15 @@ class RealProcessTest
     {
         dir = TestDirs.newDirectory("two-workers");
         try (KvStashServer server = KvStashServer.launch(serverContext(dir));
-            ChildProcess shared = ChildProcess.start(TestWorker.class,
+            ChildJvm shared = ChildJvm.startWithHeap(HEAP, TestWorker.class,
                 "store-retrieve", dir.toString(), "1", "400", "80", "11");
-            ChildProcess copy = ChildProcess.start(TestWorker.class,
+            ChildJvm copy = ChildJvm.startWithHeap(HEAP, TestWorker.class,
                 "store-retrieve", dir.toString(), "2", "150", "80", "12", "copy"))
         {
-            final Map<String, Long> a = result(shared.awaitLine("RESULT", 90_000));
-            final Map<String, Long> b = result(copy.awaitLine("RESULT", 90_000));
-            assertEquals(0, shared.waitFor(10_000));
-            assertEquals(0, copy.waitFor(10_000));
+            final Map<String, Long> a = result(shared.await("RESULT", 90_000));
+            final Map<String, Long> b = result(copy.await("RESULT", 90_000));
+            assertEquals(0, shared.exitCode(10_000));
+            assertEquals(0, copy.exitCode(10_000));
             assertEquals(0L, a.get("mismatches"));
             assertEquals(0L, b.get("mismatches"));
             assertTrue(a.get("verified") > 100, a.toString());
@@ -102,9 +105,10 @@ class RealProcessTest
     {
         dir = TestDirs.newDirectory("kill-worker");
         try (KvStashServer server = KvStashServer.launch(serverContext(dir));
-            ChildProcess worker = ChildProcess.start(TestWorker.class, "prepare-hang", dir.toString(), "9", "100", "3"))
+            ChildJvm worker = ChildJvm.startWithHeap(HEAP, TestWorker.class, "prepare-hang", dir.toString(), "9", "100",
+                "3"))
         {
-            worker.awaitLine("PREPARED", 30_000);
+            worker.await("PREPARED", 30_000);
             final long capacity = server.counters().get(StoreCounters.SLOT_CAPACITY);
             assertEquals(3, server.counters().get(StoreCounters.RESERVED_CHUNKS));
             assertEquals(capacity - 3, server.counters().get(StoreCounters.FREE_SLOTS));
@@ -134,9 +138,9 @@ class RealProcessTest
         dir = TestDirs.newDirectory("idle");
         final ServerContext context = serverContext(dir).livenessIntervalMs(20);
         try (KvStashServer server = KvStashServer.launch(context);
-            ChildProcess worker = ChildProcess.start(TestWorker.class, "prepare-hang", dir.toString(), "9", "1", "2"))
+            ChildJvm worker = ChildJvm.startWithHeap(HEAP, TestWorker.class, "prepare-hang", dir.toString(), "9", "1", "2"))
         {
-            worker.awaitLine("PREPARED", 30_000);
+            worker.await("PREPARED", 30_000);
             Thread.sleep(1_000);
             assertTrue(worker.isAlive());
             assertEquals(2, server.counters().get(StoreCounters.RESERVED_CHUNKS));
@@ -149,23 +153,25 @@ class RealProcessTest
     void shouldGiveAClearErrorAndReconnectWhenTheServerIsKilledAndRestarted() throws Exception
     {
         dir = TestDirs.newDirectory("restart");
-        try (ChildProcess first = ChildProcess.start(TestServer.class, dir.toString(), Long.toString(POOL_BYTES)))
+        try (ChildJvm first = ChildJvm.startWithHeap(HEAP, TestServer.class, dir.toString(),
+            Long.toString(POOL_BYTES)))
         {
-            final String firstIncarnation = first.awaitLine("READY", 30_000).substring(6);
-            try (ChildProcess worker = ChildProcess.start(TestWorker.class, "reconnect", dir.toString()))
+            final String firstIncarnation = first.await("READY", 30_000).substring(6);
+            try (ChildJvm worker = ChildJvm.startWithHeap(HEAP, TestWorker.class, "reconnect", dir.toString()))
             {
-                assertEquals("CONNECTED " + firstIncarnation, worker.awaitLine("CONNECTED", 30_000));
+                assertEquals("CONNECTED " + firstIncarnation, worker.await("CONNECTED", 30_000));
                 first.kill9();
-                first.waitFor(10_000);
-                final String error = worker.awaitLine("ERROR", 30_000);
+                assertTrue(first.waitFor(10_000), "the killed server is still running");
+                final String error = worker.await("ERROR", 30_000);
                 assertTrue(error.contains("SERVER_GONE") || error.contains("SERVER_RESTARTED"), error);
                 assertTrue(Files.exists(dir.resolve(ControlFileDescriptor.FILE_NAME)), "a dead server leaves its files");
-                try (ChildProcess second = ChildProcess.start(TestServer.class, dir.toString(), Long.toString(POOL_BYTES)))
+                try (ChildJvm second = ChildJvm.startWithHeap(HEAP, TestServer.class, dir.toString(),
+                    Long.toString(POOL_BYTES)))
                 {
-                    final String secondIncarnation = second.awaitLine("READY", 30_000).substring(6);
+                    final String secondIncarnation = second.await("READY", 30_000).substring(6);
                     assertNotEquals(firstIncarnation, secondIncarnation);
-                    assertEquals("WORKS " + secondIncarnation, worker.awaitLine("WORKS", 60_000));
-                    assertEquals(0, worker.waitFor(10_000));
+                    assertEquals("WORKS " + secondIncarnation, worker.await("WORKS", 60_000));
+                    assertEquals(0, worker.exitCode(10_000));
                     assertTrue(Files.exists(dir.resolve("dead-control-" + firstIncarnation)),
                         "the dead server's control file (and error log) is kept");
                     try (Stream<Path> files = Files.list(dir))
@@ -173,8 +179,8 @@ class RealProcessTest
                         assertEquals(1, files.filter(p -> p.getFileName().toString().startsWith("pool-")).count(),
                             "the dead server's pool file was reclaimed");
                     }
-                    second.stop("TERM");
-                    assertEquals(143, second.waitFor(20_000));
+                    second.signal("TERM");
+                    assertEquals(143, second.exitCode(20_000));
                     assertFalse(Files.exists(dir.resolve(ControlFileDescriptor.FILE_NAME)),
                         "a clean shutdown removes the control file");
                 }
@@ -244,13 +250,13 @@ class RealProcessTest
         final ServerContext context = serverContext(dir);
         try (KvStashServer server = KvStashServer.launch(context);
             KvStashClient good = KvStashClient.connect(new ClientContext().directory(dir));
-            RawClient raw = new RawClient(dir, context.incarnation(), context.requestRingCapacity(),
+            RawRingClient raw = new RawRingClient(dir, context.incarnation(), context.requestRingCapacity(),
                 context.responseRingCapacity()))
         {
-            raw.awaitAttached();
+            assertTrue(raw.awaitAttached(10_000), "raw client not attached, state " + raw.attachState());
             assertEquals(Status.OK, good.register(1, TestWorker.LAYOUT).status());
 
-            raw.send(RequestType.PING, new byte[4]);
+            assertTrue(raw.send(RequestType.PING, new byte[4], 10_000));
             assertEquals(Status.MALFORMED, status(raw, correlation(42), RequestType.LOOKUP, 42));
             assertEquals(Status.UNKNOWN_TYPE, status(raw, header(43, 0), 999, 43));
             assertEquals(Status.UNKNOWN_TYPE, status(raw, header(44, 0), RequestType.SWEEP, 44));
@@ -273,8 +279,8 @@ class RealProcessTest
                 ByteBuffer.wrap(garbage).order(ByteOrder.LITTLE_ENDIAN).putLong(0, 10_000 + i);
                 // Any type but -1, the ring's padding type, which a consumer skips by definition.
                 final int type = random.nextInt(10) == 0 ? -2 - random.nextInt(1000) : random.nextInt(RequestType.COUNT + 3);
-                raw.send(type, garbage);
-                final UnsafeBuffer response = raw.nextResponse(10_000);
+                assertTrue(raw.send(type, garbage, 10_000));
+                final UnsafeBuffer response = raw.receive(10_000);
                 assertTrue(null != response, "no answer to garbage record " + i);
                 assertEquals(10_000 + i, response.getLong(0, ByteOrder.LITTLE_ENDIAN));
                 answered++;
@@ -288,8 +294,7 @@ class RealProcessTest
 
             // A length word that runs past the ring end: the ring can no longer be parsed, so the server
             // detaches that client; every other client goes on.
-            final int index = (int)(raw.requests.tail() & (raw.requests.capacity() - 1));
-            raw.requestRing.putIntRelease(RingDescriptor.HEADER_LENGTH + index, raw.requests.capacity() + 64);
+            raw.corruptNextRecordLength();
             final long deadline = System.currentTimeMillis() + 5_000;
             while (ClientFileDescriptor.ATTACH_DETACHED != raw.attachState() && System.currentTimeMillis() < deadline)
             {
@@ -305,11 +310,10 @@ class RealProcessTest
         }
     }
 
-    private static int status(final RawClient raw, final byte[] payload, final int type, final long correlationId)
-        throws InterruptedException
+    private static int status(final RawRingClient raw, final byte[] payload, final int type, final long correlationId)
     {
-        raw.send(type, payload);
-        final UnsafeBuffer response = raw.nextResponse(10_000);
+        assertTrue(raw.send(type, payload, 10_000), "request ring stayed full");
+        final UnsafeBuffer response = raw.receive(10_000);
         assertTrue(null != response, "no response to correlation " + correlationId);
         assertEquals(correlationId, response.getLong(WireDescriptor.RESPONSE_CORRELATION_ID_OFFSET, ByteOrder.LITTLE_ENDIAN));
         return response.getInt(WireDescriptor.RESPONSE_STATUS_OFFSET, ByteOrder.LITTLE_ENDIAN);
