@@ -85,24 +85,30 @@ final class BenchTables
                 ratio(row.get("copy_out_backoff_p50_us"), row.get("retrieve_backoff_p50_us"))));
         }
         out.println();
-        out.println("Pipelined worker (the next chunk's prepare sent before the current chunk's bytes move, commits " +
-            "not awaited): the ratios' store_vs_copy and retrieve_vs_copy; GB/s against the copy of the same " +
-            "repetitions");
-        out.println(BenchSupport.fmt("%-8s %10s %8s %10s %8s | %10s %8s %10s %8s", "chunk", "store busy", "st/cp",
-            "retr busy", "re/cp", "store bkof", "st/cp", "retr bkof", "re/cp"));
-        for (final Map<String, Object> row : (List<Map<String, Object>>)report.get("sizes"))
+        for (final String[] worker : new String[][]{
+            { "_pipelined", "Pipelined worker (the next chunk's prepare sent before the current chunk's bytes move, " +
+                "commits not awaited): the ratios' store_vs_copy and retrieve_vs_copy" },
+            { "_batched", "Batched worker (eight chunks per prepare and per commit, pipelined the same way): " +
+                "ratios_batched, beside the headline" } })
         {
-            out.println(BenchSupport.fmt("%-8s %10s %8s %10s %8s | %10s %8s %10s %8s",
-                BenchSupport.size(((Number)row.get("chunk_bytes")).longValue()),
-                num(row.get("store_pipelined_gbps"), "%.2f"), ratio(row.get("store_pipelined_gbps"), row.get("copy_in_gbps")),
-                num(row.get("retrieve_pipelined_gbps"), "%.2f"),
-                ratio(row.get("retrieve_pipelined_gbps"), row.get("copy_out_gbps")),
-                num(row.get("store_pipelined_backoff_gbps"), "%.2f"),
-                ratio(row.get("store_pipelined_backoff_gbps"), row.get("copy_in_backoff_gbps")),
-                num(row.get("retrieve_pipelined_backoff_gbps"), "%.2f"),
-                ratio(row.get("retrieve_pipelined_backoff_gbps"), row.get("copy_out_backoff_gbps"))));
+            out.println(worker[1] + "; GB/s against the copy of the same repetitions");
+            out.println(BenchSupport.fmt("%-8s %10s %8s %10s %8s | %10s %8s %10s %8s", "chunk", "store busy", "st/cp",
+                "retr busy", "re/cp", "store bkof", "st/cp", "retr bkof", "re/cp"));
+            final String st = "store" + worker[0];
+            final String re = "retrieve" + worker[0];
+            for (final Map<String, Object> row : (List<Map<String, Object>>)report.get("sizes"))
+            {
+                out.println(BenchSupport.fmt("%-8s %10s %8s %10s %8s | %10s %8s %10s %8s",
+                    BenchSupport.size(((Number)row.get("chunk_bytes")).longValue()),
+                    num(row.get(st + "_gbps"), "%.2f"), ratio(row.get(st + "_gbps"), row.get("copy_in_gbps")),
+                    num(row.get(re + "_gbps"), "%.2f"), ratio(row.get(re + "_gbps"), row.get("copy_out_gbps")),
+                    num(row.get(st + "_backoff_gbps"), "%.2f"),
+                    ratio(row.get(st + "_backoff_gbps"), row.get("copy_in_backoff_gbps")),
+                    num(row.get(re + "_backoff_gbps"), "%.2f"),
+                    ratio(row.get(re + "_backoff_gbps"), row.get("copy_out_backoff_gbps"))));
+            }
+            out.println();
         }
-        out.println();
         out.println("Control pairs (PREPARE_STORE + COMMIT_STORE of one chunk, no bytes written) vs bare ring echo " +
             "pairs (same record sizes), microseconds");
         out.println(BenchSupport.fmt("%-10s %-8s %8s %8s %8s %9s %12s %10s %10s", "mode", "who", "p50", "p99", "p99.9",

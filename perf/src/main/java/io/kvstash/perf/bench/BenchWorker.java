@@ -242,15 +242,26 @@ public final class BenchWorker
                 final Series retrieve = new Series("retrieve", reps);
                 final Series storePipelined = new Series("store_pipelined", reps);
                 final Series retrievePipelined = new Series("retrieve_pipelined", reps);
-                final Loops loops = new Loops(client, keys, source, destination, copyRegion, copySlots, chunkBytes);
+                final Series storeBatched = new Series("store_batched", reps);
+                final Series retrieveBatched = new Series("retrieve_batched", reps);
+                // The batched worker's chunks per request: eight, or the largest power of two that divides both
+                // the key count and a repetition's chunks (a --quick 32 MiB repetition has four).
+                int batch = Loops.MAX_BATCH;
+                while (batch > 1 && (0 != keyCount % batch || 0 != chunksPerRep % batch))
+                {
+                    batch >>= 1;
+                }
+                final Loops loops = new Loops(client, keys, source, destination, copyRegion, copySlots, chunkBytes,
+                    batch);
                 long gcSteady = 0;
                 // The keys and buffers above are set-up garbage: collect it before the measured loops.
                 System.gc();
                 for (int rep = -warmups; rep < reps; rep++)
                 {
                     final boolean measured = rep >= 0;
-                    // Three pairs of loops, each a write and the read of what it wrote: the copy, the serial
-                    // worker, the pipelined worker. Their order rotates from one repetition to the next: a loop
+                    // Four pairs of loops, each a write and the read of what it wrote: the copy, the serial
+                    // worker, the pipelined worker, the batched worker. Their order rotates from one repetition
+                    // to the next: a loop
                     // right after another pair's copies runs up to 15 % faster or slower than in another
                     // place (the caches and pages the previous loop left), and a fixed order gave that bias to
                     // the same contender every time.
@@ -260,14 +271,24 @@ public final class BenchWorker
                     double re = 0;
                     double sp = 0;
                     double rp = 0;
+                    double sb = 0;
+                    double rb = 0;
                     long gcLoops = 0;
-                    for (int k = 0; k < 3; k++)
+                    for (int k = 0; k < 4; k++)
                     {
-                        final int unit = Math.floorMod(rep + k, 3);
+                        final int unit = Math.floorMod(rep + k, 4);
                         if (0 == unit)
                         {
                             in = loops.copyIn(chunksPerRep, measured ? copyIn.perChunk : null);
                             outGbps = loops.copyOut(chunksPerRep, measured ? copyOut.perChunk : null);
+                            continue;
+                        }
+                        if (3 == unit)
+                        {
+                            final long gc0 = BenchSupport.gcCount();
+                            sb = loops.storeBatched(chunksPerRep, measured ? storeBatched.perChunk : null);
+                            rb = loops.retrieveBatched(chunksPerRep, measured ? retrieveBatched.perChunk : null);
+                            gcLoops += BenchSupport.gcCount() - gc0;
                             continue;
                         }
                         final boolean pipelined = 2 == unit;
@@ -296,12 +317,15 @@ public final class BenchWorker
                         retrieve.gbps[rep] = re;
                         storePipelined.gbps[rep] = sp;
                         retrievePipelined.gbps[rep] = rp;
+                        storeBatched.gbps[rep] = sb;
+                        retrieveBatched.gbps[rep] = rb;
                         gcSteady += gcLoops;
                     }
                     progress(BenchSupport.fmt("%s %s %s %d/%d: copy in %.2f, store %.2f, copy out %.2f, retrieve %.2f%s",
                         label, waitMode, measured ? "rep" : "warm-up", measured ? rep + 1 : rep + warmups + 1,
                         measured ? reps : warmups, in, st, outGbps, re,
-                        BenchSupport.fmt("; pipelined: store %.2f, retrieve %.2f GB/s", sp, rp)));
+                        BenchSupport.fmt("; pipelined: store %.2f, retrieve %.2f; batched: store %.2f, retrieve " +
+                        "%.2f GB/s", sp, rp, sb, rb)));
                 }
                 result.put("chunk_bytes", chunkBytes);
                 result.put("chunks_per_rep", chunksPerRep);
@@ -312,6 +336,9 @@ public final class BenchWorker
                 result.put("retrieve", retrieve.toMap());
                 result.put("store_pipelined", storePipelined.toMap());
                 result.put("retrieve_pipelined", retrievePipelined.toMap());
+                result.put("batch_chunks", batch);
+                result.put("store_batched", storeBatched.toMap());
+                result.put("retrieve_batched", retrieveBatched.toMap());
                 result.put("gc_worker", gcSteady);
                 result.put("orphans", client.orphanResponses());
             }
@@ -330,8 +357,13 @@ public final class BenchWorker
      */
     static final class Loops
     {
+        /** Most chunks per request of the batched worker. */
+        static final int MAX_BATCH = 8;
+
         private final KvStashClient client;
         private final ChunkKeys[] keys;
+        private final ChunkKeys[] batchKeys;
+        private final int batch;
         private final UnsafeBuffer source;
         private final UnsafeBuffer destination;
         private final UnsafeBuffer copyRegion;
@@ -350,7 +382,8 @@ public final class BenchWorker
             final UnsafeBuffer destination,
             final UnsafeBuffer copyRegion,
             final int copySlots,
-            final int chunkBytes)
+            final int chunkBytes,
+            final int batch)
         {
             this.client = client;
             this.keys = keys;
@@ -361,6 +394,130 @@ public final class BenchWorker
             this.chunkBytes = chunkBytes;
             this.ahead = new ClientResponse[]{ client.newResponse(), client.newResponse() };
             this.committed = client.newResponse();
+            // Batch b is keys [b * batch, (b + 1) * batch): built once, so the loops allocate nothing.
+            this.batch = batch;
+            this.batchKeys = new ChunkKeys[keys.length / batch];
+            for (int b = 0; b < batchKeys.length; b++)
+            {
+                final long[] hi = new long[batch];
+                final long[] lo = new long[batch];
+                for (int i = 0; i < batch; i++)
+                {
+                    hi[i] = keys[b * batch + i].hi(0);
+                    lo[i] = keys[b * batch + i].lo(0);
+                }
+                batchKeys[b] = ChunkKeys.ofHashes(hi, lo);
+            }
+        }
+
+        /**
+         * Stores chunks {@code batch} (at most {@link #MAX_BATCH}) per request, as a worker storing a prompt's
+         * chunks does: PREPARE_STORE of the batch's keys, each slot checked and written, one COMMIT_STORE for
+         * the batch (sent without waiting, its answer checked when it arrives). The next batch's prepare is sent
+         * before the current batch's bytes are written, as in the pipelined worker.
+         */
+        double storeBatched(final int chunks, final Histogram h)
+        {
+            final KvStashClient client = this.client;
+            client.asyncHandler(commits);
+            repFirstKey = keyCursor;
+            final int batches = chunks / batch;
+            final long start = System.nanoTime();
+            long t0 = start;
+            int b = keyCursor / batch;
+            long nextPrepare = sendPrepareBatch(RequestType.PREPARE_STORE, b);
+            for (int j = 0; j < batches; j++)
+            {
+                final ClientResponse prepared = client.await(nextPrepare, ahead[j & 1]);
+                if (!prepared.isOk() || batch != prepared.slotCount())
+                {
+                    throw new IllegalStateException("batched prepare store failed: " + prepared);
+                }
+                final int next = b + 1 == batchKeys.length ? 0 : b + 1;
+                if (j + 1 < batches)
+                {
+                    nextPrepare = sendPrepareBatch(RequestType.PREPARE_STORE, next);
+                }
+                for (int i = 0; i < batch; i++)
+                {
+                    if (!client.isStillReserved(prepared, i))
+                    {
+                        throw new IllegalStateException("reservation lost: " + prepared);
+                    }
+                    client.slotView(prepared, i, slotView);
+                    source.putLong(0, b * batch + prepared.slotRangeIndex(i));
+                    slotView.putBytes(0, source, 0, chunkBytes);
+                    if (null != h)
+                    {
+                        final long t1 = System.nanoTime();
+                        BenchSupport.record(h, t1 - t0);
+                        t0 = t1;
+                    }
+                }
+                commit(RequestType.COMMIT_STORE, prepared.transferId(), true);
+                b = next;
+            }
+            keyCursor = b * batch;
+            commits.drain(client);
+            return gbps(chunks, System.nanoTime() - start);
+        }
+
+        /**
+         * Retrieves the chunks the last {@link #storeBatched} wrote, {@code batch} per request: PREPARE_RETRIEVE
+         * of the batch, each slot read and checked, one COMMIT_RETRIEVE, the next batch's prepare sent first.
+         */
+        double retrieveBatched(final int chunks, final Histogram h)
+        {
+            final KvStashClient client = this.client;
+            client.asyncHandler(commits);
+            final int batches = chunks / batch;
+            final long start = System.nanoTime();
+            long t0 = start;
+            int b = repFirstKey / batch;
+            long nextPrepare = sendPrepareBatch(RequestType.PREPARE_RETRIEVE, b);
+            for (int j = 0; j < batches; j++)
+            {
+                final ClientResponse prepared = client.await(nextPrepare, ahead[j & 1]);
+                if (!prepared.isOk() || batch != prepared.slotCount())
+                {
+                    throw new IllegalStateException("batched prepare retrieve failed: " + prepared);
+                }
+                final int next = b + 1 == batchKeys.length ? 0 : b + 1;
+                if (j + 1 < batches)
+                {
+                    nextPrepare = sendPrepareBatch(RequestType.PREPARE_RETRIEVE, next);
+                }
+                for (int i = 0; i < batch; i++)
+                {
+                    client.slotView(prepared, i, slotView);
+                    destination.putBytes(0, slotView, 0, chunkBytes);
+                    if (!client.isStillReadable(prepared, i) ||
+                        destination.getLong(0) != b * batch + prepared.slotRangeIndex(i))
+                    {
+                        throw new IllegalStateException("batched retrieve read the wrong chunk");
+                    }
+                    if (null != h)
+                    {
+                        final long t1 = System.nanoTime();
+                        BenchSupport.record(h, t1 - t0);
+                        t0 = t1;
+                    }
+                }
+                commit(RequestType.COMMIT_RETRIEVE, prepared.transferId(), true);
+                b = next;
+            }
+            commits.drain(client);
+            return gbps(chunks, System.nanoTime() - start);
+        }
+
+        private long sendPrepareBatch(final int type, final int batch)
+        {
+            long correlationId;
+            while ((correlationId = client.sendKeyed(type, 1, batchKeys[batch], 0)) < 0)
+            {
+                client.poll(commits, 64);
+            }
+            return correlationId;
         }
 
         double copyIn(final int chunks, final Histogram h)

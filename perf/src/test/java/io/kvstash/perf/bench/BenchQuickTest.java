@@ -82,6 +82,11 @@ class BenchQuickTest
         assertNotNull(serial, stdout);
         assertSane("ratios_serial.store_vs_copy", serial.get("store_vs_copy"));
         assertSane("ratios_serial.retrieve_vs_copy", serial.get("retrieve_vs_copy"));
+        // And the batched worker's (eight chunks per request), beside the headline.
+        final Map<String, Object> batched = (Map<String, Object>)report.get("ratios_batched");
+        assertNotNull(batched, stdout);
+        assertSane("ratios_batched.store_vs_copy", batched.get("store_vs_copy"));
+        assertSane("ratios_batched.retrieve_vs_copy", batched.get("retrieve_vs_copy"));
         assertSane("control_p999_us", report.get("control_p999_us"));
         assertSane("control_pairs_per_s", report.get("control_pairs_per_s"));
         final Object gc = report.get("gc_count_steady");
