@@ -253,79 +253,55 @@ public final class BenchWorker
                 }
                 final Loops loops = new Loops(client, keys, source, destination, copyRegion, copySlots, chunkBytes,
                     batch);
+                // By unit of the rotation below: the copy, the serial, pipelined and batched workers.
+                final Series[] writes = { copyIn, store, storePipelined, storeBatched };
+                final Series[] reads = { copyOut, retrieve, retrievePipelined, retrieveBatched };
+                final double[] writeGbps = new double[4];
+                final double[] readGbps = new double[4];
                 long gcSteady = 0;
                 // The keys and buffers above are set-up garbage: collect it before the measured loops.
                 System.gc();
                 for (int rep = -warmups; rep < reps; rep++)
                 {
                     final boolean measured = rep >= 0;
-                    // Four pairs of loops, each a write and the read of what it wrote: the copy, the serial
-                    // worker, the pipelined worker, the batched worker. Their order rotates from one repetition
-                    // to the next: a loop
-                    // right after another pair's copies runs up to 15 % faster or slower than in another
+                    // Four pairs of loops, each a write and the read of what it wrote: the copy, then the serial,
+                    // the pipelined and the batched worker. Their order rotates from one repetition to the next:
+                    // a loop right after another pair's copies runs up to 15 % faster or slower than in another
                     // place (the caches and pages the previous loop left), and a fixed order gave that bias to
                     // the same contender every time.
-                    double in = 0;
-                    double outGbps = 0;
-                    double st = 0;
-                    double re = 0;
-                    double sp = 0;
-                    double rp = 0;
-                    double sb = 0;
-                    double rb = 0;
                     long gcLoops = 0;
                     for (int k = 0; k < 4; k++)
                     {
                         final int unit = Math.floorMod(rep + k, 4);
                         if (0 == unit)
                         {
-                            in = loops.copyIn(chunksPerRep, measured ? copyIn.perChunk : null);
-                            outGbps = loops.copyOut(chunksPerRep, measured ? copyOut.perChunk : null);
+                            writeGbps[0] = loops.copyIn(chunksPerRep, measured ? writes[0].perChunk : null);
+                            readGbps[0] = loops.copyOut(chunksPerRep, measured ? reads[0].perChunk : null);
                             continue;
                         }
-                        if (3 == unit)
-                        {
-                            final long gc0 = BenchSupport.gcCount();
-                            sb = loops.storeBatched(chunksPerRep, measured ? storeBatched.perChunk : null);
-                            rb = loops.retrieveBatched(chunksPerRep, measured ? retrieveBatched.perChunk : null);
-                            gcLoops += BenchSupport.gcCount() - gc0;
-                            continue;
-                        }
-                        final boolean pipelined = 2 == unit;
+                        final boolean pipelined = 1 != unit;
+                        final int perRequest = 3 == unit ? batch : 1;
                         final long gc0 = BenchSupport.gcCount();
-                        final double w = loops.store(chunksPerRep,
-                            measured ? (pipelined ? storePipelined : store).perChunk : null, pipelined);
-                        final double r = loops.retrieve(chunksPerRep,
-                            measured ? (pipelined ? retrievePipelined : retrieve).perChunk : null, pipelined);
+                        writeGbps[unit] = loops.store(chunksPerRep, measured ? writes[unit].perChunk : null,
+                            pipelined, perRequest);
+                        readGbps[unit] = loops.retrieve(chunksPerRep, measured ? reads[unit].perChunk : null,
+                            pipelined, perRequest);
                         gcLoops += BenchSupport.gcCount() - gc0;
-                        if (pipelined)
-                        {
-                            sp = w;
-                            rp = r;
-                        }
-                        else
-                        {
-                            st = w;
-                            re = r;
-                        }
                     }
                     if (measured)
                     {
-                        copyIn.gbps[rep] = in;
-                        store.gbps[rep] = st;
-                        copyOut.gbps[rep] = outGbps;
-                        retrieve.gbps[rep] = re;
-                        storePipelined.gbps[rep] = sp;
-                        retrievePipelined.gbps[rep] = rp;
-                        storeBatched.gbps[rep] = sb;
-                        retrieveBatched.gbps[rep] = rb;
+                        for (int unit = 0; unit < 4; unit++)
+                        {
+                            writes[unit].gbps[rep] = writeGbps[unit];
+                            reads[unit].gbps[rep] = readGbps[unit];
+                        }
                         gcSteady += gcLoops;
                     }
                     progress(BenchSupport.fmt("%s %s %s %d/%d: copy in %.2f, store %.2f, copy out %.2f, retrieve %.2f%s",
                         label, waitMode, measured ? "rep" : "warm-up", measured ? rep + 1 : rep + warmups + 1,
-                        measured ? reps : warmups, in, st, outGbps, re,
+                        measured ? reps : warmups, writeGbps[0], writeGbps[1], readGbps[0], readGbps[1],
                         BenchSupport.fmt("; pipelined: store %.2f, retrieve %.2f; batched: store %.2f, retrieve " +
-                        "%.2f GB/s", sp, rp, sb, rb)));
+                        "%.2f GB/s", writeGbps[2], readGbps[2], writeGbps[3], readGbps[3])));
                 }
                 result.put("chunk_bytes", chunkBytes);
                 result.put("chunks_per_rep", chunksPerRep);
@@ -410,116 +386,6 @@ public final class BenchWorker
             }
         }
 
-        /**
-         * Stores chunks {@code batch} (at most {@link #MAX_BATCH}) per request, as a worker storing a prompt's
-         * chunks does: PREPARE_STORE of the batch's keys, each slot checked and written, one COMMIT_STORE for
-         * the batch (sent without waiting, its answer checked when it arrives). The next batch's prepare is sent
-         * before the current batch's bytes are written, as in the pipelined worker.
-         */
-        double storeBatched(final int chunks, final Histogram h)
-        {
-            final KvStashClient client = this.client;
-            client.asyncHandler(commits);
-            repFirstKey = keyCursor;
-            final int batches = chunks / batch;
-            final long start = System.nanoTime();
-            long t0 = start;
-            int b = keyCursor / batch;
-            long nextPrepare = sendPrepareBatch(RequestType.PREPARE_STORE, b);
-            for (int j = 0; j < batches; j++)
-            {
-                final ClientResponse prepared = client.await(nextPrepare, ahead[j & 1]);
-                if (!prepared.isOk() || batch != prepared.slotCount())
-                {
-                    throw new IllegalStateException("batched prepare store failed: " + prepared);
-                }
-                final int next = b + 1 == batchKeys.length ? 0 : b + 1;
-                if (j + 1 < batches)
-                {
-                    nextPrepare = sendPrepareBatch(RequestType.PREPARE_STORE, next);
-                }
-                for (int i = 0; i < batch; i++)
-                {
-                    if (!client.isStillReserved(prepared, i))
-                    {
-                        throw new IllegalStateException("reservation lost: " + prepared);
-                    }
-                    client.slotView(prepared, i, slotView);
-                    source.putLong(0, b * batch + prepared.slotRangeIndex(i));
-                    slotView.putBytes(0, source, 0, chunkBytes);
-                    if (null != h)
-                    {
-                        final long t1 = System.nanoTime();
-                        BenchSupport.record(h, t1 - t0);
-                        t0 = t1;
-                    }
-                }
-                commit(RequestType.COMMIT_STORE, prepared.transferId(), true);
-                b = next;
-            }
-            keyCursor = b * batch;
-            commits.drain(client);
-            return gbps(chunks, System.nanoTime() - start);
-        }
-
-        /**
-         * Retrieves the chunks the last {@link #storeBatched} wrote, {@code batch} per request: PREPARE_RETRIEVE
-         * of the batch, each slot read and checked, one COMMIT_RETRIEVE, the next batch's prepare sent first.
-         */
-        double retrieveBatched(final int chunks, final Histogram h)
-        {
-            final KvStashClient client = this.client;
-            client.asyncHandler(commits);
-            final int batches = chunks / batch;
-            final long start = System.nanoTime();
-            long t0 = start;
-            int b = repFirstKey / batch;
-            long nextPrepare = sendPrepareBatch(RequestType.PREPARE_RETRIEVE, b);
-            for (int j = 0; j < batches; j++)
-            {
-                final ClientResponse prepared = client.await(nextPrepare, ahead[j & 1]);
-                if (!prepared.isOk() || batch != prepared.slotCount())
-                {
-                    throw new IllegalStateException("batched prepare retrieve failed: " + prepared);
-                }
-                final int next = b + 1 == batchKeys.length ? 0 : b + 1;
-                if (j + 1 < batches)
-                {
-                    nextPrepare = sendPrepareBatch(RequestType.PREPARE_RETRIEVE, next);
-                }
-                for (int i = 0; i < batch; i++)
-                {
-                    client.slotView(prepared, i, slotView);
-                    destination.putBytes(0, slotView, 0, chunkBytes);
-                    if (!client.isStillReadable(prepared, i) ||
-                        destination.getLong(0) != b * batch + prepared.slotRangeIndex(i))
-                    {
-                        throw new IllegalStateException("batched retrieve read the wrong chunk");
-                    }
-                    if (null != h)
-                    {
-                        final long t1 = System.nanoTime();
-                        BenchSupport.record(h, t1 - t0);
-                        t0 = t1;
-                    }
-                }
-                commit(RequestType.COMMIT_RETRIEVE, prepared.transferId(), true);
-                b = next;
-            }
-            commits.drain(client);
-            return gbps(chunks, System.nanoTime() - start);
-        }
-
-        private long sendPrepareBatch(final int type, final int batch)
-        {
-            long correlationId;
-            while ((correlationId = client.sendKeyed(type, 1, batchKeys[batch], 0)) < 0)
-            {
-                client.poll(commits, 64);
-            }
-            return correlationId;
-        }
-
         double copyIn(final int chunks, final Histogram h)
         {
             final long start = System.nanoTime();
@@ -531,12 +397,7 @@ public final class BenchWorker
                 copyView.wrap(copyRegion, slot * chunkBytes, chunkBytes);
                 source.putLong(0, i);
                 copyView.putBytes(0, source, 0, chunkBytes);
-                if (null != h)
-                {
-                    final long t1 = System.nanoTime();
-                    BenchSupport.record(h, t1 - t0);
-                    t0 = t1;
-                }
+                t0 = record(h, t0);
             }
             return gbps(chunks, System.nanoTime() - start);
         }
@@ -556,60 +417,60 @@ public final class BenchWorker
                 {
                     throw new IllegalStateException("copy out read chunk " + destination.getLong(0) + ", not " + i);
                 }
-                if (null != h)
-                {
-                    final long t1 = System.nanoTime();
-                    BenchSupport.record(h, t1 - t0);
-                    t0 = t1;
-                }
+                t0 = record(h, t0);
             }
             return gbps(chunks, System.nanoTime() - start);
         }
 
         /**
-         * Stores chunks one per request: prepare, write the slot, commit. Serial: each answer awaited before
-         * the next request goes out (two round trips per chunk on top of the copy). Pipelined, as a worker
-         * streaming a prompt's chunks should run it: the next chunk's PREPARE_STORE is sent before the current
-         * chunk's bytes are written, so the server decides while the bytes move, and each COMMIT_STORE is sent
-         * without waiting (its answer is checked when it arrives, before the prepare two chunks on).
+         * Stores chunks, {@code perRequest} per request (1, or the batch size the loops were built with): a
+         * PREPARE_STORE of the request's keys, each slot checked and written, one COMMIT_STORE. Serial: each
+         * answer awaited before the next request goes out (two round trips per request on top of the copy).
+         * Pipelined, as a worker streaming a prompt's chunks should run it: the next request's PREPARE_STORE
+         * is sent before the current request's bytes are written, so the server decides while the bytes move,
+         * and each COMMIT_STORE is sent without waiting (its answer is checked when it arrives). Eight chunks
+         * per request is how an inference engine stores a prompt.
          */
-        double store(final int chunks, final Histogram h, final boolean pipelined)
+        double store(final int chunks, final Histogram h, final boolean pipelined, final int perRequest)
         {
             final KvStashClient client = this.client;
             client.asyncHandler(commits);
             repFirstKey = keyCursor;
+            final int requests = chunks / perRequest;
             final long start = System.nanoTime();
             long t0 = start;
             int k = keyCursor;
-            long nextPrepare = sendPrepare(RequestType.PREPARE_STORE, k);
-            for (int i = 0; i < chunks; i++)
+            long nextPrepare = sendPrepare(RequestType.PREPARE_STORE, k, perRequest);
+            for (int j = 0; j < requests; j++)
             {
-                final ClientResponse prepared = client.await(nextPrepare, ahead[i & 1]);
-                if (!prepared.isOk() || 1 != prepared.slotCount() || !client.isStillReserved(prepared, 0))
+                final ClientResponse prepared = client.await(nextPrepare, ahead[j & 1]);
+                if (!prepared.isOk() || perRequest != prepared.slotCount())
                 {
                     throw new IllegalStateException("prepare store failed: " + prepared);
                 }
-                final int next = k + 1 == keys.length ? 0 : k + 1;
-                final boolean more = i + 1 < chunks;
+                final int next = nextKey(k, perRequest);
+                final boolean more = j + 1 < requests;
                 if (pipelined && more)
                 {
-                    nextPrepare = sendPrepare(RequestType.PREPARE_STORE, next);
+                    nextPrepare = sendPrepare(RequestType.PREPARE_STORE, next, perRequest);
                 }
-                client.slotView(prepared, 0, slotView);
-                source.putLong(0, k);
-                slotView.putBytes(0, source, 0, chunkBytes);
+                for (int i = 0; i < perRequest; i++)
+                {
+                    if (!client.isStillReserved(prepared, i))
+                    {
+                        throw new IllegalStateException("reservation lost: " + prepared);
+                    }
+                    client.slotView(prepared, i, slotView);
+                    source.putLong(0, k + prepared.slotRangeIndex(i));
+                    slotView.putBytes(0, source, 0, chunkBytes);
+                    t0 = record(h, t0);
+                }
                 commit(RequestType.COMMIT_STORE, prepared.transferId(), pipelined);
                 if (!pipelined && more)
                 {
-                    nextPrepare = sendPrepare(RequestType.PREPARE_STORE, next);
+                    nextPrepare = sendPrepare(RequestType.PREPARE_STORE, next, perRequest);
                 }
                 k = next;
-                if (null != h)
-                {
-                    final long t1 = System.nanoTime();
-                    BenchSupport.record(h, t1 - t0);
-                    t0 = t1;
-                }
             }
             keyCursor = k;
             commits.drain(client);
@@ -617,56 +478,77 @@ public final class BenchWorker
         }
 
         /**
-         * Retrieves the chunks the last {@link #store} wrote, one per request, serial or pipelined as there.
+         * Retrieves the chunks the last {@link #store} wrote, {@code perRequest} per request, serial or
+         * pipelined as there: each slot read, then checked still readable and stamped with its key's index.
          */
-        double retrieve(final int chunks, final Histogram h, final boolean pipelined)
+        double retrieve(final int chunks, final Histogram h, final boolean pipelined, final int perRequest)
         {
             final KvStashClient client = this.client;
             client.asyncHandler(commits);
-            int k = repFirstKey;
+            final int requests = chunks / perRequest;
             final long start = System.nanoTime();
             long t0 = start;
-            long nextPrepare = sendPrepare(RequestType.PREPARE_RETRIEVE, k);
-            for (int i = 0; i < chunks; i++)
+            int k = repFirstKey;
+            long nextPrepare = sendPrepare(RequestType.PREPARE_RETRIEVE, k, perRequest);
+            for (int j = 0; j < requests; j++)
             {
-                final ClientResponse prepared = client.await(nextPrepare, ahead[i & 1]);
-                if (!prepared.isOk() || 1 != prepared.slotCount())
+                final ClientResponse prepared = client.await(nextPrepare, ahead[j & 1]);
+                if (!prepared.isOk() || perRequest != prepared.slotCount())
                 {
                     throw new IllegalStateException("prepare retrieve failed: " + prepared);
                 }
-                final int next = k + 1 == keys.length ? 0 : k + 1;
-                final boolean more = i + 1 < chunks;
+                final int next = nextKey(k, perRequest);
+                final boolean more = j + 1 < requests;
                 if (pipelined && more)
                 {
-                    nextPrepare = sendPrepare(RequestType.PREPARE_RETRIEVE, next);
+                    nextPrepare = sendPrepare(RequestType.PREPARE_RETRIEVE, next, perRequest);
                 }
-                client.slotView(prepared, 0, slotView);
-                destination.putBytes(0, slotView, 0, chunkBytes);
-                if (!client.isStillReadable(prepared, 0) || destination.getLong(0) != k)
+                for (int i = 0; i < perRequest; i++)
                 {
-                    throw new IllegalStateException("retrieve read the wrong chunk");
+                    client.slotView(prepared, i, slotView);
+                    destination.putBytes(0, slotView, 0, chunkBytes);
+                    if (!client.isStillReadable(prepared, i) || destination.getLong(0) != k + prepared.slotRangeIndex(i))
+                    {
+                        throw new IllegalStateException("retrieve read the wrong chunk");
+                    }
+                    t0 = record(h, t0);
                 }
                 commit(RequestType.COMMIT_RETRIEVE, prepared.transferId(), pipelined);
                 if (!pipelined && more)
                 {
-                    nextPrepare = sendPrepare(RequestType.PREPARE_RETRIEVE, next);
+                    nextPrepare = sendPrepare(RequestType.PREPARE_RETRIEVE, next, perRequest);
                 }
                 k = next;
-                if (null != h)
-                {
-                    final long t1 = System.nanoTime();
-                    BenchSupport.record(h, t1 - t0);
-                    t0 = t1;
-                }
             }
             commits.drain(client);
             return gbps(chunks, System.nanoTime() - start);
         }
 
-        private long sendPrepare(final int type, final int key)
+        private int nextKey(final int key, final int perRequest)
         {
+            final int next = key + perRequest;
+            return next == keys.length ? 0 : next;
+        }
+
+        private static long record(final Histogram h, final long t0)
+        {
+            if (null == h)
+            {
+                return t0;
+            }
+            final long t1 = System.nanoTime();
+            BenchSupport.record(h, t1 - t0);
+            return t1;
+        }
+
+        /**
+         * Sends the PREPARE of the {@code perRequest} keys from {@code key} on (1, or the batch size).
+         */
+        private long sendPrepare(final int type, final int key, final int perRequest)
+        {
+            final ChunkKeys range = 1 == perRequest ? keys[key] : batchKeys[key / batch];
             long correlationId;
-            while ((correlationId = client.sendKeyed(type, 1, keys[key], 0)) < 0)
+            while ((correlationId = client.sendKeyed(type, 1, range, 0)) < 0)
             {
                 client.poll(commits, 64);
             }
