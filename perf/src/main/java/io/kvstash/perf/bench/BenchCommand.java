@@ -277,8 +277,6 @@ public final class BenchCommand implements Callable<Integer>
                 command.put("reps", settings.reps);
                 command.put("warmups", settings.warmups);
                 command.put("chunks_per_rep", chunks);
-                command.put("copy_file", work.resolve("copy-" + chunkBytes).toString());
-                command.put("copy_file_bytes", settings.poolBytes);
                 command.put("wait", waitMode);
                 // Start the measured phase with an empty young generation, so the harness's own small
                 // allocations (progress lines) cannot trigger a collection counted against the server.
