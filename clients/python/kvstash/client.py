@@ -241,7 +241,7 @@ class Client:
         self.heartbeat_interval_ms = i(d.CFG_HEARTBEAT_INTERVAL_MS)
         self.heartbeat_timeout_ms = i(d.CFG_HEARTBEAT_TIMEOUT_MS)
         self._counters = view[counters:counters + counters_length].cast("q")
-        if not self.alive():
+        if not self._alive_at_connect():
             raise ServerGoneError("the server on %s is not alive (state, heartbeat or pid)" % self.directory)
 
     def _open_pool(self):
@@ -333,12 +333,37 @@ class Client:
 
     # ---------------------------------------------------------------------------------------- liveness
     def alive(self):
-        """Whether the server this client connected to looks alive (§2.5): RUNNING, fresh heartbeat, pid."""
+        """Whether the server this client connected to looks alive (§2.5): RUNNING, a heartbeat that moved
+        within the timeout (timed on this process's monotonic clock, so a step of either wall clock does not
+        matter), pid."""
         if self._ctl_i32[d.CTL_STATE_OFFSET >> 2] != d.STATE_RUNNING:
             return False
-        if _wall_ms() - self._ctl_i64[d.CTL_HEARTBEAT_OFFSET >> 3] > self.heartbeat_timeout_ms:
+        heartbeat = self._ctl_i64[d.CTL_HEARTBEAT_OFFSET >> 3]
+        now_ns = time.monotonic_ns()
+        if heartbeat != self._last_heartbeat:
+            self._last_heartbeat = heartbeat
+            self._last_heartbeat_change_ns = now_ns
+        elif now_ns - self._last_heartbeat_change_ns > self.heartbeat_timeout_ms * 1_000_000:
             return False
         return _pid_exists(self.server_pid)
+
+    def _alive_at_connect(self):
+        """The first check, no heartbeat seen yet (§2.5): fresh if within the timeout of this wall clock
+        (either way), else watched for up to three heartbeat intervals and fresh only if it moves."""
+        if self._ctl_i32[d.CTL_STATE_OFFSET >> 2] != d.STATE_RUNNING or not _pid_exists(self.server_pid):
+            return False
+        heartbeat = self._ctl_i64[d.CTL_HEARTBEAT_OFFSET >> 3]
+        age_ms = _wall_ms() - heartbeat
+        self._last_heartbeat = heartbeat
+        if abs(age_ms) <= self.heartbeat_timeout_ms:
+            self._last_heartbeat_change_ns = time.monotonic_ns() - max(0, age_ms) * 1_000_000
+            return True
+        deadline = time.monotonic() + 3 * max(1, self.heartbeat_interval_ms) / 1000.0
+        while time.monotonic() < deadline:
+            if self._ctl_i64[d.CTL_HEARTBEAT_OFFSET >> 3] != heartbeat:
+                return self.alive()
+            time.sleep(0.001)
+        return False
 
     def _current_incarnation(self):
         """Incarnation of the control file now at the path (a restarted server has a new one), or None."""

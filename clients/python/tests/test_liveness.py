@@ -79,6 +79,28 @@ class DeadWorkerTest(ServerTestCase):
         self.assertEqual(c.ping().status, Status.OK)
         self.assertEqual(c.counter(CLIENTS), attached)
 
+    def test_should_neither_refuse_nor_drop_a_live_server_when_this_wall_clock_steps(self):
+        import kvstash.client as client_module
+        real_wall_ms = client_module._wall_ms
+        for prefix, step_ms in ((51, 3_600_000), (52, -3_600_000)):
+            client_module._wall_ms = lambda: real_wall_ms() + step_ms
+            try:
+                # the first check finds the heartbeat an hour off, watches it move and connects
+                c = self.connect(timeout=10.0)
+                until = time.monotonic() + 0.5
+                while time.monotonic() < until:
+                    self.assertTrue(c.alive(), "a live server looked dead with the wall clock %+d ms" % step_ms)
+                    time.sleep(0.02)
+                self.assertTrue(c.register(50, LAYOUT).ok)
+                keys = [(prefix, k) for k in range(2)]                # new keys: each prepare reserves
+                stored = c.prepare_store(50, keys)
+                self.assertEqual(Status.OK, stored.status)
+                self.assertEqual(Status.OK, c.commit_store(50, stored).status)
+                self.assertEqual(2, c.lookup(50, keys).hit_chunks)
+                c.close()
+            finally:
+                client_module._wall_ms = real_wall_ms
+
     def test_should_time_out_when_no_answer_comes(self):
         c = kvstash.connect(self.server.directory, timeout=10.0)  # attaching may be slow on a loaded machine
         self.addCleanup(c.close)

@@ -35,6 +35,8 @@ import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.LockSupport;
 
 import static io.kvstash.ipc.codec.WireDescriptor.*;
 
@@ -75,6 +77,8 @@ public final class KvStashClient implements AutoCloseable
     private final long incarnation;
     private final long serverPid;
     private final long heartbeatTimeoutMs;
+    private long lastHeartbeat;
+    private long lastHeartbeatChangeNs;
     private final int chunkTokens;
     private final int maxChunks;
     private final int maxInlineBytes;
@@ -147,7 +151,7 @@ public final class KvStashClient implements AutoCloseable
             segmentBytes = control.getLong(c + ControlFileDescriptor.SEGMENT_BYTES_OFFSET);
             final int requestCapacity = control.getInt(c + ControlFileDescriptor.REQUEST_RING_CAPACITY_OFFSET);
             final int responseCapacity = control.getInt(c + ControlFileDescriptor.RESPONSE_RING_CAPACITY_OFFSET);
-            if (!alive())
+            if (!aliveAtConnect(control.getInt(c + ControlFileDescriptor.HEARTBEAT_INTERVAL_OFFSET)))
             {
                 throw new KvStashException(KvStashException.Reason.SERVER_GONE, "the server on " + directory +
                     " is not running (pid " + serverPid + ")");
@@ -306,8 +310,12 @@ public final class KvStashClient implements AutoCloseable
     // ------------------------------------------------------------------------------------------ liveness
 
     /**
-     * Whether the server this client connected to still runs: running state, a fresh heartbeat, and its
-     * process alive.
+     * Whether the server this client connected to still runs: running state, a heartbeat that has moved
+     * within the heartbeat timeout, and its process alive.
+     * <p>
+     * The heartbeat is the server's wall clock, but it is not compared with this machine's wall clock once
+     * connected: the client notes when (on its own monotonic clock) it last saw the value change. A step of
+     * either wall clock (NTP, a resumed VM) then neither makes a live server look dead nor a dead one alive.
      *
      * @return true when alive.
      */
@@ -318,10 +326,53 @@ public final class KvStashClient implements AutoCloseable
             return false;
         }
         final long heartbeat = control.getLongAcquire(ControlFileDescriptor.HEARTBEAT_OFFSET);
-        if (System.currentTimeMillis() - heartbeat > heartbeatTimeoutMs)
+        final long nowNs = System.nanoTime();
+        if (heartbeat != lastHeartbeat)
+        {
+            lastHeartbeat = heartbeat;
+            lastHeartbeatChangeNs = nowNs;
+        }
+        else if (nowNs - lastHeartbeatChangeNs > TimeUnit.MILLISECONDS.toNanos(heartbeatTimeoutMs))
         {
             return false;
         }
+        return serverProcessAlive();
+    }
+
+    /**
+     * The first liveness check, with no heartbeat seen before: a heartbeat within the timeout of this machine's
+     * wall clock (either way) is fresh; any other (a server whose wall clock stands apart from this one's, or a dead
+     * server) is watched for up to three heartbeat intervals, and fresh only if it moves.
+     */
+    private boolean aliveAtConnect(final long heartbeatIntervalMs)
+    {
+        if (ControlFileDescriptor.STATE_RUNNING != control.getIntAcquire(ControlFileDescriptor.STATE_OFFSET) ||
+            !serverProcessAlive())
+        {
+            return false;
+        }
+        final long heartbeat = control.getLongAcquire(ControlFileDescriptor.HEARTBEAT_OFFSET);
+        final long ageMs = System.currentTimeMillis() - heartbeat;
+        lastHeartbeat = heartbeat;
+        if (Math.abs(ageMs) <= heartbeatTimeoutMs)
+        {
+            lastHeartbeatChangeNs = System.nanoTime() - TimeUnit.MILLISECONDS.toNanos(Math.max(0, ageMs));
+            return true;
+        }
+        final long deadlineNs = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(3 * Math.max(1, heartbeatIntervalMs));
+        while (System.nanoTime() - deadlineNs < 0)
+        {
+            if (control.getLongAcquire(ControlFileDescriptor.HEARTBEAT_OFFSET) != heartbeat)
+            {
+                return alive();
+            }
+            LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(1));
+        }
+        return false;
+    }
+
+    private boolean serverProcessAlive()
+    {
         return ProcessHandle.of(serverPid).map(ProcessHandle::isAlive).orElse(false);
     }
 

@@ -50,7 +50,6 @@ final class ClientSession
     boolean backPressured;
     /** Why the session is closing: true when its process died. */
     boolean dead;
-    long closingSinceMs;
 
     ClientSession(final int index)
     {
@@ -89,7 +88,6 @@ final class ClientSession
         releasedBytes = 0;
         dead = false;
         backPressured = false;
-        closingSinceMs = 0;
         generation = generation + 1 == 0 ? 1 : generation + 1;
         sessionId = ((long)index << 32) | (generation & 0xFFFF_FFFFL);
         header.putLong(ClientFileDescriptor.SESSION_ID_OFFSET, sessionId);
@@ -128,10 +126,9 @@ final class ClientSession
         return 1 == header.getIntAcquire(ClientFileDescriptor.CLOSING_OFFSET);
     }
 
-    void beginClosing(final boolean processDead, final long nowMs)
+    void beginClosing(final boolean processDead)
     {
         dead = processDead;
-        closingSinceMs = nowMs;
         state = CLOSING;
     }
 

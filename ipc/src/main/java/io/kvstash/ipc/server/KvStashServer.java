@@ -9,7 +9,6 @@ import org.HdrHistogram.HistogramLogWriter;
 import org.agrona.ErrorHandler;
 import org.agrona.concurrent.AgentRunner;
 import org.agrona.concurrent.CompositeAgent;
-import org.agrona.concurrent.SystemEpochClock;
 import org.agrona.concurrent.SystemNanoClock;
 import org.agrona.concurrent.errors.DistinctErrorLog;
 
@@ -39,7 +38,7 @@ public final class KvStashServer implements AutoCloseable
         files = new ServerFiles(context);
         try
         {
-            errorLog = new DistinctErrorLog(files.errorLogBuffer(), new SystemEpochClock());
+            errorLog = new DistinctErrorLog(files.errorLogBuffer(), context.epochClock());
             final StoreCounters counters = files.counters();
             // Logs only: the pipeline stages and the receiver count ERRORS where they catch, once each.
             final ErrorHandler errorHandler = (throwable) ->
@@ -74,8 +73,8 @@ public final class KvStashServer implements AutoCloseable
                 .threadNamePrefix("kvstash-");
             pipeline = new Pipeline(pipelineContext);
             intervalLogger = context.latencyEnabled() ? new IntervalLogger(pipeline.latency(),
-                openLatencyLog(context.latencyLogFile()), System.currentTimeMillis()) : null;
-            receiver = new ReceiverAgent(context, files, pipeline, sessions, errorHandler, new SystemEpochClock(),
+                openLatencyLog(context.latencyLogFile()), context.epochClock().time()) : null;
+            receiver = new ReceiverAgent(context, files, pipeline, sessions, errorHandler, context.epochClock(),
                 new SystemNanoClock(), intervalLogger);
             // Starts the stage threads of the mode, and the journal's thread when capturing.
             pipeline.start();
@@ -210,7 +209,7 @@ public final class KvStashServer implements AutoCloseable
         pipeline.close();
         if (null != intervalLogger)
         {
-            intervalLogger.poll(System.currentTimeMillis());
+            intervalLogger.poll(context.epochClock().time());
             intervalLogger.close();
         }
         files.close();

@@ -115,6 +115,24 @@ final class ReceiverAgent implements Agent
             context.storeContext().maxChunksPerRequest(), context.storeContext().maxInlineBytes());
         this.reapSequence = new long[sessions.length];
         this.used = new int[sessions.length];
+        final long nowMs = monotonicMs();
+        nextScanMs = nowMs;
+        nextFullScanMs = nowMs;
+        nextLivenessMs = nowMs;
+        nextHeartbeatMs = nowMs;
+        nextSweepMs = nowMs;
+        nextLatencyMs = nowMs;
+    }
+
+    /**
+     * Milliseconds of the monotonic clock, which every timer of the duty cycle runs on. The wall clock only
+     * gives the values written out (the heartbeat, the latency log's timestamps): a step of it (NTP, a
+     * resumed VM) must not stop the heartbeat, scans, liveness checks and sweeps for as long as it stepped
+     * back.
+     */
+    private long monotonicMs()
+    {
+        return nanoClock.nanoTime() / 1_000_000L;
     }
 
     @Override
@@ -143,32 +161,32 @@ final class ReceiverAgent implements Agent
     public int doWork()
     {
         int work = pollClients();
-        final long nowMs = epochClock.time();
-        if (nowMs >= nextHeartbeatMs)
+        final long nowMs = monotonicMs();
+        if (nowMs - nextHeartbeatMs >= 0)
         {
-            files.heartbeat(nowMs);
+            files.heartbeat(epochClock.time());
             nextHeartbeatMs = nowMs + context.heartbeatIntervalMs();
         }
-        if (nowMs >= nextScanMs && (nowMs >= nextFullScanMs || directoryChanged()))
+        if (nowMs - nextScanMs >= 0 && (nowMs - nextFullScanMs >= 0 || directoryChanged()))
         {
             nextFullScanMs = nowMs + 1000;
             work += scan();
             nextScanMs = nowMs + context.scanIntervalMs();
         }
-        if (nowMs >= nextLivenessMs)
+        if (nowMs - nextLivenessMs >= 0)
         {
-            work += checkLiveness(nowMs);
+            work += checkLiveness();
             nextLivenessMs = nowMs + context.livenessIntervalMs();
         }
-        if (nowMs >= nextSweepMs && pipeline.tryPublishSweep(nanoClock.nanoTime()))
+        if (nowMs - nextSweepMs >= 0 && pipeline.tryPublishSweep(nanoClock.nanoTime()))
         {
             nextSweepMs = nowMs + context.sweepIntervalMs();
             work++;
         }
         work += finishDetaches();
-        if (null != intervalLogger && nowMs >= nextLatencyMs)
+        if (null != intervalLogger && nowMs - nextLatencyMs >= 0)
         {
-            intervalLogger.poll(nowMs);
+            intervalLogger.poll(epochClock.time());
             nextLatencyMs = nowMs + context.latencyIntervalMs();
         }
         return work;
@@ -240,7 +258,7 @@ final class ReceiverAgent implements Agent
                     counters.addAtomic(StoreCounters.ERRORS, 1);
                     errorHandler.onError(new IllegalStateException("corrupt request ring of client " +
                         session.file.getFileName() + ": detaching it"));
-                    session.beginClosing(false, epochClock.time());
+                    session.beginClosing(false);
                 }
                 return read;
             }
@@ -439,7 +457,7 @@ final class ReceiverAgent implements Agent
         return 0;
     }
 
-    private int checkLiveness(final long nowMs)
+    private int checkLiveness()
     {
         int work = 0;
         for (int u = 0; u < usedCount; u++)
@@ -451,12 +469,12 @@ final class ReceiverAgent implements Agent
             }
             if (session.isClosingRequested())
             {
-                session.beginClosing(false, nowMs);
+                session.beginClosing(false);
                 work++;
             }
             else if (session.isProcessGone())
             {
-                session.beginClosing(true, nowMs);
+                session.beginClosing(true);
                 work++;
             }
         }

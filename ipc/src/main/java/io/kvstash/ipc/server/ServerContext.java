@@ -6,6 +6,8 @@ import io.kvstash.ipc.file.SecureDirectory;
 import io.kvstash.ipc.ring.RingDescriptor;
 import io.kvstash.pipeline.ThreadingMode;
 import io.kvstash.pipeline.WaitMode;
+import org.agrona.concurrent.EpochClock;
+import org.agrona.concurrent.SystemEpochClock;
 
 import java.nio.file.Path;
 import java.util.concurrent.TimeUnit;
@@ -57,6 +59,7 @@ public final class ServerContext
     private Path latencyLogFile;
     private boolean latencyEnabled = true;
     private boolean pretouch = true;
+    private EpochClock epochClock = SystemEpochClock.INSTANCE;
     private long incarnation;
     private boolean concluded;
 
@@ -521,6 +524,30 @@ public final class ServerContext
     public ServerContext pretouch(final boolean pretouch)
     {
         this.pretouch = pretouch;
+        return this;
+    }
+
+    /**
+     * The wall clock the server writes out: the control file's start time and heartbeat, the latency log's
+     * timestamps. Its timers never run on it (see {@code ReceiverAgent}).
+     *
+     * @return the clock.
+     */
+    public EpochClock epochClock()
+    {
+        return epochClock;
+    }
+
+    /**
+     * Sets the wall clock the server writes out (tests step it to check that the server and its clients do
+     * not depend on it stepping evenly).
+     *
+     * @param epochClock the clock.
+     * @return this.
+     */
+    public ServerContext epochClock(final EpochClock epochClock)
+    {
+        this.epochClock = epochClock;
         return this;
     }
 

@@ -282,8 +282,8 @@ final class ServerFiles implements AutoCloseable
         control.putInt(ControlFileDescriptor.HEADER_LENGTH_OFFSET, ControlFileDescriptor.HEADER_LENGTH);
         control.putLong(ControlFileDescriptor.PID_OFFSET, ProcessHandle.current().pid());
         control.putLong(ControlFileDescriptor.INCARNATION_OFFSET, context.incarnation());
-        control.putLong(ControlFileDescriptor.START_TIME_OFFSET, System.currentTimeMillis());
-        control.putLongRelease(ControlFileDescriptor.HEARTBEAT_OFFSET, System.currentTimeMillis());
+        control.putLong(ControlFileDescriptor.START_TIME_OFFSET, context.epochClock().time());
+        control.putLongRelease(ControlFileDescriptor.HEARTBEAT_OFFSET, context.epochClock().time());
         control.putInt(ControlFileDescriptor.STATE_OFFSET, ControlFileDescriptor.STATE_RUNNING);
         control.putInt(ControlFileDescriptor.CONFIG_SECTION_OFFSET, ControlFileDescriptor.CONFIG_OFFSET);
         control.putInt(ControlFileDescriptor.CONFIG_SECTION_OFFSET + 4, ControlFileDescriptor.CONFIG_LENGTH);
