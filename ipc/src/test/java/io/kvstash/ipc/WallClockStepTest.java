@@ -143,7 +143,8 @@ class WallClockStepTest
 
     private long heartbeat() throws Exception
     {
-        try (FileChannel channel = FileChannel.open(dir.resolve(ControlFileDescriptor.FILE_NAME), StandardOpenOption.READ))
+        final Path control = dir.resolve(ControlFileDescriptor.FILE_NAME);
+        try (FileChannel channel = FileChannel.open(control, StandardOpenOption.READ))
         {
             final MappedByteBuffer mapped = channel.map(FileChannel.MapMode.READ_ONLY, 0, channel.size());
             return new UnsafeBuffer(mapped).getLongVolatile(ControlFileDescriptor.HEARTBEAT_OFFSET);

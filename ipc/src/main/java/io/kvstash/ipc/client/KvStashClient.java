@@ -77,8 +77,6 @@ public final class KvStashClient implements AutoCloseable
     private final long incarnation;
     private final long serverPid;
     private final long heartbeatTimeoutMs;
-    private long lastHeartbeat;
-    private long lastHeartbeatChangeNs;
     private final int chunkTokens;
     private final int maxChunks;
     private final int maxInlineBytes;
@@ -103,6 +101,8 @@ public final class KvStashClient implements AutoCloseable
     private ResponseHandler asyncHandler;
     private long nextCorrelationId = 1;
     private long orphanResponses;
+    private long lastHeartbeat;
+    private long lastHeartbeatChangeNs;
     private boolean closed;
 
     private KvStashClient(final ClientContext context)
@@ -340,9 +340,9 @@ public final class KvStashClient implements AutoCloseable
     }
 
     /**
-     * The first liveness check, with no heartbeat seen before: a heartbeat within the timeout of this machine's
-     * wall clock (either way) is fresh; any other (a server whose wall clock stands apart from this one's, or a dead
-     * server) is watched for up to three heartbeat intervals, and fresh only if it moves.
+     * The first liveness check, with no heartbeat seen before: a heartbeat within the timeout of this
+     * machine's wall clock (either way) is fresh; any other (a server whose wall clock stands apart from this
+     * one's, or a dead server) is watched for up to three heartbeat intervals, and fresh only if it moves.
      */
     private boolean aliveAtConnect(final long heartbeatIntervalMs)
     {
@@ -359,7 +359,8 @@ public final class KvStashClient implements AutoCloseable
             lastHeartbeatChangeNs = System.nanoTime() - TimeUnit.MILLISECONDS.toNanos(Math.max(0, ageMs));
             return true;
         }
-        final long deadlineNs = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(3 * Math.max(1, heartbeatIntervalMs));
+        final long watchNs = TimeUnit.MILLISECONDS.toNanos(3 * Math.max(1, heartbeatIntervalMs));
+        final long deadlineNs = System.nanoTime() + watchNs;
         while (System.nanoTime() - deadlineNs < 0)
         {
             if (control.getLongAcquire(ControlFileDescriptor.HEARTBEAT_OFFSET) != heartbeat)

@@ -32,8 +32,8 @@ import java.util.concurrent.Callable;
 
 /**
  * {@code kvstash bench}: kvstash side by side with the physical limit (a single-thread copy of the chunks
- * into and out of the pool's slots, a mapped {@code /dev/shm} file, with no request), the IPC floor (a bare ring echo between two processes), Redis and an in-process
- * map, in one invocation, on the same chunks (4 KiB, 256 KiB, 2 MiB, 32 MiB), as ratios. The coordinator
+ * into and out of the pool's slots, a mapped {@code /dev/shm} file, with no request), the IPC floor (a bare
+ * ring echo between two processes), Redis and an in-process map, in one invocation, on the same chunks (4 KiB, 256 KiB, 2 MiB, 32 MiB), as ratios. The coordinator
  * (this JVM) runs the kvstash servers, the echo agent and redis-server; a separate worker JVM
  * ({@link BenchWorker}) is the client of each. Every figure is the median of several repetitions after
  * warm-up; every latency is an HdrHistogram, written to {@code bench.hlog} and plotted in
