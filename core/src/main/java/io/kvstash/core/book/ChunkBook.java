@@ -43,6 +43,9 @@ public final class ChunkBook
     /** Flag of UNREGISTER issued by the server for an instance whose process died. */
     public static final int FLAG_REAPED = 8;
 
+    /** Most (model, world size, rank) identities the layout registry remembers (REGISTER of a new one: BUSY). */
+    public static final int MAX_LAYOUT_IDENTITIES = InstanceTable.MAX_IDENTITIES;
+
     private static final byte FREE = 0;
     private static final byte RESERVED = 1;
     private static final byte READABLE = 2;
@@ -246,6 +249,11 @@ public final class ChunkBook
         if (null != registered && !registered.equals(layout))
         {
             command.fail(Status.LAYOUT_MISMATCH, "this model, world size and rank were registered with another layout");
+            return;
+        }
+        if (null == registered && instances.isRegistryFull())
+        {
+            command.fail(Status.BUSY, "layout registry full (65,536 model, world size and rank identities)");
             return;
         }
         final long neededSlotBytes = alignUp(chunkBytes);

@@ -11,12 +11,19 @@ import java.util.Map;
  * keeps the layout, its chunk bytes and the namespace of its (model, world size, rank) with no salt. The
  * registry remembers the layout of every (model, world size, rank) ever registered, because chunks outlive
  * their instance: a later instance of the same identity with another layout would read bytes of the wrong
- * shape, so it gets LAYOUT_MISMATCH.
+ * shape, so it gets LAYOUT_MISMATCH. The registry holds at most {@link #MAX_IDENTITIES} identities: a client
+ * that registers and unregisters ever new ones must not grow the server's heap without end.
  * <p>
  * Owner: the reserve stage thread (via {@link ChunkBook}).
  */
 final class InstanceTable
 {
+    /**
+     * Most (model, world size, rank) identities the registry remembers; a REGISTER of a new identity beyond
+     * them is refused (BUSY). About 400 bytes each, so 26 MiB at most.
+     */
+    static final int MAX_IDENTITIES = 65_536;
+
     private final Long2LongHashMap idToIndex = new Long2LongHashMap(-1);
     private final long[] instanceId;
     private final Layout[] layout;
@@ -153,6 +160,14 @@ final class InstanceTable
     long instanceId(final int index)
     {
         return instanceId[index];
+    }
+
+    /**
+     * Whether the registry has no room for one more identity.
+     */
+    boolean isRegistryFull()
+    {
+        return registry.size() >= MAX_IDENTITIES;
     }
 
     /**
