@@ -10,6 +10,7 @@ import io.kvstash.ipc.client.ClientContext;
 import io.kvstash.ipc.client.ClientResponse;
 import io.kvstash.ipc.client.KvStashClient;
 import io.kvstash.ipc.client.KvStashException;
+import io.kvstash.ipc.file.ClientFileDescriptor;
 import io.kvstash.ipc.file.ControlFileDescriptor;
 import io.kvstash.ipc.server.KvStashServer;
 import io.kvstash.ipc.server.ServerContext;
@@ -18,12 +19,13 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
-import java.nio.MappedByteBuffer;
 import java.nio.channels.FileChannel;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.stream.Stream;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -41,6 +43,7 @@ class WallClockStepTest
     private static final Layout LAYOUT = Layout.of("llama", 1, 0, 2, 128, Dtype.BFLOAT16, false);
 
     Path dir;
+    UnsafeBuffer control;
 
     @AfterEach
     void cleanup()
@@ -108,13 +111,23 @@ class WallClockStepTest
             .directory(dir)
             .storeContext(new StoreContext().poolSizeBytes(16L << 20))
             .epochClock(() -> 1_000_000L);
-        try (KvStashServer server = KvStashServer.launch(context))
+        final KvStashServer server = KvStashServer.launch(context);
+        try
         {
             assertEquals(1_000_000L, heartbeat(), "the server writes its own clock");
-            assertTrue(server.directory().endsWith(dir.getFileName()));
             final KvStashException ex = assertThrows(KvStashException.class,
                 () -> KvStashClient.connect(new ClientContext().directory(dir)).close());
             assertEquals(KvStashException.Reason.SERVER_GONE, ex.reason(), ex.getMessage());
+            try (Stream<Path> files = Files.list(dir))
+            {
+                assertEquals(0, files.map(p -> p.getFileName().toString())
+                    .filter(name -> name.startsWith(ClientFileDescriptor.FILE_PREFIX)).count(),
+                    "the refused client left a client file");
+            }
+        }
+        finally
+        {
+            server.close();
         }
     }
 
@@ -141,14 +154,20 @@ class WallClockStepTest
         assertEquals(Status.OK, client.commitRetrieve(instanceId, retrieved.transferId()).status());
     }
 
+    /**
+     * The heartbeat in the control file, mapped once: the server writes that file at start and keeps it.
+     */
     private long heartbeat() throws Exception
     {
-        final Path control = dir.resolve(ControlFileDescriptor.FILE_NAME);
-        try (FileChannel channel = FileChannel.open(control, StandardOpenOption.READ))
+        if (null == control)
         {
-            final MappedByteBuffer mapped = channel.map(FileChannel.MapMode.READ_ONLY, 0, channel.size());
-            return new UnsafeBuffer(mapped).getLongVolatile(ControlFileDescriptor.HEARTBEAT_OFFSET);
+            try (FileChannel channel = FileChannel.open(dir.resolve(ControlFileDescriptor.FILE_NAME),
+                StandardOpenOption.READ))
+            {
+                control = new UnsafeBuffer(channel.map(FileChannel.MapMode.READ_ONLY, 0, channel.size()));
+            }
         }
+        return control.getLongVolatile(ControlFileDescriptor.HEARTBEAT_OFFSET);
     }
 
     private static void awaitTrue(final ThrowingCondition condition, final String message) throws Exception

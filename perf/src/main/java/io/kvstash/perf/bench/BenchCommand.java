@@ -33,12 +33,12 @@ import java.util.concurrent.Callable;
 /**
  * {@code kvstash bench}: kvstash side by side with the physical limit (a single-thread copy of the chunks
  * into and out of the pool's slots, a mapped {@code /dev/shm} file, with no request), the IPC floor (a bare
- * ring echo between two processes), Redis and an in-process map, in one invocation, on the same chunks (4 KiB, 256 KiB, 2 MiB, 32 MiB), as ratios. The coordinator
- * (this JVM) runs the kvstash servers, the echo agent and redis-server; a separate worker JVM
- * ({@link BenchWorker}) is the client of each. Every figure is the median of several repetitions after
- * warm-up; every latency is an HdrHistogram, written to {@code bench.hlog} and plotted in
- * {@code bench-plot.html} in the output directory. Progress goes to standard error; the results (tables,
- * or one JSON object with {@code --json}) to standard output.
+ * ring echo between two processes), Redis and an in-process map, in one invocation, on the same chunks
+ * (4 KiB, 256 KiB, 2 MiB, 32 MiB), as ratios. The coordinator (this JVM) runs the kvstash servers, the echo
+ * agent and redis-server; a separate worker JVM ({@link BenchWorker}) is the client of each. Every figure is
+ * the median of several repetitions after warm-up; every latency is an HdrHistogram, written to
+ * {@code bench.hlog} and plotted in {@code bench-plot.html} in the output directory. Progress goes to standard
+ * error; the results (tables, or one JSON object with {@code --json}) to standard output.
  */
 @Command(name = "bench", mixinStandardHelpOptions = true, versionProvider = KvStashCommand.Version.class,
     description = "Benchmarks kvstash against a raw copy, a bare ring echo, Redis and an in-process map, " +
@@ -692,8 +692,8 @@ public final class BenchCommand implements Callable<Integer>
             final List<PercentilePlot.Series> series = new ArrayList<>();
             for (final String name : new String[]{ "copy_in", "store", "store_pipelined", "store_batched",
                 "store_backoff", "store_pipelined_backoff", "copy_out", "retrieve", "retrieve_pipelined",
-                "retrieve_batched", "retrieve_backoff", "retrieve_pipelined_backoff", "redis_set", "redis_get", "map_put",
-                "map_get" })
+                "retrieve_batched", "retrieve_backoff", "retrieve_pipelined_backoff", "redis_set", "redis_get",
+                "map_put", "map_get" })
             {
                 final String key = name + " " + BenchSupport.size(size);
                 series.add(new PercentilePlot.Series(key, histograms.get(key)));

@@ -455,9 +455,10 @@ public final class BenchWorker
                     {
                         throw new IllegalStateException("reservation lost: " + prepared);
                     }
+                    final int key = k + prepared.slotRangeIndex(i);
                     client.slotView(prepared, i, slotView);
-                    slotOfKey[k + prepared.slotRangeIndex(i)] = prepared.slotOffset(i);
-                    source.putLong(0, k + prepared.slotRangeIndex(i));
+                    slotOfKey[key] = prepared.slotOffset(i);
+                    source.putLong(0, key);
                     slotView.putBytes(0, source, 0, chunkBytes);
                     t0 = record(h, t0);
                 }
