@@ -348,22 +348,21 @@ class Client:
         return _pid_exists(self.server_pid)
 
     def _alive_at_connect(self):
-        """The first check, no heartbeat seen yet (§2.5): fresh if within the timeout of this wall clock
-        (either way), else watched for up to three heartbeat intervals and fresh only if it moves."""
-        if self._ctl_i32[d.CTL_STATE_OFFSET >> 2] != d.STATE_RUNNING or not _pid_exists(self.server_pid):
-            return False
+        """The first check, no heartbeat seen yet (§2.5). It only seeds what alive() judges by: a heartbeat
+        within the timeout of this wall clock (either way) counts as seen changing that long ago; any other
+        counts as stale and is watched for up to three heartbeat intervals while the server's process lives,
+        so that it is fresh only if it moves."""
         heartbeat = self._ctl_i64[d.CTL_HEARTBEAT_OFFSET >> 3]
         age_ms = _wall_ms() - heartbeat
+        near_this_clock = abs(age_ms) <= self.heartbeat_timeout_ms
         self._last_heartbeat = heartbeat
-        if abs(age_ms) <= self.heartbeat_timeout_ms:
-            self._last_heartbeat_change_ns = time.monotonic_ns() - max(0, age_ms) * 1_000_000
-            return True
+        self._last_heartbeat_change_ns = time.monotonic_ns() - 1_000_000 * (
+            max(0, age_ms) if near_this_clock else self.heartbeat_timeout_ms + 1)
         deadline = time.monotonic() + 3 * max(1, self.heartbeat_interval_ms) / 1000.0
-        while time.monotonic() < deadline:
-            if self._ctl_i64[d.CTL_HEARTBEAT_OFFSET >> 3] != heartbeat:
-                return self.alive()
+        while (not near_this_clock and time.monotonic() < deadline and _pid_exists(self.server_pid)
+               and self._ctl_i64[d.CTL_HEARTBEAT_OFFSET >> 3] == heartbeat):
             time.sleep(0.001)
-        return False
+        return self.alive()
 
     def _current_incarnation(self):
         """Incarnation of the control file now at the path (a restarted server has a new one), or None."""

@@ -340,36 +340,27 @@ public final class KvStashClient implements AutoCloseable
     }
 
     /**
-     * The first liveness check, with no heartbeat seen before: a heartbeat within the timeout of this
-     * machine's wall clock (either way) is fresh; any other (a server whose wall clock stands apart from this
-     * one's, or a dead server) is watched for up to three heartbeat intervals, and fresh only if it moves.
+     * The first liveness check, with no heartbeat seen before. It only seeds what {@link #alive()} judges by:
+     * a heartbeat within the timeout of this machine's wall clock (either way) counts as seen changing that
+     * long ago; any other (a server whose wall clock stands apart from this one's, or a dead server) counts as
+     * stale, and is watched for up to three heartbeat intervals while the server's process lives, so that it
+     * is fresh only if it moves.
      */
     private boolean aliveAtConnect(final long heartbeatIntervalMs)
     {
-        if (ControlFileDescriptor.STATE_RUNNING != control.getIntAcquire(ControlFileDescriptor.STATE_OFFSET) ||
-            !serverProcessAlive())
-        {
-            return false;
-        }
         final long heartbeat = control.getLongAcquire(ControlFileDescriptor.HEARTBEAT_OFFSET);
         final long ageMs = System.currentTimeMillis() - heartbeat;
+        final boolean nearThisClock = Math.abs(ageMs) <= heartbeatTimeoutMs;
         lastHeartbeat = heartbeat;
-        if (Math.abs(ageMs) <= heartbeatTimeoutMs)
+        lastHeartbeatChangeNs = System.nanoTime() -
+            TimeUnit.MILLISECONDS.toNanos(nearThisClock ? Math.max(0, ageMs) : heartbeatTimeoutMs + 1);
+        final long deadlineNs = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(3 * Math.max(1, heartbeatIntervalMs));
+        while (!nearThisClock && System.nanoTime() - deadlineNs < 0 && serverProcessAlive() &&
+            control.getLongAcquire(ControlFileDescriptor.HEARTBEAT_OFFSET) == heartbeat)
         {
-            lastHeartbeatChangeNs = System.nanoTime() - TimeUnit.MILLISECONDS.toNanos(Math.max(0, ageMs));
-            return true;
-        }
-        final long watchNs = TimeUnit.MILLISECONDS.toNanos(3 * Math.max(1, heartbeatIntervalMs));
-        final long deadlineNs = System.nanoTime() + watchNs;
-        while (System.nanoTime() - deadlineNs < 0)
-        {
-            if (control.getLongAcquire(ControlFileDescriptor.HEARTBEAT_OFFSET) != heartbeat)
-            {
-                return alive();
-            }
             LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(1));
         }
-        return false;
+        return alive();
     }
 
     private boolean serverProcessAlive()
