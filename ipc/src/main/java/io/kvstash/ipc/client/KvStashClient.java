@@ -69,6 +69,9 @@ public final class KvStashClient implements AutoCloseable
         void onResponse(ClientResponse response);
     }
 
+    /** Idle passes of {@link #await} between two clock reads, a power of two. */
+    static final int CLOCK_IDLES = 64;
+
     private final ClientContext context;
     private final Path directory;
     private final IdleStrategy idleStrategy;
@@ -741,8 +744,13 @@ public final class KvStashClient implements AutoCloseable
      */
     public ClientResponse await(final long correlationId, final ClientResponse target)
     {
-        final long start = System.nanoTime();
-        long nextCheck = start + context.livenessCheckNs();
+        // No clock read while the answer may be on its way: a read costs about as much as a hand-off between
+        // two cores (28 ns on this project's VM), so the clock is read once every CLOCK_IDLES idle passes and
+        // the liveness check and the timeout count from the first such read.
+        long start = 0;
+        long nextCheck = 0;
+        boolean clockStarted = false;
+        int idles = 0;
         idleStrategy.reset();
         while (true)
         {
@@ -775,16 +783,25 @@ public final class KvStashClient implements AutoCloseable
             {
                 throw new KvStashException(KvStashException.Reason.BAD_FILES, "corrupt response ring");
             }
-            final long now = System.nanoTime();
-            if (now - nextCheck > 0)
+            if (0 == (++idles & (CLOCK_IDLES - 1)))
             {
-                checkServer();
-                if (now - start > context.timeoutNs())
+                final long now = System.nanoTime();
+                if (!clockStarted)
                 {
-                    throw new KvStashException(KvStashException.Reason.TIMEOUT, "no response to correlation " +
-                        correlationId + " in " + context.timeoutNs() / 1_000_000 + " ms");
+                    clockStarted = true;
+                    start = now;
+                    nextCheck = now + context.livenessCheckNs();
                 }
-                nextCheck = now + context.livenessCheckNs();
+                else if (now - nextCheck > 0)
+                {
+                    checkServer();
+                    if (now - start > context.timeoutNs())
+                    {
+                        throw new KvStashException(KvStashException.Reason.TIMEOUT, "no response to correlation " +
+                            correlationId + " in " + context.timeoutNs() / 1_000_000 + " ms");
+                    }
+                    nextCheck = now + context.livenessCheckNs();
+                }
             }
             idleStrategy.idle();
         }
