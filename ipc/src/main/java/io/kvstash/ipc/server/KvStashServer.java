@@ -7,6 +7,7 @@ import io.kvstash.pipeline.ThreadingMode;
 import io.kvstash.pipeline.latency.IntervalLogger;
 import org.HdrHistogram.HistogramLogWriter;
 import org.agrona.ErrorHandler;
+import org.agrona.concurrent.AgentInvoker;
 import org.agrona.concurrent.AgentRunner;
 import org.agrona.concurrent.CompositeAgent;
 import org.agrona.concurrent.SystemNanoClock;
@@ -28,6 +29,7 @@ public final class KvStashServer implements AutoCloseable
     private final Pipeline pipeline;
     private final ReceiverAgent receiver;
     private final AgentRunner receiverRunner;
+    private final AgentInvoker invoker;
     private final IntervalLogger intervalLogger;
     private final DistinctErrorLog errorLog;
     private volatile boolean closed;
@@ -78,16 +80,25 @@ public final class KvStashServer implements AutoCloseable
                 new SystemNanoClock(), intervalLogger);
             // Starts the stage threads of the mode, and the journal's thread when capturing.
             pipeline.start();
-            if (ThreadingMode.SHARED == context.threadingMode())
+            if (context.useAgentInvoker())
             {
+                receiverRunner = null;
+                invoker = new AgentInvoker(errorHandler, null, new CompositeAgent(receiver, pipeline.agent()));
+                invoker.start();
+            }
+            else if (ThreadingMode.SHARED == context.threadingMode())
+            {
+                invoker = null;
                 receiverRunner = new AgentRunner(context.waitMode().newIdleStrategy(), errorHandler, null,
                     new CompositeAgent(receiver, pipeline.agent()));
+                AgentRunner.startOnThread(receiverRunner);
             }
             else
             {
+                invoker = null;
                 receiverRunner = new AgentRunner(context.waitMode().newIdleStrategy(), errorHandler, null, receiver);
+                AgentRunner.startOnThread(receiverRunner);
             }
-            AgentRunner.startOnThread(receiverRunner);
         }
         catch (final IOException | RuntimeException ex)
         {
@@ -142,6 +153,18 @@ public final class KvStashServer implements AutoCloseable
     public Pipeline pipeline()
     {
         return pipeline;
+    }
+
+    /**
+     * The server's duty cycle when {@link ServerContext#useAgentInvoker(boolean)} is set: the caller's thread
+     * runs it with {@link AgentInvoker#invoke()} (receiver, stages and journal, as in SHARED mode), and nothing
+     * of the server runs in between. Null otherwise.
+     *
+     * @return the invoker, or null when the server runs its own thread.
+     */
+    public AgentInvoker invoker()
+    {
+        return invoker;
     }
 
     /**
@@ -205,7 +228,14 @@ public final class KvStashServer implements AutoCloseable
             return;
         }
         closed = true;
-        receiverRunner.close();
+        if (null != invoker)
+        {
+            invoker.close();
+        }
+        else
+        {
+            receiverRunner.close();
+        }
         pipeline.close();
         if (null != intervalLogger)
         {

@@ -4,6 +4,7 @@ import io.kvstash.core.StoreContext;
 import io.kvstash.ipc.file.ControlFileDescriptor;
 import io.kvstash.ipc.file.SecureDirectory;
 import io.kvstash.ipc.ring.RingDescriptor;
+import io.kvstash.pipeline.PipelineContext;
 import io.kvstash.pipeline.ThreadingMode;
 import io.kvstash.pipeline.WaitMode;
 import org.agrona.concurrent.EpochClock;
@@ -39,6 +40,13 @@ public final class ServerContext
     public static final long SWEEP_INTERVAL_MS_DEFAULT = 100;
     /** Default latency interval log period. */
     public static final long LATENCY_INTERVAL_MS_DEFAULT = 1000;
+    /**
+     * Default Disruptor ring size in SHARED mode. There the ring is no queue between threads: the receiver
+     * publishes at most a duty cycle's requests and the stages run them in the same cycle, so a full ring
+     * only ends the cycle's reading early. A small ring keeps the events a request touches in the cache:
+     * with one request in flight a 1,024-event ring hands each request a cold event.
+     */
+    public static final int RING_SIZE_SHARED_DEFAULT = 64;
 
     private StoreContext storeContext = new StoreContext();
     private Path directory;
@@ -48,7 +56,8 @@ public final class ServerContext
     private int errorLogLength = ControlFileDescriptor.ERROR_LOG_LENGTH_DEFAULT;
     private ThreadingMode threadingMode = ThreadingMode.DEDICATED;
     private WaitMode waitMode = WaitMode.BACKOFF;
-    private int ringSize = 1024;
+    private int ringSize = 0;
+    private boolean useAgentInvoker;
     private long heartbeatIntervalMs = HEARTBEAT_INTERVAL_MS_DEFAULT;
     private long heartbeatTimeoutMs = HEARTBEAT_TIMEOUT_MS_DEFAULT;
     private long livenessIntervalMs = LIVENESS_INTERVAL_MS_DEFAULT;
@@ -92,6 +101,15 @@ public final class ServerContext
         if (!storeContext.isConcluded())
         {
             storeContext.conclude();
+        }
+        if (useAgentInvoker && ThreadingMode.SHARED != threadingMode)
+        {
+            throw new IllegalArgumentException("an agent invoker needs SHARED threading, not " + threadingMode);
+        }
+        if (0 == ringSize)
+        {
+            ringSize = ThreadingMode.SHARED == threadingMode ?
+                RING_SIZE_SHARED_DEFAULT : PipelineContext.RING_SIZE_DEFAULT;
         }
         final int requestMax = RingDescriptor.maxPayloadLength(requestRingCapacity);
         if (requestMax < 256 + storeContext.maxInlineBytes())
@@ -285,7 +303,8 @@ public final class ServerContext
     }
 
     /**
-     * Disruptor ring size.
+     * Disruptor ring size; 0 until {@link #conclude()} when left to the default of the threading mode
+     * ({@link #RING_SIZE_SHARED_DEFAULT} in SHARED mode, {@link PipelineContext#RING_SIZE_DEFAULT} otherwise).
      *
      * @return events.
      */
@@ -297,12 +316,38 @@ public final class ServerContext
     /**
      * Sets the Disruptor ring size.
      *
-     * @param ringSize events, a power of two.
+     * @param ringSize events, a power of two; 0 for the threading mode's default.
      * @return this.
      */
     public ServerContext ringSize(final int ringSize)
     {
         this.ringSize = ringSize;
+        return this;
+    }
+
+    /**
+     * Whether the caller runs the server's duty cycle ({@link KvStashServer#invoker()}) instead of a thread of
+     * the server's own.
+     *
+     * @return true for an invoker.
+     */
+    public boolean useAgentInvoker()
+    {
+        return useAgentInvoker;
+    }
+
+    /**
+     * Runs the server's duty cycle on the caller's thread through {@link KvStashServer#invoker()}, in the
+     * manner of Aeron's conductor invoker: for embedding the server in an application's own duty cycle, and
+     * for measuring the server's own work with client and server on one thread. Needs SHARED threading. The
+     * server does nothing, not even its heartbeat, unless the caller invokes it.
+     *
+     * @param useAgentInvoker true for an invoker.
+     * @return this.
+     */
+    public ServerContext useAgentInvoker(final boolean useAgentInvoker)
+    {
+        this.useAgentInvoker = useAgentInvoker;
         return this;
     }
 

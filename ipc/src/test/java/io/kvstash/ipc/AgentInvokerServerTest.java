@@ -1,0 +1,172 @@
+package io.kvstash.ipc;
+
+import io.kvstash.core.ChunkKeys;
+import io.kvstash.core.RequestType;
+import io.kvstash.core.Status;
+import io.kvstash.core.StoreContext;
+import io.kvstash.core.layout.Dtype;
+import io.kvstash.core.layout.Layout;
+import io.kvstash.ipc.client.ClientContext;
+import io.kvstash.ipc.client.ClientResponse;
+import io.kvstash.ipc.client.KvStashClient;
+import io.kvstash.ipc.server.KvStashServer;
+import io.kvstash.ipc.server.ServerContext;
+import io.kvstash.pipeline.PipelineContext;
+import io.kvstash.pipeline.ThreadingMode;
+import org.agrona.concurrent.AgentInvoker;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.atomic.AtomicBoolean;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * A server whose duty cycle the caller runs ({@link ServerContext#useAgentInvoker(boolean)}), and the
+ * Disruptor ring size each threading mode defaults to.
+ */
+@Timeout(60)
+class AgentInvokerServerTest
+{
+    /** The fields of an answer this test checks (a response is valid only during the handler's call). */
+    private record Answer(int status, long correlationId, int slotCount, long transferId, int hitChunks)
+    {
+    }
+
+    private final List<Answer> answers = new ArrayList<>();
+    private Path dir;
+
+    @AfterEach
+    void cleanup()
+    {
+        TestDirs.delete(dir);
+    }
+
+    private void answer(final ClientResponse response)
+    {
+        answers.add(new Answer(response.status(), response.correlationId(), response.slotCount(),
+            response.transferId(), response.hitChunks()));
+    }
+
+    @Test
+    void shouldAnswerOnlyWhenTheCallerRunsTheServersDutyCycle() throws Exception
+    {
+        dir = TestDirs.newDirectory("invoker");
+        try (KvStashServer server = KvStashServer.launch(new ServerContext()
+            .directory(dir)
+            .threadingMode(ThreadingMode.SHARED)
+            .useAgentInvoker(true)
+            .storeContext(new StoreContext().poolSizeBytes(16L << 20))))
+        {
+            final AgentInvoker invoker = server.invoker();
+            assertNotNull(invoker);
+            final KvStashClient client = connectAndRegister(invoker);
+            try
+            {
+                final long ping = client.sendSimple(RequestType.PING, 0, 0, 0);
+                assertTrue(ping > 0);
+                assertEquals(0, client.poll(this::answer, 16), "answered before its duty cycle ran");
+                invoker.invoke();
+                assertEquals(1, client.poll(this::answer, 16));
+                assertEquals(Status.OK, answers.get(0).status());
+                assertEquals(ping, answers.get(0).correlationId());
+
+                assertTrue(client.sendKeyed(RequestType.PREPARE_STORE, 1, ChunkKeys.ofIds(7, 8), 0) > 0);
+                invoker.invoke();
+                assertEquals(1, client.poll(this::answer, 16));
+                final Answer prepared = answers.get(1);
+                assertEquals(Status.OK, prepared.status(), prepared.toString());
+                assertEquals(2, prepared.slotCount());
+                assertTrue(client.sendSimple(RequestType.COMMIT_STORE, 1, prepared.transferId(), 0) > 0);
+                assertTrue(client.sendKeyed(RequestType.LOOKUP, 1, ChunkKeys.ofIds(7, 8, 9), 0) > 0);
+                invoker.invoke();
+                assertEquals(2, client.poll(this::answer, 16));
+                assertEquals(Status.OK, answers.get(2).status(), answers.get(2).toString());
+                assertEquals(2, answers.get(3).hitChunks(), answers.get(3).toString());
+            }
+            finally
+            {
+                client.close();
+            }
+        }
+    }
+
+    /**
+     * Connecting and registering wait for the server's duty cycle, so a helper thread runs it meanwhile and
+     * hands it back (the invoker is single-threaded; the join orders the two threads' use of it).
+     */
+    private KvStashClient connectAndRegister(final AgentInvoker invoker) throws InterruptedException
+    {
+        final AtomicBoolean connecting = new AtomicBoolean(true);
+        final Thread helper = new Thread(() ->
+        {
+            while (connecting.get())
+            {
+                invoker.invoke();
+                Thread.onSpinWait();
+            }
+        });
+        helper.start();
+        try
+        {
+            final KvStashClient client = KvStashClient.connect(new ClientContext().directory(dir));
+            final ClientResponse registered =
+                client.register(1, Layout.of("llama", 1, 0, 2, 128, Dtype.BFLOAT16, false));
+            assertEquals(Status.OK, registered.status(), registered.toString());
+            return client;
+        }
+        finally
+        {
+            connecting.set(false);
+            helper.join();
+        }
+    }
+
+    @Test
+    void shouldRunItsOwnThreadWhenNoInvokerIsAsked() throws Exception
+    {
+        dir = TestDirs.newDirectory("no-invoker");
+        try (KvStashServer server = KvStashServer.launch(new ServerContext()
+            .directory(dir)
+            .threadingMode(ThreadingMode.SHARED)
+            .storeContext(new StoreContext().poolSizeBytes(16L << 20)));
+            KvStashClient client = KvStashClient.connect(new ClientContext().directory(dir)))
+        {
+            assertNull(server.invoker());
+            assertEquals(Status.OK, client.ping().status());
+        }
+    }
+
+    @Test
+    void shouldRefuseAnInvokerWithoutSharedThreading()
+    {
+        dir = TestDirs.newDirectory("invoker-dedicated");
+        final ServerContext context = new ServerContext()
+            .directory(dir)
+            .threadingMode(ThreadingMode.DEDICATED)
+            .useAgentInvoker(true);
+        assertThrows(IllegalArgumentException.class, context::conclude);
+    }
+
+    @Test
+    void shouldSizeTheDisruptorRingByThreadingModeUnlessGiven()
+    {
+        dir = TestDirs.newDirectory("ring-size");
+        assertEquals(ServerContext.RING_SIZE_SHARED_DEFAULT,
+            new ServerContext().directory(dir).threadingMode(ThreadingMode.SHARED).conclude().ringSize());
+        assertEquals(PipelineContext.RING_SIZE_DEFAULT,
+            new ServerContext().directory(dir).threadingMode(ThreadingMode.DEDICATED).conclude().ringSize());
+        assertEquals(PipelineContext.RING_SIZE_DEFAULT,
+            new ServerContext().directory(dir).threadingMode(ThreadingMode.THREAD_PER_STAGE).conclude().ringSize());
+        assertEquals(256, new ServerContext().directory(dir).threadingMode(ThreadingMode.SHARED).ringSize(256)
+            .conclude().ringSize());
+    }
+}
