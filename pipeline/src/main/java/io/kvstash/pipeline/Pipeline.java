@@ -34,7 +34,9 @@ import java.util.concurrent.TimeUnit;
  * <p>
  * Producers claim a sequence, fill the event and publish it ({@link #tryClaim()}, {@link #event(long)},
  * {@link #publish(long)}): no allocation, no translator objects. The producer stamps
- * {@link StoreCommand#timestampNs} with the pipeline's clock; leases are judged against it. Lease expiry
+ * {@link StoreCommand#timestampNs} with the pipeline's clock; leases are judged against it. It may stamp
+ * an event from a recent reading shared with others and mark it {@link RequestEvent#STAMP_COARSE}, except
+ * the events whose stages are timed ({@link #isStageTimed(long)}). Lease expiry
  * runs inside the pipeline as SWEEP events ({@link #tryPublishSweep(long)}), never from another thread.
  */
 public final class Pipeline implements AutoCloseable
@@ -267,6 +269,19 @@ public final class Pipeline implements AutoCloseable
     public RequestEvent event(final long sequence)
     {
         return ring.get(sequence);
+    }
+
+    /**
+     * Whether the stages time the event of a sequence (one in {@link PipelineContext#stageSampleMask()} + 1
+     * when latency recording is on): its timestamp must then be read for it, since the time it waited
+     * before the reserve stage is measured from it.
+     *
+     * @param sequence claimed sequence.
+     * @return true when the stages time it.
+     */
+    public boolean isStageTimed(final long sequence)
+    {
+        return Stages.timed(sequence, context.stageSampleMask(), context.latencyEnabled());
     }
 
     /**

@@ -12,6 +12,26 @@ import io.kvstash.core.StoreContext;
  */
 public final class RequestEvent
 {
+    /**
+     * The producer read the clock for this event, and the publish stage picks one request in
+     * {@link #LATENCY_SAMPLE_MASK} + 1 of each type to record (every producer but the server's receiver).
+     */
+    public static final byte STAMP_PRECISE = 0;
+    /** The producer read the clock for this event and chose it as the one request of its type to record. */
+    public static final byte STAMP_SAMPLED = 1;
+    /**
+     * The timestamp is a recent reading of the clock shared with other events: good for leases, which run
+     * seconds, but not for latency, so the event is never recorded. Only for events the stages do not time
+     * ({@link Pipeline#isStageTimed(long)}).
+     */
+    public static final byte STAMP_COARSE = 2;
+    /**
+     * One request in eight per type is timed end to end and recorded with a count of eight: the clock read
+     * and the recorder's two atomics cost about as much as a simple request, so timing every one would halve
+     * the throughput; the percentiles stay those of the whole population.
+     */
+    public static final int LATENCY_SAMPLE_MASK = 7;
+
     /** The request and its outcome. */
     public final StoreCommand command;
     /** Index of the client to answer (IPC session slot), -1 for requests that expect no answer. */
@@ -25,6 +45,8 @@ public final class RequestEvent
      * decoder also calls {@link StoreCommand#fail}; this copy lets the journal replay the rejection.
      */
     public int decodeStatus;
+    /** How the producer stamped the command: {@link #STAMP_PRECISE}, {@link #STAMP_SAMPLED}, {@link #STAMP_COARSE}. */
+    public byte stamp;
     /** Time the reserve stage started, ns, or 0 when this event's stages are not timed. */
     public long reserveStartNs;
     /** Time the reserve stage ended, ns. */
@@ -71,6 +93,7 @@ public final class RequestEvent
         clientSession = 0;
         decodeStatus = 0;
         producerTag = 0;
+        stamp = STAMP_PRECISE;
         reserveStartNs = 0;
         reserveEndNs = 0;
         assignStartNs = 0;

@@ -145,12 +145,8 @@ final class Stages
         private final NanoClock clock;
         private final boolean latencyEnabled;
         private final ErrorHandler errorHandler;
-        /**
-         * One request in eight per type is timed end to end and recorded with a count of eight: the clock
-         * read and the recorder's two atomics cost about as much as a simple request, so timing every one
-         * would halve the throughput; the percentiles stay those of the whole population.
-         */
-        private static final int SAMPLE_MASK = 7;
+        /** See {@link RequestEvent#LATENCY_SAMPLE_MASK}. */
+        private static final int SAMPLE_MASK = RequestEvent.LATENCY_SAMPLE_MASK;
         private final long[] sampled = new long[RequestType.COUNT];
 
         Publish(
@@ -193,7 +189,9 @@ final class Stages
                 counters.addAtomic(StoreCounters.ERRORS, 1);
                 errorHandler.onError(ex);
             }
-            if (latencyEnabled && RequestType.isValid(type) && (0 != start || 0 == (++sampled[type] & SAMPLE_MASK)))
+            final byte stamp = event.stamp;
+            if (latencyEnabled && RequestType.isValid(type) && (0 != start || RequestEvent.STAMP_SAMPLED == stamp ||
+                RequestEvent.STAMP_PRECISE == stamp && 0 == (++sampled[type] & SAMPLE_MASK)))
             {
                 final long end = clock.nanoTime();
                 latency.request(type).recordValueWithCount(
@@ -219,8 +217,8 @@ final class Stages
 
     /**
      * Every stage in order on one thread: reserve, slot-assign, commit, publish (the journal follows behind
-     * them, {@link JournalAgent}: in the same duty cycle in SHARED mode, on its own thread otherwise). An exception in a deciding stage answers the event SERVER_ERROR;
-     * publish still runs. Stage timestamps are
+     * them, {@link JournalAgent}: in the same duty cycle in SHARED mode, on its own thread otherwise). An
+     * exception in a deciding stage answers the event SERVER_ERROR; publish still runs. Stage timestamps are
      * shared between adjacent stages (one clock read per boundary).
      */
     static final class Inline implements EventHandler<RequestEvent>

@@ -10,7 +10,6 @@ import org.agrona.ErrorHandler;
 import org.agrona.concurrent.AgentInvoker;
 import org.agrona.concurrent.AgentRunner;
 import org.agrona.concurrent.CompositeAgent;
-import org.agrona.concurrent.SystemNanoClock;
 import org.agrona.concurrent.errors.DistinctErrorLog;
 
 import java.io.FileNotFoundException;
@@ -63,6 +62,7 @@ public final class KvStashServer implements AutoCloseable
                 .ringSize(context.ringSize())
                 .multiProducer(false)
                 .latencyEnabled(context.latencyEnabled())
+                .clock(context.nanoClock())
                 .journalFile(context.captureFile())
                 .incarnation(context.incarnation())
                 .pool(files.pool())
@@ -77,7 +77,7 @@ public final class KvStashServer implements AutoCloseable
             intervalLogger = context.latencyEnabled() ? new IntervalLogger(pipeline.latency(),
                 openLatencyLog(context.latencyLogFile()), context.epochClock().time()) : null;
             receiver = new ReceiverAgent(context, files, pipeline, sessions, errorHandler, context.epochClock(),
-                new SystemNanoClock(), intervalLogger);
+                context.nanoClock(), intervalLogger);
             // Starts the stage threads of the mode, and the journal's thread when capturing.
             pipeline.start();
             if (context.useAgentInvoker())

@@ -38,8 +38,10 @@ final class ReceiverAgent implements Agent
 {
     /** Records read from one client per duty cycle at most, so one busy client cannot starve the others. */
     static final int MAX_RECORDS_PER_CLIENT = 64;
-    /** Idle duty cycles between two timer checks (each reads the clock). */
-    static final int IDLE_CYCLES_PER_TIMER_CHECK = 16;
+    /** Duty cycles between two readings of the clock for the timers and the coarse stamps. */
+    static final int CYCLES_PER_CLOCK_READ = 16;
+    /** Requests read by a duty cycle from which the next cycle reads the clock, however few cycles ago. */
+    static final int REQUESTS_PER_CLOCK_READ = 32;
 
     private final ServerContext context;
     private final ServerFiles files;
@@ -93,9 +95,11 @@ final class ReceiverAgent implements Agent
     private long nextLatencyMs;
     private int roundRobin;
     private int attached;
-    private long cycleNs;
-    private boolean cycleClockRead;
-    private int idleCycles;
+    private final boolean latencyEnabled;
+    private final long[] latencySamples = new long[RequestType.COUNT];
+    private long clockNs;
+    private int cyclesSinceClockRead;
+    private int lastWork;
 
     ReceiverAgent(
         final ServerContext context,
@@ -116,11 +120,12 @@ final class ReceiverAgent implements Agent
         this.epochClock = epochClock;
         this.nanoClock = nanoClock;
         this.intervalLogger = intervalLogger;
+        this.latencyEnabled = context.latencyEnabled();
         this.decoder = new RequestDecoder(context.storeContext().chunkTokens(),
             context.storeContext().maxChunksPerRequest(), context.storeContext().maxInlineBytes());
         this.reapSequence = new long[sessions.length];
         this.used = new int[sessions.length];
-        final long nowMs = nanoClock.nanoTime() / 1_000_000L;
+        final long nowMs = readClock() / 1_000_000L;
         nextScanMs = nowMs;
         nextFullScanMs = nowMs;
         nextLivenessMs = nowMs;
@@ -152,38 +157,65 @@ final class ReceiverAgent implements Agent
     }
 
     /**
-     * The monotonic clock of this duty cycle: read on first use in the cycle and shared by every request it
-     * reads and by its timers. Every timer runs on the monotonic clock; the wall clock only gives the values
-     * written out (the heartbeat, the latency log's timestamps), so a step of it (NTP, a resumed VM) cannot
-     * stop the heartbeat, scans, liveness checks and sweeps for as long as it stepped back.
-     * <p>
-     * A read costs about 28 ns on this project's VM (kvm-clock), as much as a hand-off between its two
-     * vCPUs, so one request in flight pays one read, not one per request and one per cycle. Requests read
-     * later in the same cycle share the stamp: their leases start at most one cycle early.
+     * Reads the monotonic clock, which every timer runs on; the wall clock only gives the values written out
+     * (the heartbeat, the latency log's timestamps), so a step of it (NTP, a resumed VM) cannot stop the
+     * heartbeat, scans, liveness checks and sweeps for as long as it stepped back.
      */
-    private long cycleNanoTime()
+    private long readClock()
     {
-        if (!cycleClockRead)
+        final long now = nanoClock.nanoTime();
+        clockNs = now;
+        return now;
+    }
+
+    /**
+     * Stamps a request. A clock read costs about 28 ns on this project's VM (kvm-clock), as much as a
+     * hand-off between its two vCPUs, and a request with one in flight would pay it on its path; so most
+     * requests take the duty cycle's last reading ({@link RequestEvent#STAMP_COARSE}), at most
+     * {@link #CYCLES_PER_CLOCK_READ} cycles old: their leases start up to that much early (under a
+     * millisecond with backoff's longest parks, a few microseconds when spinning). The events the stages
+     * time, and one request in eight of each type for the end-to-end latency, get a reading of their own.
+     */
+    private void stamp(final long sequence, final RequestEvent event)
+    {
+        final StoreCommand command = event.command;
+        final int type = command.type;
+        if (pipeline.isStageTimed(sequence))
         {
-            cycleNs = nanoClock.nanoTime();
-            cycleClockRead = true;
+            command.timestampNs = readClock();
         }
-        return cycleNs;
+        else if (latencyEnabled && RequestType.isValid(type) &&
+            0 == (++latencySamples[type] & RequestEvent.LATENCY_SAMPLE_MASK))
+        {
+            command.timestampNs = readClock();
+            event.stamp = RequestEvent.STAMP_SAMPLED;
+        }
+        else
+        {
+            command.timestampNs = clockNs;
+            event.stamp = RequestEvent.STAMP_COARSE;
+        }
     }
 
     @Override
     public int doWork()
     {
-        cycleClockRead = false;
-        int work = pollClients();
-        // An idle cycle reads no clock: the timers run on every cycle that did work and on every
-        // IDLE_CYCLES_PER_TIMER_CHECK-th idle one (50 us apart at most when parked, so timers slip under 1 ms).
-        if (0 == work && ++idleCycles < IDLE_CYCLES_PER_TIMER_CHECK)
+        // The clock is read every CYCLES_PER_CLOCK_READ-th cycle, and after a cycle that read many requests
+        // (a long one); the timers run on those cycles (50 us apart at most when parked: they slip under 1 ms).
+        final boolean clockDue =
+            ++cyclesSinceClockRead >= CYCLES_PER_CLOCK_READ || lastWork >= REQUESTS_PER_CLOCK_READ;
+        if (clockDue)
         {
-            return 0;
+            readClock();
+            cyclesSinceClockRead = 0;
         }
-        idleCycles = 0;
-        final long nowNs = cycleNanoTime();
+        int work = pollClients();
+        lastWork = work;
+        if (!clockDue)
+        {
+            return work;
+        }
+        final long nowNs = clockNs;
         final long nowMs = nowNs / 1_000_000L;
         if (nowMs - nextHeartbeatMs >= 0)
         {
@@ -330,7 +362,7 @@ final class ReceiverAgent implements Agent
                 counters.increment(StoreCounters.WIRE_MALFORMED);
             }
             command.session = session.sessionId();
-            command.timestampNs = cycleNanoTime();
+            stamp(sequence, event);
             event.clientIndex = session.index;
             event.clientSession = session.sessionId();
             event.producerTag = 2 * bound;
@@ -530,7 +562,7 @@ final class ReceiverAgent implements Agent
                 command.type = RequestType.REAP;
                 command.session = session.sessionId();
                 command.flags = session.dead ? ChunkBook.FLAG_REAPED : 0;
-                command.timestampNs = cycleNanoTime();
+                command.timestampNs = readClock();
                 pipeline.publish(sequence);
                 reapSequence[index] = sequence;
                 work++;

@@ -8,7 +8,9 @@ import io.kvstash.pipeline.PipelineContext;
 import io.kvstash.pipeline.ThreadingMode;
 import io.kvstash.pipeline.WaitMode;
 import org.agrona.concurrent.EpochClock;
+import org.agrona.concurrent.NanoClock;
 import org.agrona.concurrent.SystemEpochClock;
+import org.agrona.concurrent.SystemNanoClock;
 
 import java.nio.file.Path;
 import java.util.concurrent.TimeUnit;
@@ -69,6 +71,7 @@ public final class ServerContext
     private boolean latencyEnabled = true;
     private boolean pretouch = true;
     private EpochClock epochClock = SystemEpochClock.INSTANCE;
+    private NanoClock nanoClock = new SystemNanoClock();
     private long incarnation;
     private boolean concluded;
 
@@ -593,6 +596,29 @@ public final class ServerContext
     public ServerContext epochClock(final EpochClock epochClock)
     {
         this.epochClock = epochClock;
+        return this;
+    }
+
+    /**
+     * The monotonic clock of the server: every timer, the requests' timestamps (leases) and the latency
+     * recording run on it.
+     *
+     * @return the clock.
+     */
+    public NanoClock nanoClock()
+    {
+        return nanoClock;
+    }
+
+    /**
+     * Sets the monotonic clock of the server (tests drive and count its readings).
+     *
+     * @param nanoClock the clock.
+     * @return this.
+     */
+    public ServerContext nanoClock(final NanoClock nanoClock)
+    {
+        this.nanoClock = nanoClock;
         return this;
     }
 

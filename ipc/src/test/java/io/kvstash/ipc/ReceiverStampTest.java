@@ -1,0 +1,171 @@
+package io.kvstash.ipc;
+
+import io.kvstash.core.ChunkKeys;
+import io.kvstash.core.RequestType;
+import io.kvstash.core.Status;
+import io.kvstash.core.StoreContext;
+import io.kvstash.core.layout.Dtype;
+import io.kvstash.core.layout.Layout;
+import io.kvstash.ipc.client.ClientContext;
+import io.kvstash.ipc.client.ClientResponse;
+import io.kvstash.ipc.client.KvStashClient;
+import io.kvstash.ipc.server.KvStashServer;
+import io.kvstash.ipc.server.ServerContext;
+import io.kvstash.pipeline.ThreadingMode;
+import org.HdrHistogram.Histogram;
+import org.agrona.concurrent.AgentInvoker;
+import org.agrona.concurrent.NanoClock;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+import java.nio.file.Path;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLong;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * How the receiver stamps requests: most take a recent reading of the clock shared with others (a read
+ * costs as much as a hand-off between two cores), the ones timed for latency get a reading of their own, and
+ * the shared readings never reach the latency histograms. The server's clock is a manual one here, moved
+ * and counted by the test, and the test runs the server's duty cycle itself.
+ */
+@Timeout(60)
+class ReceiverStampTest
+{
+    /** A monotonic clock that moves only when told and counts its readings. */
+    private static final class ManualClock implements NanoClock
+    {
+        final AtomicLong now = new AtomicLong(TimeUnit.SECONDS.toNanos(1000));
+        final AtomicLong reads = new AtomicLong();
+
+        @Override
+        public long nanoTime()
+        {
+            reads.incrementAndGet();
+            return now.get();
+        }
+    }
+
+    private final ManualClock clock = new ManualClock();
+    private Path dir;
+    private int answers;
+    private long transferId;
+
+    @AfterEach
+    void cleanup()
+    {
+        TestDirs.delete(dir);
+    }
+
+    private void answer(final ClientResponse response)
+    {
+        assertEquals(Status.OK, response.status(), response.toString());
+        if (RequestType.PREPARE_STORE == response.requestType())
+        {
+            transferId = response.transferId();
+        }
+        answers++;
+    }
+
+    @Test
+    void shouldReadTheClockForFewRequestsAndRecordLatencyOnlyFromItsOwnReadings() throws Exception
+    {
+        dir = TestDirs.newDirectory("stamps");
+        try (KvStashServer server = KvStashServer.launch(new ServerContext()
+            .directory(dir)
+            .threadingMode(ThreadingMode.SHARED)
+            .useAgentInvoker(true)
+            .nanoClock(clock)
+            .storeContext(new StoreContext().poolSizeBytes(16L << 20))))
+        {
+            final AgentInvoker invoker = server.invoker();
+            final KvStashClient client = connectAndRegister(invoker);
+            try
+            {
+                // Drain the latency the connection left, then let the server take a reading at T.
+                server.latency().poll(System.currentTimeMillis());
+                clock.now.addAndGet(TimeUnit.MILLISECONDS.toNanos(1));
+                for (int i = 0; i < 64; i++)
+                {
+                    invoker.invoke();
+                }
+                // Five seconds pass with no reading: a request stamped from the shared reading would look five
+                // seconds old when answered.
+                clock.now.addAndGet(TimeUnit.SECONDS.toNanos(5));
+                final long readsBefore = clock.reads.get();
+                final int pings = 400;
+                for (int i = 0; i < pings; i++)
+                {
+                    assertTrue(client.sendSimple(RequestType.PING, 0, 0, 0) > 0);
+                    invoker.invoke();
+                    assertEquals(1, client.poll(this::answer, 4));
+                }
+                final long reads = clock.reads.get() - readsBefore;
+                // One reading per 16 duty cycles, one for each eighth request and its end time: about 125.
+                // Reading for every request (and every cycle) would take 800 or more. The whole test stays under
+                // 1,024 events, so no request here is one the stages time (those count once, not eight times).
+                assertTrue(reads < pings / 2, "clock read " + reads + " times for " + pings + " requests");
+                assertTrue(reads >= pings / 8, "clock read only " + reads + " times: no request was timed");
+
+                for (int i = 0; i < 80; i++)
+                {
+                    assertTrue(client.sendKeyed(RequestType.PREPARE_STORE, 1, ChunkKeys.ofIds(i), 0) > 0);
+                    invoker.invoke();
+                    assertEquals(1, client.poll(this::answer, 4));
+                    assertTrue(client.sendSimple(RequestType.COMMIT_STORE, 1, transferId, 0) > 0);
+                    invoker.invoke();
+                    assertEquals(1, client.poll(this::answer, 4));
+                }
+                assertEquals(pings + 160, answers);
+
+                server.latency().poll(System.currentTimeMillis());
+                final Histogram pingLatency = server.latency().requestTotal(RequestType.PING);
+                assertEquals(pings, pingLatency.getTotalCount(), "one in eight recorded with a count of eight");
+                assertTrue(pingLatency.getMaxValue() < TimeUnit.MILLISECONDS.toNanos(1),
+                    "a shared reading reached the histogram: max " + pingLatency.getMaxValue() + " ns");
+                assertEquals(80, server.latency().requestTotal(RequestType.PREPARE_STORE).getTotalCount());
+                assertEquals(80, server.latency().requestTotal(RequestType.COMMIT_STORE).getTotalCount());
+            }
+            finally
+            {
+                client.close();
+            }
+        }
+    }
+
+    /**
+     * Connecting and registering wait for the server's duty cycle (its scans run on its clock), so a helper
+     * thread runs it and moves the clock meanwhile, then hands the invoker back.
+     */
+    private KvStashClient connectAndRegister(final AgentInvoker invoker) throws InterruptedException
+    {
+        final AtomicBoolean connecting = new AtomicBoolean(true);
+        final Thread helper = new Thread(() ->
+        {
+            while (connecting.get())
+            {
+                clock.now.addAndGet(TimeUnit.MICROSECONDS.toNanos(100));
+                invoker.invoke();
+                Thread.yield();
+            }
+        });
+        helper.start();
+        try
+        {
+            final KvStashClient client = KvStashClient.connect(new ClientContext().directory(dir));
+            final ClientResponse registered =
+                client.register(1, Layout.of("llama", 1, 0, 2, 128, Dtype.BFLOAT16, false));
+            assertEquals(Status.OK, registered.status(), registered.toString());
+            return client;
+        }
+        finally
+        {
+            connecting.set(false);
+            helper.join();
+        }
+    }
+}
