@@ -2,19 +2,27 @@ package io.kvstash.core.book;
 
 /**
  * Open-addressing hash index from a chunk key (namespace, hash high, hash low) to a chunk id, with linear
- * probing and backward-shift deletion (no tombstones, so lookups never degrade with churn). The keys live in
- * arrays indexed by chunk id, so the table itself is one {@code int[]}. Allocation-free after construction.
+ * probing and backward-shift deletion (no tombstones, so lookups never degrade with churn). Allocation-free
+ * after construction.
+ * <p>
+ * Each table entry is a {@code long}: the low 32 bits of the key's hash (its tag; the home slot is the tag
+ * masked) above the chunk id + 1, 0 for empty. A probe compares tags and reads a key only when its tag
+ * matches, and a deletion's backward shift finds every entry's home from its tag alone, so neither touches
+ * the keys of other chunks. The keys live per chunk id in one array, namespace, high and low side by side,
+ * so a key check reads one or two cache lines, not one in each of three arrays. The table costs 8 bytes an
+ * entry (2 to 4 entries a chunk) where an {@code int} table cost 4. In {@code ServerLoopback} this took
+ * 25-30 ns off each control pair (a PREPARE_STORE that evicts: two lookups, a removal and an insert) on
+ * pools of 16,384 and 131,072 chunks.
  * <p>
  * Owner: the reserve stage thread (via {@link ChunkBook}).
  */
 final class ChunkIndex
 {
-    private static final int EMPTY = 0;
+    private static final long EMPTY = 0;
+    private static final int KEY_WORDS = 3;
 
-    private long[] ns;
-    private long[] hi;
-    private long[] lo;
-    private int[] table;
+    private long[] keys;
+    private long[] table;
     private int mask;
     private int size;
 
@@ -31,13 +39,11 @@ final class ChunkIndex
     void resize(final int capacity)
     {
         final int tableLength = Math.max(16, Integer.highestOneBit(Math.max(1, capacity) * 2 - 1) << 1);
-        if (null == ns || ns.length < capacity)
+        if (null == keys || keys.length < KEY_WORDS * capacity)
         {
-            ns = new long[capacity];
-            hi = new long[capacity];
-            lo = new long[capacity];
+            keys = new long[KEY_WORDS * capacity];
         }
-        table = new int[tableLength];
+        table = new long[tableLength];
         mask = tableLength - 1;
         size = 0;
     }
@@ -49,17 +55,17 @@ final class ChunkIndex
 
     long ns(final int id)
     {
-        return ns[id];
+        return keys[KEY_WORDS * id];
     }
 
     long hi(final int id)
     {
-        return hi[id];
+        return keys[KEY_WORDS * id + 1];
     }
 
     long lo(final int id)
     {
-        return lo[id];
+        return keys[KEY_WORDS * id + 2];
     }
 
     /**
@@ -69,18 +75,23 @@ final class ChunkIndex
      */
     int find(final long keyNs, final long keyHi, final long keyLo)
     {
-        int pos = (int)hash(keyNs, keyHi, keyLo) & mask;
+        final int tag = (int)hash(keyNs, keyHi, keyLo);
+        int pos = tag & mask;
         while (true)
         {
-            final int entry = table[pos];
+            final long entry = table[pos];
             if (EMPTY == entry)
             {
                 return -1;
             }
-            final int id = entry - 1;
-            if (hi[id] == keyHi && lo[id] == keyLo && ns[id] == keyNs)
+            if ((int)(entry >>> 32) == tag)
             {
-                return id;
+                final int id = (int)entry - 1;
+                final int k = KEY_WORDS * id;
+                if (keys[k + 1] == keyHi && keys[k + 2] == keyLo && keys[k] == keyNs)
+                {
+                    return id;
+                }
             }
             pos = (pos + 1) & mask;
         }
@@ -91,15 +102,17 @@ final class ChunkIndex
      */
     void insert(final int id, final long keyNs, final long keyHi, final long keyLo)
     {
-        ns[id] = keyNs;
-        hi[id] = keyHi;
-        lo[id] = keyLo;
-        int pos = (int)hash(keyNs, keyHi, keyLo) & mask;
+        final int k = KEY_WORDS * id;
+        keys[k] = keyNs;
+        keys[k + 1] = keyHi;
+        keys[k + 2] = keyLo;
+        final int tag = (int)hash(keyNs, keyHi, keyLo);
+        int pos = tag & mask;
         while (EMPTY != table[pos])
         {
             pos = (pos + 1) & mask;
         }
-        table[pos] = id + 1;
+        table[pos] = entry(tag, id);
         size++;
     }
 
@@ -108,8 +121,10 @@ final class ChunkIndex
      */
     void remove(final int id)
     {
-        int pos = (int)hash(ns[id], hi[id], lo[id]) & mask;
-        while (table[pos] != id + 1)
+        final int k = KEY_WORDS * id;
+        final long wanted = entry((int)hash(keys[k], keys[k + 1], keys[k + 2]), id);
+        int pos = (int)(wanted >>> 32) & mask;
+        while (table[pos] != wanted)
         {
             if (EMPTY == table[pos])
             {
@@ -121,8 +136,7 @@ final class ChunkIndex
         int next = (gap + 1) & mask;
         while (EMPTY != table[next])
         {
-            final int other = table[next] - 1;
-            final int home = (int)hash(ns[other], hi[other], lo[other]) & mask;
+            final int home = (int)(table[next] >>> 32) & mask;
             // Move the entry into the gap when its home does not lie cyclically in (gap, next].
             final boolean homeInRange = gap <= next ? (home > gap && home <= next) : (home > gap || home <= next);
             if (!homeInRange)
@@ -134,6 +148,11 @@ final class ChunkIndex
         }
         table[gap] = EMPTY;
         size--;
+    }
+
+    private static long entry(final int tag, final int id)
+    {
+        return ((long)tag << 32) | (id + 1L);
     }
 
     /**
