@@ -4,8 +4,6 @@ import io.kvstash.core.ChunkKeys;
 import io.kvstash.core.RequestType;
 import io.kvstash.core.Status;
 import io.kvstash.core.StoreContext;
-import io.kvstash.core.layout.Dtype;
-import io.kvstash.core.layout.Layout;
 import io.kvstash.ipc.client.ClientContext;
 import io.kvstash.ipc.client.ClientResponse;
 import io.kvstash.ipc.client.KvStashClient;
@@ -21,7 +19,6 @@ import org.junit.jupiter.api.Timeout;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.atomic.AtomicBoolean;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
@@ -68,7 +65,7 @@ class AgentInvokerServerTest
         {
             final AgentInvoker invoker = server.invoker();
             assertNotNull(invoker);
-            final KvStashClient client = connectAndRegister(invoker);
+            final KvStashClient client = InvokedServer.connectAndRegister(invoker, dir, null);
             try
             {
                 final long ping = client.sendSimple(RequestType.PING, 0, 0, 0);
@@ -96,37 +93,6 @@ class AgentInvokerServerTest
             {
                 client.close();
             }
-        }
-    }
-
-    /**
-     * Connecting and registering wait for the server's duty cycle, so a helper thread runs it meanwhile and
-     * hands it back (the invoker is single-threaded; the join orders the two threads' use of it).
-     */
-    private KvStashClient connectAndRegister(final AgentInvoker invoker) throws InterruptedException
-    {
-        final AtomicBoolean connecting = new AtomicBoolean(true);
-        final Thread helper = new Thread(() ->
-        {
-            while (connecting.get())
-            {
-                invoker.invoke();
-                Thread.onSpinWait();
-            }
-        });
-        helper.start();
-        try
-        {
-            final KvStashClient client = KvStashClient.connect(new ClientContext().directory(dir));
-            final ClientResponse registered =
-                client.register(1, Layout.of("llama", 1, 0, 2, 128, Dtype.BFLOAT16, false));
-            assertEquals(Status.OK, registered.status(), registered.toString());
-            return client;
-        }
-        finally
-        {
-            connecting.set(false);
-            helper.join();
         }
     }
 

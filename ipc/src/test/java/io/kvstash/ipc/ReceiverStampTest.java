@@ -4,9 +4,6 @@ import io.kvstash.core.ChunkKeys;
 import io.kvstash.core.RequestType;
 import io.kvstash.core.Status;
 import io.kvstash.core.StoreContext;
-import io.kvstash.core.layout.Dtype;
-import io.kvstash.core.layout.Layout;
-import io.kvstash.ipc.client.ClientContext;
 import io.kvstash.ipc.client.ClientResponse;
 import io.kvstash.ipc.client.KvStashClient;
 import io.kvstash.ipc.server.KvStashServer;
@@ -21,7 +18,6 @@ import org.junit.jupiter.api.Timeout;
 
 import java.nio.file.Path;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -83,7 +79,8 @@ class ReceiverStampTest
             .storeContext(new StoreContext().poolSizeBytes(16L << 20))))
         {
             final AgentInvoker invoker = server.invoker();
-            final KvStashClient client = connectAndRegister(invoker);
+            final KvStashClient client = InvokedServer.connectAndRegister(invoker, dir,
+                () -> clock.now.addAndGet(TimeUnit.MICROSECONDS.toNanos(100)));
             try
             {
                 // Drain the latency the connection left, then let the server take a reading at T.
@@ -134,38 +131,6 @@ class ReceiverStampTest
             {
                 client.close();
             }
-        }
-    }
-
-    /**
-     * Connecting and registering wait for the server's duty cycle (its scans run on its clock), so a helper
-     * thread runs it and moves the clock meanwhile, then hands the invoker back.
-     */
-    private KvStashClient connectAndRegister(final AgentInvoker invoker) throws InterruptedException
-    {
-        final AtomicBoolean connecting = new AtomicBoolean(true);
-        final Thread helper = new Thread(() ->
-        {
-            while (connecting.get())
-            {
-                clock.now.addAndGet(TimeUnit.MICROSECONDS.toNanos(100));
-                invoker.invoke();
-                Thread.yield();
-            }
-        });
-        helper.start();
-        try
-        {
-            final KvStashClient client = KvStashClient.connect(new ClientContext().directory(dir));
-            final ClientResponse registered =
-                client.register(1, Layout.of("llama", 1, 0, 2, 128, Dtype.BFLOAT16, false));
-            assertEquals(Status.OK, registered.status(), registered.toString());
-            return client;
-        }
-        finally
-        {
-            connecting.set(false);
-            helper.join();
         }
     }
 }
