@@ -13,8 +13,8 @@ import io.kvstash.core.StoreContext;
 public final class RequestEvent
 {
     /**
-     * The producer read the clock for this event, and the publish stage picks one request in
-     * {@link #LATENCY_SAMPLE_MASK} + 1 of each type to record (every producer but the server's receiver).
+     * The producer read the clock for this event, and the publish stage picks the requests to time
+     * ({@link io.kvstash.pipeline.latency.TypeSampler}; every producer but the server's receiver).
      */
     public static final byte STAMP_PRECISE = 0;
     /** The producer read the clock for this event and chose it as the one request of its type to record. */
@@ -25,13 +25,6 @@ public final class RequestEvent
      * ({@link Pipeline#isStageTimed(long)}).
      */
     public static final byte STAMP_COARSE = 2;
-    /**
-     * One request in eight per type is timed end to end and recorded with a count of eight: the clock read
-     * and the recorder's two atomics cost about as much as a simple request, so timing every one would halve
-     * the throughput; the percentiles stay those of the whole population.
-     */
-    public static final int LATENCY_SAMPLE_MASK = 7;
-
     /** The request and its outcome. */
     public final StoreCommand command;
     /** Index of the client to answer (IPC session slot), -1 for requests that expect no answer. */

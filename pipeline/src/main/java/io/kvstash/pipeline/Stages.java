@@ -9,6 +9,7 @@ import io.kvstash.core.StoreCommand;
 import io.kvstash.core.StoreCounters;
 import io.kvstash.core.book.ChunkBook;
 import io.kvstash.pipeline.latency.LatencyRecorders;
+import io.kvstash.pipeline.latency.TypeSampler;
 import org.agrona.ErrorHandler;
 import org.agrona.concurrent.NanoClock;
 
@@ -145,9 +146,7 @@ final class Stages
         private final NanoClock clock;
         private final boolean latencyEnabled;
         private final ErrorHandler errorHandler;
-        /** See {@link RequestEvent#LATENCY_SAMPLE_MASK}. */
-        private static final int SAMPLE_MASK = RequestEvent.LATENCY_SAMPLE_MASK;
-        private final long[] sampled = new long[RequestType.COUNT];
+        private final TypeSampler sampler = new TypeSampler();
 
         Publish(
             final ResponseSink sink,
@@ -191,12 +190,12 @@ final class Stages
             }
             final byte stamp = event.stamp;
             if (latencyEnabled && RequestType.isValid(type) && (0 != start || RequestEvent.STAMP_SAMPLED == stamp ||
-                RequestEvent.STAMP_PRECISE == stamp && 0 == (++sampled[type] & SAMPLE_MASK)))
+                RequestEvent.STAMP_PRECISE == stamp && sampler.sample(type)))
             {
                 final long end = clock.nanoTime();
                 latency.request(type).recordValueWithCount(
                     Math.max(1, Math.min(end - command.timestampNs, LatencyRecorders.HIGHEST_TRACKABLE_NS)),
-                    0 != start ? 1 : SAMPLE_MASK + 1);
+                    0 != start ? 1 : TypeSampler.WEIGHT);
                 if (0 != start)
                 {
                     latency.recordStage(LatencyRecorders.STAGE_RESERVE,

@@ -10,6 +10,7 @@ import io.kvstash.ipc.ring.RingConsumer;
 import io.kvstash.pipeline.Pipeline;
 import io.kvstash.pipeline.RequestEvent;
 import io.kvstash.pipeline.latency.IntervalLogger;
+import io.kvstash.pipeline.latency.TypeSampler;
 import org.agrona.ErrorHandler;
 import org.agrona.concurrent.Agent;
 import org.agrona.concurrent.EpochClock;
@@ -56,47 +57,24 @@ final class ReceiverAgent implements Agent
     private final Set<String> knownFiles = new HashSet<>();
     private final Set<String> presentFiles = new HashSet<>();
     private final long[] reapSequence;
+    // Indices of the sessions that are not FREE, dense: the duty cycle visits these, not every slot.
+    private final int[] used;
+    private final boolean latencyEnabled;
+    private final TypeSampler sampler = new TypeSampler();
+    private int usedCount;
     private long nextScanMs;
     // The directory is listed (which allocates) only when inotify reports a new entry, and once a second as a
     // safety net; polling an empty WatchService allocates nothing.
     private long nextFullScanMs;
     private java.nio.file.WatchService watcher;
-    // Indices of the sessions that are not FREE, dense: the duty cycle visits these, not every slot.
-    private final int[] used;
-    private int usedCount;
-
-    private boolean directoryChanged()
-    {
-        try
-        {
-            if (null == watcher)
-            {
-                watcher = files.directory().getFileSystem().newWatchService();
-                files.directory().register(watcher, java.nio.file.StandardWatchEventKinds.ENTRY_CREATE);
-                return true;
-            }
-            final java.nio.file.WatchKey key = watcher.poll();
-            if (null == key)
-            {
-                return false;
-            }
-            key.pollEvents();
-            key.reset();
-            return true;
-        }
-        catch (final IOException ex)
-        {
-            return true;
-        }
-    }
     private long nextLivenessMs;
     private long nextHeartbeatMs;
     private long nextSweepMs;
     private long nextLatencyMs;
     private int roundRobin;
     private int attached;
-    private final boolean latencyEnabled;
-    private final long[] latencySamples = new long[RequestType.COUNT];
+    // The last reading of the monotonic clock, the cycles since it was taken, and the requests the last
+    // cycle read (see doWork and stamp).
     private long clockNs;
     private int cyclesSinceClockRead;
     private int lastWork;
@@ -132,6 +110,31 @@ final class ReceiverAgent implements Agent
         nextHeartbeatMs = nowMs;
         nextSweepMs = nowMs;
         nextLatencyMs = nowMs;
+    }
+
+    private boolean directoryChanged()
+    {
+        try
+        {
+            if (null == watcher)
+            {
+                watcher = files.directory().getFileSystem().newWatchService();
+                files.directory().register(watcher, java.nio.file.StandardWatchEventKinds.ENTRY_CREATE);
+                return true;
+            }
+            final java.nio.file.WatchKey key = watcher.poll();
+            if (null == key)
+            {
+                return false;
+            }
+            key.pollEvents();
+            key.reset();
+            return true;
+        }
+        catch (final IOException ex)
+        {
+            return true;
+        }
     }
 
     @Override
@@ -184,8 +187,7 @@ final class ReceiverAgent implements Agent
         {
             command.timestampNs = readClock();
         }
-        else if (latencyEnabled && RequestType.isValid(type) &&
-            0 == (++latencySamples[type] & RequestEvent.LATENCY_SAMPLE_MASK))
+        else if (latencyEnabled && sampler.sample(type))
         {
             command.timestampNs = readClock();
             event.stamp = RequestEvent.STAMP_SAMPLED;
