@@ -6,7 +6,9 @@ import io.kvstash.pipeline.PipelineContext;
 import io.kvstash.pipeline.ThreadingMode;
 import io.kvstash.pipeline.latency.IntervalLogger;
 import org.HdrHistogram.HistogramLogWriter;
+import org.agrona.CloseHelper;
 import org.agrona.ErrorHandler;
+import org.agrona.concurrent.Agent;
 import org.agrona.concurrent.AgentInvoker;
 import org.agrona.concurrent.AgentRunner;
 import org.agrona.concurrent.CompositeAgent;
@@ -80,23 +82,19 @@ public final class KvStashServer implements AutoCloseable
                 context.nanoClock(), intervalLogger);
             // Starts the stage threads of the mode, and the journal's thread when capturing.
             pipeline.start();
+            // SHARED mode runs the stages in the receiver's duty cycle; an invoker needs SHARED (conclude()).
+            final Agent agent = ThreadingMode.SHARED == context.threadingMode() ?
+                new CompositeAgent(receiver, pipeline.agent()) : receiver;
             if (context.useAgentInvoker())
             {
                 receiverRunner = null;
-                invoker = new AgentInvoker(errorHandler, null, new CompositeAgent(receiver, pipeline.agent()));
+                invoker = new AgentInvoker(errorHandler, null, agent);
                 invoker.start();
-            }
-            else if (ThreadingMode.SHARED == context.threadingMode())
-            {
-                invoker = null;
-                receiverRunner = new AgentRunner(context.waitMode().newIdleStrategy(), errorHandler, null,
-                    new CompositeAgent(receiver, pipeline.agent()));
-                AgentRunner.startOnThread(receiverRunner);
             }
             else
             {
                 invoker = null;
-                receiverRunner = new AgentRunner(context.waitMode().newIdleStrategy(), errorHandler, null, receiver);
+                receiverRunner = new AgentRunner(context.waitMode().newIdleStrategy(), errorHandler, null, agent);
                 AgentRunner.startOnThread(receiverRunner);
             }
         }
@@ -228,14 +226,7 @@ public final class KvStashServer implements AutoCloseable
             return;
         }
         closed = true;
-        if (null != invoker)
-        {
-            invoker.close();
-        }
-        else
-        {
-            receiverRunner.close();
-        }
+        CloseHelper.closeAll(invoker, receiverRunner);
         pipeline.close();
         if (null != intervalLogger)
         {
