@@ -3,7 +3,6 @@ package io.kvstash.ipc;
 import io.kvstash.core.ChunkKeys;
 import io.kvstash.core.RequestType;
 import io.kvstash.core.Status;
-import io.kvstash.core.StoreContext;
 import io.kvstash.ipc.client.ClientContext;
 import io.kvstash.ipc.client.ClientResponse;
 import io.kvstash.ipc.client.KvStashClient;
@@ -57,11 +56,7 @@ class AgentInvokerServerTest
     void shouldAnswerOnlyWhenTheCallerRunsTheServersDutyCycle() throws Exception
     {
         dir = TestDirs.newDirectory("invoker");
-        try (KvStashServer server = KvStashServer.launch(new ServerContext()
-            .directory(dir)
-            .threadingMode(ThreadingMode.SHARED)
-            .useAgentInvoker(true)
-            .storeContext(new StoreContext().poolSizeBytes(16L << 20))))
+        try (KvStashServer server = KvStashServer.launch(InvokedServer.context(dir)))
         {
             final AgentInvoker invoker = server.invoker();
             assertNotNull(invoker);
@@ -100,10 +95,7 @@ class AgentInvokerServerTest
     void shouldRunItsOwnThreadWhenNoInvokerIsAsked() throws Exception
     {
         dir = TestDirs.newDirectory("no-invoker");
-        try (KvStashServer server = KvStashServer.launch(new ServerContext()
-            .directory(dir)
-            .threadingMode(ThreadingMode.SHARED)
-            .storeContext(new StoreContext().poolSizeBytes(16L << 20)));
+        try (KvStashServer server = KvStashServer.launch(InvokedServer.context(dir).useAgentInvoker(false));
             KvStashClient client = KvStashClient.connect(new ClientContext().directory(dir)))
         {
             assertNull(server.invoker());

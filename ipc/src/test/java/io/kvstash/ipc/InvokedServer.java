@@ -1,11 +1,14 @@
 package io.kvstash.ipc;
 
 import io.kvstash.core.Status;
+import io.kvstash.core.StoreContext;
 import io.kvstash.core.layout.Dtype;
 import io.kvstash.core.layout.Layout;
 import io.kvstash.ipc.client.ClientContext;
 import io.kvstash.ipc.client.ClientResponse;
 import io.kvstash.ipc.client.KvStashClient;
+import io.kvstash.ipc.server.ServerContext;
+import io.kvstash.pipeline.ThreadingMode;
 import org.agrona.concurrent.AgentInvoker;
 
 import java.nio.file.Path;
@@ -20,6 +23,21 @@ final class InvokedServer
 {
     private InvokedServer()
     {
+    }
+
+    /**
+     * A small SHARED server whose duty cycle the test runs.
+     *
+     * @param dir the server's directory.
+     * @return its configuration, to adjust before the launch.
+     */
+    static ServerContext context(final Path dir)
+    {
+        return new ServerContext()
+            .directory(dir)
+            .threadingMode(ThreadingMode.SHARED)
+            .useAgentInvoker(true)
+            .storeContext(new StoreContext().poolSizeBytes(16L << 20));
     }
 
     /**

@@ -3,12 +3,9 @@ package io.kvstash.ipc;
 import io.kvstash.core.ChunkKeys;
 import io.kvstash.core.RequestType;
 import io.kvstash.core.Status;
-import io.kvstash.core.StoreContext;
 import io.kvstash.ipc.client.ClientResponse;
 import io.kvstash.ipc.client.KvStashClient;
 import io.kvstash.ipc.server.KvStashServer;
-import io.kvstash.ipc.server.ServerContext;
-import io.kvstash.pipeline.ThreadingMode;
 import org.HdrHistogram.Histogram;
 import org.agrona.concurrent.AgentInvoker;
 import org.agrona.concurrent.NanoClock;
@@ -71,12 +68,7 @@ class ReceiverStampTest
     void shouldReadTheClockForFewRequestsAndRecordLatencyOnlyFromItsOwnReadings() throws Exception
     {
         dir = TestDirs.newDirectory("stamps");
-        try (KvStashServer server = KvStashServer.launch(new ServerContext()
-            .directory(dir)
-            .threadingMode(ThreadingMode.SHARED)
-            .useAgentInvoker(true)
-            .nanoClock(clock)
-            .storeContext(new StoreContext().poolSizeBytes(16L << 20))))
+        try (KvStashServer server = KvStashServer.launch(InvokedServer.context(dir).nanoClock(clock)))
         {
             final AgentInvoker invoker = server.invoker();
             final KvStashClient client = InvokedServer.connectAndRegister(invoker, dir,

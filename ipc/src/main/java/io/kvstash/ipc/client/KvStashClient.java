@@ -357,7 +357,8 @@ public final class KvStashClient implements AutoCloseable
         lastHeartbeat = heartbeat;
         lastHeartbeatChangeNs = System.nanoTime() -
             TimeUnit.MILLISECONDS.toNanos(nearThisClock ? Math.max(0, ageMs) : heartbeatTimeoutMs + 1);
-        final long deadlineNs = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(3 * Math.max(1, heartbeatIntervalMs));
+        final long deadlineNs =
+            System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(3 * Math.max(1, heartbeatIntervalMs));
         while (!nearThisClock && System.nanoTime() - deadlineNs < 0 && serverProcessAlive() &&
             control.getLongAcquire(ControlFileDescriptor.HEARTBEAT_OFFSET) == heartbeat)
         {
