@@ -7,6 +7,8 @@ import org.agrona.IoUtil;
 import org.agrona.concurrent.UnsafeBuffer;
 
 import java.io.IOException;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
 import java.nio.MappedByteBuffer;
 import java.nio.channels.FileChannel;
 import java.nio.channels.FileLock;
@@ -29,6 +31,25 @@ final class ClientSession
     static final int ATTACHED = 1;
     static final int CLOSING = 2;
 
+    // Each of the two counters has one writer, so a release store is enough; a volatile store would put a full
+    // fence (lock add) in every request's path, twice, which waits for the ring writes before it to drain.
+    private static final VarHandle ADMITTED_BYTES;
+    private static final VarHandle RELEASED_BYTES;
+
+    static
+    {
+        try
+        {
+            final MethodHandles.Lookup lookup = MethodHandles.lookup();
+            ADMITTED_BYTES = lookup.findVarHandle(ClientSession.class, "admittedBytes", long.class);
+            RELEASED_BYTES = lookup.findVarHandle(ClientSession.class, "releasedBytes", long.class);
+        }
+        catch (final ReflectiveOperationException ex)
+        {
+            throw new ExceptionInInitializerError(ex);
+        }
+    }
+
     final int index;
     private volatile int state = FREE;
     private volatile long sessionId;
@@ -42,10 +63,10 @@ final class ClientSession
     long pid;
     /** Sequence of the last event the receiver published for this session (receiver thread). */
     long lastSequence = -1;
-    /** Response bytes the receiver has admitted (receiver thread writes, release). */
-    private volatile long admittedBytes;
-    /** Response bytes the publish stage has finished (publish thread writes, release). */
-    private volatile long releasedBytes;
+    /** Response bytes the receiver has admitted (receiver thread writes, release; read acquire). */
+    private long admittedBytes;
+    /** Response bytes the publish stage has finished (publish thread writes, release; read acquire). */
+    private long releasedBytes;
     /** Whether the head request waits for response room; counted once per deferred request (receiver). */
     boolean backPressured;
     /** Why the session is closing: true when its process died. */
@@ -84,8 +105,8 @@ final class ClientSession
         responses = new RingProducer(new UnsafeBuffer(mapped, ClientFileDescriptor.responseRingOffset(requestCapacity),
             io.kvstash.ipc.ring.RingDescriptor.totalLength(responseCapacity)));
         lastSequence = -1;
-        admittedBytes = 0;
-        releasedBytes = 0;
+        ADMITTED_BYTES.setRelease(this, 0L);
+        RELEASED_BYTES.setRelease(this, 0L);
         dead = false;
         backPressured = false;
         generation = generation + 1 == 0 ? 1 : generation + 1;
@@ -134,17 +155,17 @@ final class ClientSession
 
     void admit(final long bytes)
     {
-        admittedBytes = admittedBytes + bytes;
+        ADMITTED_BYTES.setRelease(this, admittedBytes + bytes);
     }
 
     void release(final long bytes)
     {
-        releasedBytes = releasedBytes + bytes;
+        RELEASED_BYTES.setRelease(this, releasedBytes + bytes);
     }
 
     long outstandingBytes()
     {
-        return admittedBytes - releasedBytes;
+        return (long)ADMITTED_BYTES.getAcquire(this) - (long)RELEASED_BYTES.getAcquire(this);
     }
 
     /**
