@@ -8,6 +8,12 @@ import org.agrona.concurrent.AtomicBuffer;
  * again. Validates every length word, so garbage written into the ring is reported as {@link #isCorrupt()}
  * instead of being followed. Allocation-free.
  * <p>
+ * Releasing may also be deferred, as Agrona's ring buffers release a whole batch after its handlers ran:
+ * {@link #take()} moves past the current record and {@link #release()} later zeroes everything taken and
+ * publishes the head. The records were written by the other process, so zeroing them makes this core take
+ * their cache lines back from it; stores become visible in program order, so a reply written after that
+ * zeroing waits for it. Taking the records, replying, then releasing keeps the zeroing off the reply's way.
+ * <p>
  * Owner: the one consumer thread of this ring.
  */
 public final class RingConsumer
@@ -15,7 +21,10 @@ public final class RingConsumer
     private final AtomicBuffer buffer;
     private final int capacity;
     private final int mask;
+    /** Published position: every byte before it is zeroed and free for the producer. */
     private long head;
+    /** Read position: the next record; the records between {@link #head} and here are taken, not released. */
+    private long position;
     private int recordOffset = -1;
     private int recordLength;
     private int recordType;
@@ -33,6 +42,7 @@ public final class RingConsumer
         RingDescriptor.checkCapacity(capacity);
         this.mask = capacity - 1;
         this.head = buffer.getLongAcquire(RingDescriptor.HEAD_POSITION_OFFSET);
+        this.position = head;
     }
 
     /**
@@ -48,7 +58,7 @@ public final class RingConsumer
         }
         while (true)
         {
-            final int index = (int)(head & mask);
+            final int index = (int)(position & mask);
             final int at = RingDescriptor.HEADER_LENGTH + index;
             final int length = buffer.getIntAcquire(at + RingDescriptor.RECORD_LENGTH_OFFSET);
             if (0 == length)
@@ -70,25 +80,67 @@ public final class RingConsumer
             {
                 return true;
             }
-            consume();
+            // Padding is released at once unless records taken before it wait for a release of their own.
+            final boolean nothingTaken = position == head;
+            take();
+            if (nothingTaken)
+            {
+                release();
+            }
         }
     }
 
     /**
-     * Releases the current record: zeroes it and advances the head.
+     * Releases the current record, and any taken before it: zeroes them and advances the head.
      */
     public void consume()
+    {
+        take();
+        release();
+    }
+
+    /**
+     * Moves past the current record without releasing it: {@link #next()} goes on with the record after it,
+     * and the producer cannot reuse its bytes until {@link #release()}.
+     */
+    public void take()
     {
         final int at = recordOffset;
         if (at < 0)
         {
             return;
         }
-        final int aligned = RingDescriptor.align(recordLength);
-        buffer.setMemory(at, aligned, (byte)0);
-        head += aligned;
-        buffer.putLongRelease(RingDescriptor.HEAD_POSITION_OFFSET, head);
+        position += RingDescriptor.align(recordLength);
         recordOffset = -1;
+    }
+
+    /**
+     * Releases every record taken since the last release: zeroes their bytes and publishes the head.
+     *
+     * @return bytes released, 0 when nothing was taken.
+     */
+    public int release()
+    {
+        final int bytes = (int)(position - head);
+        if (0 == bytes)
+        {
+            return 0;
+        }
+        // Records never wrap, but the taken ones may run past the end of the ring and on from its start.
+        final int index = (int)(head & mask);
+        final int toEnd = capacity - index;
+        if (bytes <= toEnd)
+        {
+            buffer.setMemory(RingDescriptor.HEADER_LENGTH + index, bytes, (byte)0);
+        }
+        else
+        {
+            buffer.setMemory(RingDescriptor.HEADER_LENGTH + index, toEnd, (byte)0);
+            buffer.setMemory(RingDescriptor.HEADER_LENGTH, bytes - toEnd, (byte)0);
+        }
+        head = position;
+        buffer.putLongRelease(RingDescriptor.HEAD_POSITION_OFFSET, head);
+        return bytes;
     }
 
     /**
@@ -142,13 +194,23 @@ public final class RingConsumer
     }
 
     /**
-     * Consumer position.
+     * Consumer position as the producer sees it.
      *
-     * @return bytes consumed since creation.
+     * @return bytes released since creation.
      */
     public long head()
     {
         return head;
+    }
+
+    /**
+     * Bytes taken and not yet released.
+     *
+     * @return bytes.
+     */
+    public int takenBytes()
+    {
+        return (int)(position - head);
     }
 
     /**

@@ -304,6 +304,9 @@ final class ReceiverAgent implements Agent
     private int pollClient(final ClientSession session)
     {
         final RingConsumer ring = session.requests;
+        // The records read in the last cycle are released (zeroed, head published) only now, after the pipeline
+        // answered them in SHARED mode: zeroing the client's lines first would delay those answers.
+        ring.release();
         int read = 0;
         while (read < MAX_RECORDS_PER_CLIENT)
         {
@@ -326,7 +329,7 @@ final class ReceiverAgent implements Agent
             if (length < 8)
             {
                 counters.increment(StoreCounters.WIRE_MALFORMED);
-                ring.consume();
+                ring.take();
                 read++;
                 continue;
             }
@@ -371,7 +374,7 @@ final class ReceiverAgent implements Agent
             session.admit(2 * bound);
             session.lastSequence = sequence;
             pipeline.publish(sequence);
-            ring.consume();
+            ring.take();
             read++;
         }
         return read;
