@@ -10,7 +10,9 @@ import io.kvstash.ipc.codec.WireDescriptor;
 import io.kvstash.ipc.ring.RingConsumer;
 import io.kvstash.ipc.ring.RingProducer;
 import org.HdrHistogram.Histogram;
+import org.agrona.concurrent.AtomicBuffer;
 import org.agrona.concurrent.IdleStrategy;
+import org.agrona.concurrent.UnsafeBuffer;
 
 import java.nio.MappedByteBuffer;
 import java.nio.file.Path;
@@ -30,6 +32,7 @@ import static io.kvstash.perf.bench.BenchWorker.stringOf;
  * prepare reserves a slot (evicting the least recently used chunk once the pool is full). An <b>echo pair</b>
  * is two round trips over the bare rings with the same record sizes: a 64-byte request answered with 80
  * bytes (the prepare and its one-slot response), then a 40-byte request answered with 64 bytes (the commit).
+ * Both sides write and read every byte of them, as kvstash's client and server do (see {@link EchoRings}).
  * <ul>
  * <li>latency: one pair in flight, back to back; the time of each pair (both round trips);</li>
  * <li>throughput: a window of pairs in flight (non-blocking sends and poll), pairs completed per second;</li>
@@ -345,6 +348,7 @@ final class ControlRun
         private final RingProducer requests;
         private final RingConsumer responses;
         private final IdleStrategy idle;
+        private final UnsafeBuffer reply = new UnsafeBuffer(new byte[PREPARE_RESPONSE_LENGTH]);
         private long nextId = 2;
         private final long[] pendingIds = new long[1 << 16];
         private int pendingHead;
@@ -364,10 +368,30 @@ final class ControlRun
             {
                 return false;
             }
-            requests.buffer().putInt(at + EchoRings.REPLY_LENGTH_OFFSET, replyLength);
-            requests.buffer().putLong(at + EchoRings.CORRELATION_OFFSET, correlationId);
+            final AtomicBuffer b = requests.buffer();
+            b.putInt(at + EchoRings.REPLY_LENGTH_OFFSET, replyLength);
+            b.putInt(at + EchoRings.REPLY_LENGTH_OFFSET + 4, 0);
+            b.putLong(at + EchoRings.CORRELATION_OFFSET, correlationId);
+            // The rest of the request is written too, as the kvstash client writes every field of its own.
+            for (int i = EchoRings.CORRELATION_OFFSET + 8; i < requestLength; i += 8)
+            {
+                b.putLong(at + i, correlationId + i);
+            }
             requests.commit(requestLength);
             return true;
+        }
+
+        /**
+         * Copies the current reply out, as the kvstash client copies a response into its flyweight, and returns
+         * its correlation id.
+         */
+        private long takeReply()
+        {
+            final int at = responses.payloadOffset();
+            final int length = responses.payloadLength();
+            reply.putBytes(0, responses.buffer(), at, length);
+            responses.consume();
+            return reply.getLong(EchoRings.REPLY_CORRELATION_OFFSET);
         }
 
         private void await(final long correlationId)
@@ -377,8 +401,7 @@ final class ControlRun
             {
                 if (responses.next())
                 {
-                    final long id = responses.buffer().getLong(responses.payloadOffset() + EchoRings.REPLY_CORRELATION_OFFSET);
-                    responses.consume();
+                    final long id = takeReply();
                     if (id != correlationId)
                     {
                         throw new IllegalStateException("echo answered " + id + ", not " + correlationId);
@@ -440,8 +463,7 @@ final class ControlRun
             }
             while (work < 256 && responses.next())
             {
-                final long id = responses.buffer().getLong(responses.payloadOffset() + EchoRings.REPLY_CORRELATION_OFFSET);
-                responses.consume();
+                final long id = takeReply();
                 work++;
                 if (0 == (id & 1))
                 {
