@@ -329,7 +329,7 @@ public final class BenchCommand implements Callable<Integer>
         final Map<String, Object> controlJournal = control(worker, work, waitMode, common, settings, null, true);
 
         progress("echo, " + waitMode + ": bare rings, echo agent " + serverWait + " and client " + waitMode);
-        final Map<String, Object> echo = echo(worker, work, waitMode, common);
+        final Map<String, Object> echo = echo(worker, work, waitMode, common, true);
         results.addControl(waitMode, control, echo);
         results.addControlJournal(waitMode, controlJournal);
     }
@@ -338,12 +338,15 @@ public final class BenchCommand implements Callable<Integer>
      * The bare ring echo against an echo agent on a thread of this JVM, idling as the wait mode says.
      */
     private static Map<String, Object> echo(
-        final WorkerProcess worker, final Path work, final String waitMode, final Map<String, Object> common)
-        throws Exception
+        final WorkerProcess worker,
+        final Path work,
+        final String waitMode,
+        final Map<String, Object> common,
+        final boolean wholeRecords) throws Exception
     {
         final Path file = work.resolve("echo-" + waitMode);
         final MappedByteBuffer mapped = BenchSupport.mapNew(file, EchoRings.FILE_LENGTH);
-        final EchoRings.EchoAgent agent = new EchoRings.EchoAgent(mapped);
+        final EchoRings.EchoAgent agent = new EchoRings.EchoAgent(mapped, wholeRecords);
         final AgentRunner runner = new AgentRunner(WaitMode.parse(waitMode).newIdleStrategy(), Throwable::printStackTrace,
             null, agent);
         AgentRunner.startOnThread(runner);
@@ -352,6 +355,7 @@ public final class BenchCommand implements Callable<Integer>
             final Map<String, Object> command = new LinkedHashMap<>(common);
             command.put("cmd", "echo");
             command.put("file", file.toString());
+            command.put("whole_records", wholeRecords);
             return worker.call(command, 300);
         }
         finally
@@ -383,8 +387,10 @@ public final class BenchCommand implements Callable<Integer>
                 settings.rounds));
             final Map<String, Object> control = control(worker, work, BenchSupport.BUSY_SPIN, common, settings, null,
                 false);
-            final Map<String, Object> echo = echo(worker, work, BenchSupport.BUSY_SPIN, common);
-            results.addRound(control, echo);
+            final Map<String, Object> echo = echo(worker, work, BenchSupport.BUSY_SPIN, common, true);
+            // The echo in its lighter, header-only form (the bench's until Dec 3), for comparison only.
+            final Map<String, Object> headerOnly = echo(worker, work, BenchSupport.BUSY_SPIN, common, false);
+            results.addRound(control, echo, headerOnly);
         }
     }
 
@@ -603,10 +609,12 @@ public final class BenchCommand implements Callable<Integer>
             echo.put(waitMode, summary("echo " + waitMode, e));
         }
 
-        void addRound(final Map<String, Object> control, final Map<String, Object> echo)
+        void addRound(final Map<String, Object> control, final Map<String, Object> echo,
+            final Map<String, Object> headerOnly)
         {
             final Histogram c = BenchSupport.decode((String)control.get("latency"));
             final Histogram e = BenchSupport.decode((String)echo.get("latency"));
+            final Histogram h = BenchSupport.decode((String)headerOnly.get("latency"));
             histograms.computeIfAbsent("control busy-spin rounds", k -> BenchSupport.newHistogram()).add(c);
             histograms.computeIfAbsent("echo busy-spin rounds", k -> BenchSupport.newHistogram()).add(e);
             final Map<String, Object> r = new LinkedHashMap<>();
@@ -615,6 +623,8 @@ public final class BenchCommand implements Callable<Integer>
             r.put("control_p50_vs_echo", (double)c.getValueAtPercentile(50) / e.getValueAtPercentile(50));
             r.put("control_p999_us", c.getValueAtPercentile(99.9) / 1e3);
             r.put("echo_p999_us", e.getValueAtPercentile(99.9) / 1e3);
+            r.put("echo_header_only_p50_us", h.getValueAtPercentile(50) / 1e3);
+            r.put("control_p50_vs_echo_header_only", (double)c.getValueAtPercentile(50) / h.getValueAtPercentile(50));
             // The server's residence (receiver stamp to response written) of the round's requests, with one in
             // flight: what the server adds to the two round trips the echo pair also makes.
             r.put("server_prepare_p50_us", control.get("server_prepare_p50_us"));
@@ -624,7 +634,7 @@ public final class BenchCommand implements Callable<Integer>
             rounds.add(r);
         }
 
-        private Double medianRoundRatio()
+        private Double medianRoundRatio(final String field)
         {
             if (rounds.isEmpty())
             {
@@ -633,7 +643,7 @@ public final class BenchCommand implements Callable<Integer>
             final double[] r = new double[rounds.size()];
             for (int i = 0; i < r.length; i++)
             {
-                r[i] = ((Number)rounds.get(i).get("control_p50_vs_echo")).doubleValue();
+                r[i] = ((Number)rounds.get(i).get(field)).doubleValue();
             }
             Arrays.sort(r);
             return 0 == (r.length & 1) ? (r[r.length / 2 - 1] + r[r.length / 2]) / 2 : r[r.length / 2];
@@ -779,7 +789,7 @@ public final class BenchCommand implements Callable<Integer>
             final Object echoP50 = value(echo, BenchSupport.BUSY_SPIN, "p50_us");
             final Double longRunsRatio = controlP50 instanceof Number && echoP50 instanceof Number ?
                 ((Number)controlP50).doubleValue() / ((Number)echoP50).doubleValue() : null;
-            final Double roundsRatio = medianRoundRatio();
+            final Double roundsRatio = medianRoundRatio("control_p50_vs_echo");
             ratios.put("control_p50_vs_echo", null != roundsRatio ? roundsRatio : longRunsRatio);
             ratios.put("store_vs_map", ratio("store_gbps", "map_put_gbps", 256L << 10, 2L << 20, 32L << 20));
             ratios.put("retrieve_vs_map", ratio("retrieve_gbps", "map_get_gbps", 256L << 10, 2L << 20, 32L << 20));
@@ -830,6 +840,8 @@ public final class BenchCommand implements Callable<Integer>
             final Map<String, Object> controlRounds = new LinkedHashMap<>();
             controlRounds.put("median_control_p50_vs_echo", roundsRatio);
             controlRounds.put("long_runs_control_p50_vs_echo", longRunsRatio);
+            controlRounds.put("median_control_p50_vs_echo_header_only",
+                medianRoundRatio("control_p50_vs_echo_header_only"));
             controlRounds.put("rounds", rounds);
             report.put("control_rounds", controlRounds);
             final Map<String, Object> redis = new LinkedHashMap<>();

@@ -32,7 +32,8 @@ import static io.kvstash.perf.bench.BenchWorker.stringOf;
  * prepare reserves a slot (evicting the least recently used chunk once the pool is full). An <b>echo pair</b>
  * is two round trips over the bare rings with the same record sizes: a 64-byte request answered with 80
  * bytes (the prepare and its one-slot response), then a 40-byte request answered with 64 bytes (the commit).
- * Both sides write and read every byte of them, as kvstash's client and server do (see {@link EchoRings}).
+ * Both sides write and read every byte of them, as kvstash's client and server do, unless the command asks
+ * for the header-only form ({@code whole_records} false; see {@link EchoRings}).
  * <ul>
  * <li>latency: one pair in flight, back to back; the time of each pair (both round trips);</li>
  * <li>throughput: a window of pairs in flight (non-blocking sends and poll), pairs completed per second;</li>
@@ -113,7 +114,9 @@ final class ControlRun
         final MappedByteBuffer mapped = BenchSupport.mapExisting(file);
         try
         {
-            return measure("echo " + stringOf(c, "wait"), new EchoPairs(mapped, stringOf(c, "wait")), c, progress);
+            final boolean wholeRecords = !Boolean.FALSE.equals(c.get("whole_records"));
+            return measure((wholeRecords ? "echo " : "echo, header only, ") + stringOf(c, "wait"),
+                new EchoPairs(mapped, stringOf(c, "wait"), wholeRecords), c, progress);
         }
         finally
         {
@@ -349,13 +352,15 @@ final class ControlRun
         private final RingConsumer responses;
         private final IdleStrategy idle;
         private final UnsafeBuffer reply = new UnsafeBuffer(new byte[PREPARE_RESPONSE_LENGTH]);
+        private final boolean wholeRecords;
         private long nextId = 2;
         private final long[] pendingIds = new long[1 << 16];
         private int pendingHead;
         private int pendingTail;
 
-        EchoPairs(final MappedByteBuffer mapped, final String waitMode)
+        EchoPairs(final MappedByteBuffer mapped, final String waitMode, final boolean wholeRecords)
         {
+            this.wholeRecords = wholeRecords;
             requests = new RingProducer(EchoRings.requestRing(mapped));
             responses = new RingConsumer(EchoRings.responseRing(mapped));
             idle = BenchSupport.clientIdle(waitMode);
@@ -373,7 +378,7 @@ final class ControlRun
             b.putInt(at + EchoRings.REPLY_LENGTH_OFFSET + 4, 0);
             b.putLong(at + EchoRings.CORRELATION_OFFSET, correlationId);
             // The rest of the request is written too, as the kvstash client writes every field of its own.
-            for (int i = EchoRings.CORRELATION_OFFSET + 8; i < requestLength; i += 8)
+            for (int i = EchoRings.CORRELATION_OFFSET + 8; wholeRecords && i < requestLength; i += 8)
             {
                 b.putLong(at + i, correlationId + i);
             }
@@ -382,14 +387,19 @@ final class ControlRun
         }
 
         /**
-         * Copies the current reply out, as the kvstash client copies a response into its flyweight, and returns
-         * its correlation id.
+         * Copies the current reply out, as the kvstash client copies a response into its flyweight (only its
+         * correlation id in the header-only form), releases it and returns the correlation id.
          */
         private long takeReply()
         {
             final int at = responses.payloadOffset();
-            final int length = responses.payloadLength();
-            reply.putBytes(0, responses.buffer(), at, length);
+            if (!wholeRecords)
+            {
+                final long id = responses.buffer().getLong(at + EchoRings.REPLY_CORRELATION_OFFSET);
+                responses.consume();
+                return id;
+            }
+            reply.putBytes(0, responses.buffer(), at, responses.payloadLength());
             responses.consume();
             return reply.getLong(EchoRings.REPLY_CORRELATION_OFFSET);
         }

@@ -138,8 +138,8 @@ public final class ServerLoopback
             {
                 // As in the bench: more keys than slots, so once the pool is full every prepare evicts.
                 final ControlRun.PairClient control = new ControlRun.KvStashPairs(client, capacity + 4096, "busy-spin");
-                final ControlRun.PairClient echo = new ControlRun.EchoPairs(echoMapped, "busy-spin");
-                final EchoRings.EchoAgent echoAgent = new EchoRings.EchoAgent(echoMapped);
+                final ControlRun.PairClient echo = new ControlRun.EchoPairs(echoMapped, "busy-spin", true);
+                final EchoRings.EchoAgent echoAgent = new EchoRings.EchoAgent(echoMapped, true);
                 final Runnable serverCycle = invoker::invoke;
                 final Runnable echoCycle = echoAgent::doWork;
                 timePairs(control, serverCycle, capacity);

@@ -105,8 +105,11 @@ class BenchQuickTest
             final Map<String, Object> r = (Map<String, Object>)o;
             assertSane("round control_p50_us", r.get("control_p50_us"));
             assertSane("round echo_p50_us", r.get("echo_p50_us"));
+            assertSane("round echo_header_only_p50_us", r.get("echo_header_only_p50_us"));
+            assertSane("round control_p50_vs_echo_header_only", r.get("control_p50_vs_echo_header_only"));
         }
         assertEquals(rounds.get("median_control_p50_vs_echo"), ratios.get("control_p50_vs_echo"));
+        assertSane("median_control_p50_vs_echo_header_only", rounds.get("median_control_p50_vs_echo_header_only"));
         final Map<String, Object> gaps = (Map<String, Object>)((Map<String, Object>)((Map<String, Object>)report
             .get("machine")).get("spin_gaps")).get("before_control");
         assertEquals(Runtime.getRuntime().availableProcessors(), ((Number)gaps.get("threads")).intValue());
