@@ -80,7 +80,9 @@ public final class RingConsumer
             {
                 return true;
             }
-            // Padding is released at once unless records taken before it wait for a release of their own.
+            // Padding is released at once unless records taken before it wait for a release of their own: a
+            // consumer that only calls consume() must not leave padding taken while it waits for the next
+            // record, since the producer may need those very bytes to write it.
             final boolean nothingTaken = position == head;
             take();
             if (nothingTaken)
