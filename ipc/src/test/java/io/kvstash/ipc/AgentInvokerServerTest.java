@@ -6,15 +6,21 @@ import io.kvstash.core.Status;
 import io.kvstash.ipc.client.ClientContext;
 import io.kvstash.ipc.client.ClientResponse;
 import io.kvstash.ipc.client.KvStashClient;
+import io.kvstash.ipc.codec.WireDescriptor;
+import io.kvstash.ipc.file.ClientFileDescriptor;
+import io.kvstash.ipc.ring.RingDescriptor;
 import io.kvstash.ipc.server.KvStashServer;
 import io.kvstash.ipc.server.ServerContext;
 import io.kvstash.pipeline.PipelineContext;
 import io.kvstash.pipeline.ThreadingMode;
+import org.agrona.IoUtil;
 import org.agrona.concurrent.AgentInvoker;
+import org.agrona.concurrent.UnsafeBuffer;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
+import java.nio.MappedByteBuffer;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
@@ -86,6 +92,49 @@ class AgentInvokerServerTest
             }
             finally
             {
+                client.close();
+            }
+        }
+    }
+
+    @Test
+    void shouldReleaseARequestRecordOnlyAfterItsAnswerIsWritten() throws Exception
+    {
+        dir = TestDirs.newDirectory("invoker-release");
+        try (KvStashServer server = KvStashServer.launch(InvokedServer.context(dir)))
+        {
+            final AgentInvoker invoker = server.invoker();
+            final KvStashClient client = InvokedServer.connectAndRegister(invoker, dir, null);
+            final MappedByteBuffer mapped = IoUtil.mapExistingFile(client.clientFile().toFile(), "client");
+            try
+            {
+                // The request ring as the client's file holds it: the head the server publishes, then the records.
+                final UnsafeBuffer ring = new UnsafeBuffer(mapped, ClientFileDescriptor.REQUEST_RING_OFFSET,
+                    mapped.capacity() - ClientFileDescriptor.REQUEST_RING_OFFSET);
+                invoker.invoke();
+                final long head = ring.getLongVolatile(RingDescriptor.HEAD_POSITION_OFFSET);
+                final int record = RingDescriptor.HEADER_LENGTH + (int)head;
+                final long ping = client.sendSimple(RequestType.PING, 0, 0, 0);
+
+                invoker.invoke();
+                assertEquals(1, client.poll(this::answer, 16), "answered in the cycle that read it");
+                assertEquals(ping, answers.get(0).correlationId());
+                assertEquals(head, ring.getLongVolatile(RingDescriptor.HEAD_POSITION_OFFSET), "released already");
+                assertEquals(RingDescriptor.RECORD_HEADER_LENGTH + WireDescriptor.REQUEST_HEADER_LENGTH,
+                    ring.getIntVolatile(record + RingDescriptor.RECORD_LENGTH_OFFSET), "zeroed already");
+
+                invoker.invoke();
+                final int aligned =
+                    RingDescriptor.align(RingDescriptor.RECORD_HEADER_LENGTH + WireDescriptor.REQUEST_HEADER_LENGTH);
+                assertEquals(head + aligned, ring.getLongVolatile(RingDescriptor.HEAD_POSITION_OFFSET));
+                for (int i = 0; i < aligned; i += 8)
+                {
+                    assertEquals(0, ring.getLongVolatile(record + i), "byte " + i + " of the released record");
+                }
+            }
+            finally
+            {
+                IoUtil.unmap(mapped);
                 client.close();
             }
         }
