@@ -3,6 +3,8 @@ package io.kvstash.perf.pipeline;
 import io.kvstash.core.RequestType;
 
 import java.io.IOException;
+import java.lang.management.GarbageCollectorMXBean;
+import java.lang.management.ManagementFactory;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
@@ -16,10 +18,18 @@ import java.util.Locale;
  * moves the figures by more than the differences sought; this harness is for the ratios.
  * <p>
  * Usage: {@code PipelineSideBySide [LOOKUP|PING] [rounds] [roundMs] [contender...]}; contenders:
- * {@code direct}, {@code latency}, {@code no-latency}, {@code journal}, {@code stage-timing-all}.
+ * {@code direct}, {@code latency}, {@code no-latency}, {@code journal}, {@code stage-timing-all}. Run it with a
+ * young generation that holds every contender's pipeline ({@code -Xms4g -Xmn3g}): it warns when a collection
+ * ran after the first pipeline was built, because a collection that copies a pipeline slows it down.
  */
 public final class PipelineSideBySide
 {
+    /**
+     * Requests after which the journal contender starts over with a fresh pipeline and journal (5.6 GB of
+     * 56-byte LOOKUP records on {@code /dev/shm}).
+     */
+    private static final long JOURNAL_REQUESTS = 100_000_000L;
+
     private PipelineSideBySide()
     {
     }
@@ -30,6 +40,15 @@ public final class PipelineSideBySide
     interface Contender
     {
         long run(long deadlineNs) throws Exception;
+
+        /**
+         * Housekeeping between rounds, outside the timed part.
+         *
+         * @throws Exception when it fails.
+         */
+        default void between() throws Exception
+        {
+        }
 
         void close() throws IOException;
     }
@@ -47,6 +66,7 @@ public final class PipelineSideBySide
         final long roundNs = (args.length > 2 ? Long.parseLong(args[2]) : 200) * 1_000_000L;
         final List<String> names = args.length > 3 ? Arrays.asList(args).subList(3, args.length) :
             List.of("direct", "no-latency", "latency", "journal");
+        final long collectionsBefore = collections();
         final List<Contender> contenders = new ArrayList<>();
         for (final String name : names)
         {
@@ -65,11 +85,13 @@ public final class PipelineSideBySide
             for (int k = 0; k < contenders.size(); k++)
             {
                 final int i = (k + r) % contenders.size();
+                contenders.get(i).between();
                 final long start = System.nanoTime();
                 final long n = contenders.get(i).run(start + roundNs);
                 rates[i][r] = n * 1e9 / (System.nanoTime() - start);
             }
         }
+        final long collections = collections() - collectionsBefore;
         for (final Contender c : contenders)
         {
             c.close();
@@ -78,6 +100,16 @@ public final class PipelineSideBySide
             roundNs / 1_000_000);
         System.out.printf(Locale.ROOT, "%-18s %14s %14s %14s %12s%n", "contender", "median req/s", "min", "max",
             "ratio to " + names.get(0));
+        if (collections > 0)
+        {
+            // A pipeline's ring holds about a thousand events of some 70 KiB each (arrays sized for the server's
+            // largest request): building one fills a default young generation, and a young collection copies
+            // the pipelines built before it. A copied pipeline ran 15-25 % slower than one left where it was
+            // allocated (Dec 3: 10.6 M against 13.3-14.1 M LOOKUPs a second), so the contenders built first
+            // were the slow ones, and ratios to them were off by as much.
+            System.out.printf(Locale.ROOT, "WARNING: %d garbage collections since the first pipeline was built; " +
+                "the ratios are not fair. Run with -Xms4g -Xmn3g.%n", collections);
+        }
         for (int i = 0; i < names.size(); i++)
         {
             final double[] ratio = new double[rounds];
@@ -90,6 +122,21 @@ public final class PipelineSideBySide
             System.out.printf(Locale.ROOT, "%-18s %14.0f %14.0f %14.0f %12.3f%n", names.get(i), median(rates[i]),
                 sorted[0], sorted[rounds - 1], median(ratio));
         }
+    }
+
+    /**
+     * Collections so far, of every collector.
+     *
+     * @return count.
+     */
+    private static long collections()
+    {
+        long n = 0;
+        for (final GarbageCollectorMXBean gc : ManagementFactory.getGarbageCollectorMXBeans())
+        {
+            n += Math.max(0, gc.getCollectionCount());
+        }
+        return n;
     }
 
     private static double median(final double[] values)
@@ -154,14 +201,18 @@ public final class PipelineSideBySide
                 }
                 while (System.nanoTime() < deadlineNs);
                 requests += n;
-                if (requests > 200_000_000L && null != state.journalFile)
+                return n;
+            }
+
+            public void between() throws Exception
+            {
+                if (requests > JOURNAL_REQUESTS && null != state.journalFile)
                 {
-                    // Keep the journal file bounded: start a fresh pipeline and journal.
+                    // Keep the journal file bounded: a fresh pipeline and journal, between two timed rounds.
                     state.tearDownIteration();
                     state.setupIteration();
                     requests = 0;
                 }
-                return n;
             }
 
             public void close() throws IOException
