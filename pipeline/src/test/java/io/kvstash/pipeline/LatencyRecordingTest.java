@@ -17,6 +17,7 @@ import org.junit.jupiter.api.io.TempDir;
 
 import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
+import java.lang.management.ManagementFactory;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.util.HashSet;
@@ -78,5 +79,28 @@ class LatencyRecordingTest
         assertTrue(tags.contains("type.LOOKUP"), tags.toString());
         assertTrue(tags.contains("type.COMMIT_STORE"), tags.toString());
         assertTrue(tags.contains("stage.slot-assign.queued"), tags.toString());
+    }
+
+    @Test
+    void shouldAllocateNoHistogramWhenPollingARunningServersRecorders()
+    {
+        final com.sun.management.ThreadMXBean threads =
+            (com.sun.management.ThreadMXBean)ManagementFactory.getThreadMXBean();
+        final long thread = Thread.currentThread().getId();
+        final LatencyRecorders recorders = new LatencyRecorders();
+        recorders.recordRequest(RequestType.LOOKUP, 1_500);
+        final IntervalLogger logger = new IntervalLogger(recorders, null, 0);
+        recorders.recordRequest(RequestType.LOOKUP, 2_500);
+        recorders.recordStage(LatencyRecorders.STAGE_COMMIT, 10, 20);
+
+        final long before = threads.getThreadAllocatedBytes(thread);
+        final long values = logger.poll(1_000);
+        final long allocated = threads.getThreadAllocatedBytes(thread) - before;
+
+        // Each recorder allocates a spare histogram (about 230 KiB) at its first interval: the logger takes that
+        // interval when it is built, so a server's first poll, long after it started, allocates none of them.
+        assertTrue(allocated < 16 * 1024, "the first poll allocated " + allocated + " bytes");
+        assertEquals(3, values, "the values recorded since the logger was built");
+        assertEquals(2, logger.requestTotal(RequestType.LOOKUP).getTotalCount(), "and the one before it, in the totals");
     }
 }
