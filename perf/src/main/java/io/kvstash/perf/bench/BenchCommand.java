@@ -27,6 +27,7 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.concurrent.Callable;
 
@@ -324,14 +325,21 @@ public final class BenchCommand implements Callable<Integer>
         common.put("paced_ms", settings.pacedMs);
 
         progress("control, " + waitMode + ": kvstash server (SHARED, " + serverWait + ") and client " + waitMode);
-        final Map<String, Object> control = control(worker, work, waitMode, common, settings, results, false);
+        final Map<String, Object> control =
+            control(worker, work, waitMode, common, settings, results, false, ThreadingMode.SHARED);
         progress("control, " + waitMode + ": the same with the journal on (serve --capture into " + work + ")");
-        final Map<String, Object> controlJournal = control(worker, work, waitMode, common, settings, null, true);
+        final Map<String, Object> controlJournal =
+            control(worker, work, waitMode, common, settings, null, true, ThreadingMode.SHARED);
+        progress("control, " + waitMode + ": the same with the server DEDICATED (a receiver thread and a pipeline " +
+            "thread)");
+        final Map<String, Object> controlDedicated =
+            control(worker, work, waitMode, common, settings, null, false, ThreadingMode.DEDICATED);
 
         progress("echo, " + waitMode + ": bare rings, echo agent " + serverWait + " and client " + waitMode);
         final Map<String, Object> echo = echo(worker, work, waitMode, common, true);
         results.addControl(waitMode, control, echo);
-        results.addControlJournal(waitMode, controlJournal);
+        results.addControlVariant(results.controlJournal, "control journal", waitMode, controlJournal, "no_journal");
+        results.addControlVariant(results.controlDedicated, "control dedicated", waitMode, controlDedicated, "shared");
     }
 
     /**
@@ -386,7 +394,7 @@ public final class BenchCommand implements Callable<Integer>
             progress(BenchSupport.fmt("control and echo, busy-spin, alternating: round %d of %d", round + 1,
                 settings.rounds));
             final Map<String, Object> control = control(worker, work, BenchSupport.BUSY_SPIN, common, settings, null,
-                false);
+                false, ThreadingMode.SHARED);
             final Map<String, Object> echo = echo(worker, work, BenchSupport.BUSY_SPIN, common, true);
             // The echo in its lighter, header-only form (the bench's until Dec 3), for comparison only.
             final Map<String, Object> headerOnly = echo(worker, work, BenchSupport.BUSY_SPIN, common, false);
@@ -396,8 +404,9 @@ public final class BenchCommand implements Callable<Integer>
 
     /**
      * One control run against a fresh server, with or without its journal ({@code serve --capture}) in the
-     * bench's work directory, which is on {@code /dev/shm} unless {@code --out} says otherwise. The server's
-     * own request times go to {@code results} when given.
+     * bench's work directory, which is on {@code /dev/shm} unless {@code --out} says otherwise, in a threading
+     * mode: SHARED (the server's default, and the bench's everywhere else) or DEDICATED. The server's own
+     * request times go to {@code results} when given.
      */
     private static Map<String, Object> control(
         final WorkerProcess worker,
@@ -406,14 +415,16 @@ public final class BenchCommand implements Callable<Integer>
         final Map<String, Object> common,
         final Settings settings,
         final Results results,
-        final boolean journal) throws Exception
+        final boolean journal,
+        final ThreadingMode threadingMode) throws Exception
     {
-        final Path dir = work.resolve((journal ? "control-journal-" : "control-") + waitMode);
+        final Path dir = work.resolve((journal ? "control-journal-" : "control-") +
+            threadingMode.name().toLowerCase(Locale.ROOT) + "-" + waitMode);
         final Path capture = work.resolve("control-" + waitMode + ".journal");
         final Map<String, Object> control;
         final KvStashServer server = KvStashServer.launch(new ServerContext()
             .directory(dir)
-            .threadingMode(ThreadingMode.SHARED)
+            .threadingMode(threadingMode)
             .waitMode(WaitMode.parse(waitMode))
             .captureFile(journal ? capture : null)
             .storeContext(new StoreContext().poolSizeBytes(settings.controlPoolBytes)));
@@ -502,6 +513,7 @@ public final class BenchCommand implements Callable<Integer>
         final List<Map<String, Object>> sizes = new ArrayList<>();
         final Map<String, Map<String, Object>> control = new LinkedHashMap<>();
         final Map<String, Map<String, Object>> controlJournal = new LinkedHashMap<>();
+        final Map<String, Map<String, Object>> controlDedicated = new LinkedHashMap<>();
         final Map<String, Map<String, Object>> echo = new LinkedHashMap<>();
         final List<Map<String, Object>> rounds = new ArrayList<>();
         final Map<String, Object> spinGaps = new LinkedHashMap<>();
@@ -649,16 +661,25 @@ public final class BenchCommand implements Callable<Integer>
             return 0 == (r.length & 1) ? (r[r.length / 2 - 1] + r[r.length / 2]) / 2 : r[r.length / 2];
         }
 
-        void addControlJournal(final String waitMode, final Map<String, Object> c)
+        /**
+         * A control run that differs from the plain one in one setting (the journal on, another threading
+         * mode), summarised with its pairs/s and p50 as ratios to the plain run's of the same wait mode.
+         */
+        void addControlVariant(
+            final Map<String, Map<String, Object>> into,
+            final String name,
+            final String waitMode,
+            final Map<String, Object> c,
+            final String baseline)
         {
-            final Map<String, Object> s = summary("control journal " + waitMode, c);
+            final Map<String, Object> s = summary(name + " " + waitMode, c);
             final Object pairs = value(control, waitMode, "pairs_per_s");
             final Object p50 = value(control, waitMode, "p50_us");
-            s.put("pairs_per_s_vs_no_journal", pairs instanceof Number ?
+            s.put("pairs_per_s_vs_" + baseline, pairs instanceof Number ?
                 ((Number)s.get("pairs_per_s")).doubleValue() / ((Number)pairs).doubleValue() : null);
-            s.put("p50_vs_no_journal", p50 instanceof Number ?
+            s.put("p50_vs_" + baseline, p50 instanceof Number ?
                 ((Number)s.get("p50_us")).doubleValue() / ((Number)p50).doubleValue() : null);
-            controlJournal.put(waitMode, s);
+            into.put(waitMode, s);
         }
 
         private Map<String, Object> summary(final String name, final Map<String, Object> r)
@@ -836,6 +857,7 @@ public final class BenchCommand implements Callable<Integer>
             report.put("sizes", sizes);
             report.put("control", control);
             report.put("control_journal", controlJournal);
+            report.put("control_dedicated", controlDedicated);
             report.put("echo", echo);
             final Map<String, Object> controlRounds = new LinkedHashMap<>();
             controlRounds.put("median_control_p50_vs_echo", roundsRatio);

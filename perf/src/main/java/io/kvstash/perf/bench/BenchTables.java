@@ -25,6 +25,26 @@ final class BenchTables
             m.get("worker_jvm_flags"));
     }
 
+    @SuppressWarnings("unchecked")
+    private static void controlVariant(
+        final PrintStream out,
+        final Map<String, Object> report,
+        final String key,
+        final String mode,
+        final String what,
+        final String baseline)
+    {
+        final Map<String, Object> variants = (Map<String, Object>)report.get(key);
+        final Map<String, Object> s = null == variants ? null : (Map<String, Object>)variants.get(mode);
+        if (null != s)
+        {
+            out.println(BenchSupport.fmt("%-10s control, %s: p50 %s p99.9 %s, %s pairs/s; against the plain run: " +
+                "p50 x%s, pairs/s x%s", mode, what, num(s.get("p50_us"), "%.2f"), num(s.get("p999_us"), "%.2f"),
+                num(s.get("pairs_per_s"), "%.0f"), num(s.get("p50_vs_" + baseline), "%.2f"),
+                num(s.get("pairs_per_s_vs_" + baseline), "%.2f")));
+        }
+    }
+
     private static String num(final Object v, final String format)
     {
         return v instanceof Number ? BenchSupport.fmt(format, ((Number)v).doubleValue()) : "-";
@@ -138,6 +158,12 @@ final class BenchTables
                     num(s.get("server_prepare_p99_us"), "%.2f"), num(s.get("server_commit_p50_us"), "%.2f"),
                     num(s.get("server_commit_p99_us"), "%.2f")));
             }
+        }
+        for (final String mode : new String[]{ BenchSupport.BUSY_SPIN, BenchSupport.BACKOFF })
+        {
+            controlVariant(out, report, "control_journal", mode, "journal on (serve --capture)", "no_journal");
+            controlVariant(out, report, "control_dedicated", mode, "server DEDICATED (receiver and pipeline threads)",
+                "shared");
         }
         final Map<String, Object> rounds = (Map<String, Object>)report.get("control_rounds");
         if (null != rounds && !((List<Object>)rounds.get("rounds")).isEmpty())

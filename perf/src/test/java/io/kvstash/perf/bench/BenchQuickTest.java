@@ -90,6 +90,23 @@ class BenchQuickTest
         assertSane("ratios_batched.retrieve_vs_copy", batched.get("retrieve_vs_copy"));
         assertSane("control_p999_us", report.get("control_p999_us"));
         assertSane("control_pairs_per_s", report.get("control_pairs_per_s"));
+        // The control run again with the journal on, and with the server in serve's default threading mode,
+        // each against the plain run of its wait mode.
+        for (final String mode : new String[]{ "busy-spin", "backoff" })
+        {
+            final Map<String, Object> journal = (Map<String, Object>)((Map<String, Object>)report
+                .get("control_journal")).get(mode);
+            assertSane("control_journal." + mode + ".pairs_per_s_vs_no_journal",
+                journal.get("pairs_per_s_vs_no_journal"));
+            final Map<String, Object> dedicated = (Map<String, Object>)((Map<String, Object>)report
+                .get("control_dedicated")).get(mode);
+            assertNotNull(dedicated, stdout);
+            assertSane("control_dedicated." + mode + ".p50_us", dedicated.get("p50_us"));
+            assertSane("control_dedicated." + mode + ".pairs_per_s", dedicated.get("pairs_per_s"));
+            assertSane("control_dedicated." + mode + ".p50_vs_shared", dedicated.get("p50_vs_shared"));
+            assertSane("control_dedicated." + mode + ".pairs_per_s_vs_shared",
+                dedicated.get("pairs_per_s_vs_shared"));
+        }
         final Object gc = report.get("gc_count_steady");
         assertTrue(gc instanceof Number && ((Number)gc).longValue() >= 0, "gc_count_steady " + gc);
         assertEquals(4, ((List<Object>)report.get("sizes")).size());
