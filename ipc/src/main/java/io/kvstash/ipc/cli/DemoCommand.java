@@ -52,7 +52,7 @@ public final class DemoCommand implements Callable<Integer>
     Path directory;
 
     @Option(names = "--threading", paramLabel = "MODE", converter = Converters.Threading.class,
-        defaultValue = "dedicated", description = "Server threading mode (default: ${DEFAULT-VALUE}).")
+        defaultValue = "shared", description = "Server threading mode (default: ${DEFAULT-VALUE}).")
     ThreadingMode threadingMode;
 
     @Option(names = "--wait", paramLabel = "MODE", converter = Converters.Wait.class, defaultValue = "backoff",

@@ -48,7 +48,7 @@ public final class ServeCommand implements Callable<Integer>
     int maxClients;
 
     @Option(names = "--threading", paramLabel = "MODE", converter = Converters.Threading.class,
-        defaultValue = "dedicated",
+        defaultValue = "shared",
         description = "shared, dedicated or thread-per-stage (default: ${DEFAULT-VALUE}).")
     ThreadingMode threadingMode;
 

@@ -67,7 +67,7 @@ public final class TraceReplay
     private long poolSizeBytes = StoreContext.POOL_SIZE_BYTES_DEFAULT;
     private int workers = 1;
     private Path directory;
-    private ThreadingMode threadingMode = ThreadingMode.DEDICATED;
+    private ThreadingMode threadingMode = ThreadingMode.SHARED;
     private WaitMode waitMode = WaitMode.BACKOFF;
     private boolean copyTransport;
     private WaitMode clientWaitMode;
