@@ -85,6 +85,13 @@ public final class ServeCommand implements Callable<Integer>
     {
         final ServerContext context = serverContext();
         final PrintWriter out = spec.commandLine().getOut();
+        final String spinWarning = spinWarning(
+            context.threadingMode(), context.waitMode(), Runtime.getRuntime().availableProcessors());
+        if (null != spinWarning)
+        {
+            spec.commandLine().getErr().println(spinWarning);
+            spec.commandLine().getErr().flush();
+        }
         if (printConfig)
         {
             printConfig(context, out);
@@ -127,6 +134,36 @@ public final class ServeCommand implements Callable<Integer>
         {
             throw new CommandLine.ParameterException(spec.commandLine(), "invalid configuration: " + ex.getMessage(), ex);
         }
+    }
+
+    /**
+     * A warning when the server's busy-spinning threads and one busy-spinning client need more cores than the
+     * machine has: the scheduler's time slices then decide every round trip (DEDICATED with busy-spin took
+     * 16 ms a control pair at the median on 2 cores, docs/BENCHMARKS.md, Dec 3 13:30).
+     *
+     * @param threadingMode the server's threading mode.
+     * @param waitMode      the server's wait mode.
+     * @param cores         available processors.
+     * @return the warning, or null when the threads fit.
+     */
+    static String spinWarning(final ThreadingMode threadingMode, final WaitMode waitMode, final int cores)
+    {
+        if (WaitMode.BUSY_SPIN != waitMode)
+        {
+            return null;
+        }
+        // SHARED: one thread receives and runs the stages; DEDICATED: a receiver and a pipeline thread;
+        // THREAD_PER_STAGE: a receiver and four stage threads.
+        final int spinning = ThreadingMode.SHARED == threadingMode ? 1 :
+            ThreadingMode.DEDICATED == threadingMode ? 2 : 5;
+        if (spinning + 1 <= cores)
+        {
+            return null;
+        }
+        return "kvstash: warning: --threading " + Converters.spell(threadingMode) + " --wait busy-spin spins " +
+            spinning + " server thread" + (1 == spinning ? "" : "s") + "; with a busy-spinning client that is more " +
+            "than this machine's " + cores + " core" + (1 == cores ? "" : "s") + ", and round trips will take " +
+            "scheduler time slices (milliseconds). Use --threading shared or --wait backoff.";
     }
 
     /**

@@ -9,6 +9,8 @@ import io.kvstash.ipc.client.ClientContext;
 import io.kvstash.ipc.client.ClientResponse;
 import io.kvstash.ipc.client.KvStashClient;
 import io.kvstash.ipc.file.ControlFileDescriptor;
+import io.kvstash.pipeline.ThreadingMode;
+import io.kvstash.pipeline.WaitMode;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -21,6 +23,7 @@ import java.util.stream.Stream;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 @Timeout(60)
@@ -48,6 +51,30 @@ class ServeCommandTest
         assertTrue(cli.out.contains("chunk-tokens:      128"), cli.out);
         assertTrue(cli.out.contains("dir:               " + dir), cli.out);
         assertFalse(Files.exists(dir), "nothing is created");
+    }
+
+    @Test
+    void shouldWarnWhenBusySpinningServerThreadsAndAClientNeedMoreCoresThanThereAre()
+    {
+        assertNull(ServeCommand.spinWarning(ThreadingMode.SHARED, WaitMode.BUSY_SPIN, 2));
+        assertNull(ServeCommand.spinWarning(ThreadingMode.DEDICATED, WaitMode.BACKOFF, 2));
+        assertNull(ServeCommand.spinWarning(ThreadingMode.DEDICATED, WaitMode.BUSY_SPIN, 3));
+        assertNull(ServeCommand.spinWarning(ThreadingMode.THREAD_PER_STAGE, WaitMode.BUSY_SPIN, 6));
+        final String dedicated = ServeCommand.spinWarning(ThreadingMode.DEDICATED, WaitMode.BUSY_SPIN, 2);
+        assertTrue(dedicated.contains("--threading dedicated --wait busy-spin spins 2 server threads"), dedicated);
+        assertTrue(dedicated.contains("this machine's 2 cores"), dedicated);
+        assertTrue(ServeCommand.spinWarning(ThreadingMode.THREAD_PER_STAGE, WaitMode.BUSY_SPIN, 5).contains("spins 5"));
+        assertTrue(ServeCommand.spinWarning(ThreadingMode.SHARED, WaitMode.BUSY_SPIN, 1).contains("1 core,"));
+
+        // and serve prints it on standard error, as this machine's cores call for
+        dir = TestDirs.newDirectory("cli-spin");
+        final Cli cli = Cli.run("serve", "--print-config", "--dir", dir.toString(), "--threading", "dedicated",
+            "--wait", "busy-spin");
+        assertEquals(0, cli.exitCode, cli.toString());
+        final boolean expected = null != ServeCommand.spinWarning(
+            ThreadingMode.DEDICATED, WaitMode.BUSY_SPIN, Runtime.getRuntime().availableProcessors());
+        assertEquals(expected, cli.err.contains("warning: --threading dedicated --wait busy-spin"), cli.toString());
+        assertFalse(Cli.run("serve", "--print-config", "--dir", dir.toString()).err.contains("warning"));
     }
 
     @Test
