@@ -193,6 +193,7 @@ public final class ReplayCommand implements Callable<Integer>
         {
             throw new CommandLine.ParameterException(spec.commandLine(), "--capacity-chunks and --workers must be positive");
         }
+        ServeCommand.warnIfSpinningOversubscribes(spec, threadingMode, waitMode);
         final boolean console = null != System.console();
         final TraceReplay replay = new TraceReplay()
             .trace(trace)

@@ -85,13 +85,7 @@ public final class ServeCommand implements Callable<Integer>
     {
         final ServerContext context = serverContext();
         final PrintWriter out = spec.commandLine().getOut();
-        final String spinWarning = spinWarning(
-            context.threadingMode(), context.waitMode(), Runtime.getRuntime().availableProcessors());
-        if (null != spinWarning)
-        {
-            spec.commandLine().getErr().println(spinWarning);
-            spec.commandLine().getErr().flush();
-        }
+        warnIfSpinningOversubscribes(spec, context.threadingMode(), context.waitMode());
         if (printConfig)
         {
             printConfig(context, out);
@@ -133,6 +127,24 @@ public final class ServeCommand implements Callable<Integer>
         catch (final IllegalArgumentException ex)
         {
             throw new CommandLine.ParameterException(spec.commandLine(), "invalid configuration: " + ex.getMessage(), ex);
+        }
+    }
+
+    /**
+     * Prints {@link #spinWarning} for this machine on the command's standard error, when there is one.
+     *
+     * @param spec          the command.
+     * @param threadingMode the server's threading mode.
+     * @param waitMode      the server's wait mode.
+     */
+    static void warnIfSpinningOversubscribes(
+        final CommandSpec spec, final ThreadingMode threadingMode, final WaitMode waitMode)
+    {
+        final String warning = spinWarning(threadingMode, waitMode, Runtime.getRuntime().availableProcessors());
+        if (null != warning)
+        {
+            spec.commandLine().getErr().println(warning);
+            spec.commandLine().getErr().flush();
         }
     }
 

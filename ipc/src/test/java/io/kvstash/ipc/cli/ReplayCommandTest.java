@@ -11,6 +11,8 @@ import io.kvstash.ipc.client.ClientResponse;
 import io.kvstash.ipc.client.KvStashClient;
 import io.kvstash.ipc.server.KvStashServer;
 import io.kvstash.ipc.server.ServerContext;
+import io.kvstash.pipeline.ThreadingMode;
+import io.kvstash.pipeline.WaitMode;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -124,6 +126,19 @@ class ReplayCommandTest
             "--capacity-chunks", "10");
         assertEquals(2, cli.exitCode, cli.toString());
         assertTrue(cli.err.contains("mutually exclusive"), cli.err);
+    }
+
+    @Test
+    void shouldWarnLikeServeWhenItsServerWouldSpinMoreThreadsThanTheCoresAllow()
+    {
+        // the warning comes before the trace is read: a missing trace ends the run right after it
+        final Cli cli = Cli.run("replay", "--trace", "/no/such/trace.jsonl", "--threading", "dedicated",
+            "--wait", "busy-spin");
+        final boolean expected = null != ServeCommand.spinWarning(
+            ThreadingMode.DEDICATED, WaitMode.BUSY_SPIN, Runtime.getRuntime().availableProcessors());
+        assertEquals(expected, cli.err.contains("warning: --threading dedicated --wait busy-spin"), cli.toString());
+        assertTrue(cli.err.contains("no such file"), cli.toString());
+        assertFalse(Cli.run("replay", "--trace", "/no/such/trace.jsonl").err.contains("warning"));
     }
 
     @Test
