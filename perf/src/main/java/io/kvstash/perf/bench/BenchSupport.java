@@ -30,9 +30,9 @@ import java.util.stream.Stream;
 
 /**
  * Small helpers shared by the bench's coordinator and worker: chunk layouts, histograms on the wire, GC
- * counts, mapped files and idle strategies.
+ * counts, mapped files and idle strategies. Only the GC count is public: the pipeline side-by-side uses it too.
  */
-final class BenchSupport
+public final class BenchSupport
 {
     /** Largest latency a histogram tracks: 60 s in ns. */
     static final long HIGHEST_NS = TimeUnit.SECONDS.toNanos(60);
@@ -104,7 +104,7 @@ final class BenchSupport
      *
      * @return count.
      */
-    static long gcCount()
+    public static long gcCount()
     {
         long count = 0;
         for (final GarbageCollectorMXBean gc : ManagementFactory.getGarbageCollectorMXBeans())

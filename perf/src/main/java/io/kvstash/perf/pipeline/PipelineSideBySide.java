@@ -1,10 +1,9 @@
 package io.kvstash.perf.pipeline;
 
 import io.kvstash.core.RequestType;
+import io.kvstash.perf.bench.BenchSupport;
 
 import java.io.IOException;
-import java.lang.management.GarbageCollectorMXBean;
-import java.lang.management.ManagementFactory;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
@@ -66,7 +65,7 @@ public final class PipelineSideBySide
         final long roundNs = (args.length > 2 ? Long.parseLong(args[2]) : 200) * 1_000_000L;
         final List<String> names = args.length > 3 ? Arrays.asList(args).subList(3, args.length) :
             List.of("direct", "no-latency", "latency", "journal");
-        final long collectionsBefore = collections();
+        final long collectionsBefore = BenchSupport.gcCount();
         final List<Contender> contenders = new ArrayList<>();
         for (final String name : names)
         {
@@ -91,7 +90,7 @@ public final class PipelineSideBySide
                 rates[i][r] = n * 1e9 / (System.nanoTime() - start);
             }
         }
-        final long collections = collections() - collectionsBefore;
+        final long collections = BenchSupport.gcCount() - collectionsBefore;
         for (final Contender c : contenders)
         {
             c.close();
@@ -122,21 +121,6 @@ public final class PipelineSideBySide
             System.out.printf(Locale.ROOT, "%-18s %14.0f %14.0f %14.0f %12.3f%n", names.get(i), median(rates[i]),
                 sorted[0], sorted[rounds - 1], median(ratio));
         }
-    }
-
-    /**
-     * Collections so far, of every collector.
-     *
-     * @return count.
-     */
-    private static long collections()
-    {
-        long n = 0;
-        for (final GarbageCollectorMXBean gc : ManagementFactory.getGarbageCollectorMXBeans())
-        {
-            n += Math.max(0, gc.getCollectionCount());
-        }
-        return n;
     }
 
     private static double median(final double[] values)
