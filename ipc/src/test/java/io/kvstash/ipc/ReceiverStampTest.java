@@ -96,7 +96,7 @@ class ReceiverStampTest
                 final long reads = clock.reads.get() - readsBefore;
                 // One reading per 16 duty cycles, one for each eighth request and its end time: about 125.
                 // Reading for every request (and every cycle) would take 800 or more. The whole test stays under
-                // 1,024 events, so no request here is one the stages time (those count once, not eight times).
+                // 4,096 events, so no request here is one the stages time (those count once, not eight times).
                 assertTrue(reads < pings / 2, "clock read " + reads + " times for " + pings + " requests");
                 assertTrue(reads >= pings / 8, "clock read only " + reads + " times: no request was timed");
 
@@ -118,11 +118,43 @@ class ReceiverStampTest
                     "a shared reading reached the histogram: max " + pingLatency.getMaxValue() + " ns");
                 assertEquals(80, server.latency().requestTotal(RequestType.PREPARE_STORE).getTotalCount());
                 assertEquals(80, server.latency().requestTotal(RequestType.COMMIT_STORE).getTotalCount());
+
+                // Busy duty cycles, each reading 64 requests: after the first, one PING in 64 is timed.
+                sendPingsAndAnswer(client, invoker, 64);
+                final long busyReadsBefore = clock.reads.get();
+                final int batches = 20;
+                for (int i = 0; i < batches; i++)
+                {
+                    sendPingsAndAnswer(client, invoker, 64);
+                }
+                final long busyReads = clock.reads.get() - busyReadsBefore;
+                // Per batch: a reading of its own and an end time for the one timed, a reading for the timers
+                // after a cycle that read 32 or more; one in eight would take 16 readings a batch.
+                assertTrue(busyReads <= batches * 3 + 2, "clock read " + busyReads + " times for " + batches +
+                    " cycles of 64 requests");
+                server.latency().poll(System.currentTimeMillis());
+                final long counted = server.latency().requestTotal(RequestType.PING).getTotalCount() - pings;
+                final long sent = 64L * (batches + 1);
+                assertTrue(counted >= sent - 64 && counted <= sent + 64, counted + " counted for " + sent + " PINGs");
             }
             finally
             {
                 client.close();
             }
+        }
+    }
+    private void sendPingsAndAnswer(final KvStashClient client, final AgentInvoker invoker, final int count)
+    {
+        for (int i = 0; i < count; i++)
+        {
+            assertTrue(client.sendSimple(RequestType.PING, 0, 0, 0) > 0);
+        }
+        final int target = answers + count;
+        invoker.invoke();
+        while (answers < target)
+        {
+            client.poll(this::answer, count);
+            invoker.invoke();
         }
     }
 }

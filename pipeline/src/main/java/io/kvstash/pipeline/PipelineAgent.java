@@ -65,8 +65,10 @@ public final class PipelineAgent implements Agent
         @Override
         public boolean onEvent(final RequestEvent event, final long sequence, final boolean endOfBatch)
         {
-            stages.onEvent(event, sequence, endOfBatch);
-            return ++count < MAX_EVENTS_PER_POLL;
+            // A poll stopped at its limit ends the duty cycle's batch too.
+            final boolean more = ++count < MAX_EVENTS_PER_POLL;
+            stages.onEvent(event, sequence, endOfBatch || !more);
+            return more;
         }
     }
 }

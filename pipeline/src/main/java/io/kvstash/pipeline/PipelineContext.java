@@ -20,8 +20,8 @@ public final class PipelineContext
 {
     /** Default Disruptor ring size (events). */
     public static final int RING_SIZE_DEFAULT = 1024;
-    /** Default stage timing sample: every 1,024th event gets per-stage timestamps. */
-    public static final int STAGE_SAMPLE_MASK_DEFAULT = 1023;
+    /** Default stage timing sample: every 4,096th event gets per-stage timestamps. */
+    public static final int STAGE_SAMPLE_MASK_DEFAULT = 4095;
     /** Default journal segment: files grow by this many bytes at a time. */
     public static final long JOURNAL_SEGMENT_BYTES_DEFAULT = 64L << 20;
 

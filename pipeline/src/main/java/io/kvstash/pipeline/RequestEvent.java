@@ -14,10 +14,13 @@ public final class RequestEvent
 {
     /**
      * The producer read the clock for this event, and the publish stage picks the requests to time
-     * ({@link io.kvstash.pipeline.latency.TypeSampler}; every producer but the server's receiver).
+     * ({@link io.kvstash.pipeline.latency.StrideSampler}; every producer but the server's receiver).
      */
     public static final byte STAMP_PRECISE = 0;
-    /** The producer read the clock for this event and chose it as the one request of its type to record. */
+    /**
+     * The producer read the clock for this event and chose it as the one request of its type in
+     * {@link #sampleWeight} to record.
+     */
     public static final byte STAMP_SAMPLED = 1;
     /**
      * The timestamp is a recent reading of the clock shared with other events: good for leases, which run
@@ -40,6 +43,8 @@ public final class RequestEvent
     public int decodeStatus;
     /** How the producer stamped the command: {@link #STAMP_PRECISE}, {@link #STAMP_SAMPLED}, {@link #STAMP_COARSE}. */
     public byte stamp;
+    /** Count to record a {@link #STAMP_SAMPLED} event's latency with: the requests of its type it stands for. */
+    public int sampleWeight;
     /** Time the reserve stage started, ns, or 0 when this event's stages are not timed. */
     public long reserveStartNs;
     /** Time the reserve stage ended, ns. */
@@ -87,6 +92,7 @@ public final class RequestEvent
         decodeStatus = 0;
         producerTag = 0;
         stamp = STAMP_PRECISE;
+        sampleWeight = 0;
         reserveStartNs = 0;
         reserveEndNs = 0;
         assignStartNs = 0;

@@ -9,6 +9,7 @@ import io.kvstash.core.StoreCommand;
 import io.kvstash.core.StoreCounters;
 import io.kvstash.core.book.ChunkBook;
 import io.kvstash.pipeline.latency.LatencyRecorders;
+import io.kvstash.pipeline.latency.StrideSampler;
 import io.kvstash.pipeline.latency.TypeSampler;
 import org.agrona.ErrorHandler;
 import org.agrona.concurrent.NanoClock;
@@ -144,9 +145,11 @@ final class Stages
         private final StoreCounters counters;
         private final LatencyRecorders latency;
         private final NanoClock clock;
-        private final boolean latencyEnabled;
+        private boolean latencyEnabled;
         private final ErrorHandler errorHandler;
-        private final TypeSampler sampler = new TypeSampler();
+        private final StrideSampler sampler = new StrideSampler(1, TypeSampler.MAX_WEIGHT);
+        private long batchStart;
+        private long nextPick;
 
         Publish(
             final ResponseSink sink,
@@ -188,28 +191,83 @@ final class Stages
                 counters.addAtomic(StoreCounters.ERRORS, 1);
                 errorHandler.onError(ex);
             }
-            final byte stamp = event.stamp;
-            if (latencyEnabled && RequestType.isValid(type) && (0 != start || RequestEvent.STAMP_SAMPLED == stamp ||
-                RequestEvent.STAMP_PRECISE == stamp && sampler.sample(type)))
+            if (latencyEnabled)
             {
-                final long end = clock.nanoTime();
-                latency.request(type).recordValueWithCount(
-                    Math.max(1, Math.min(end - command.timestampNs, LatencyRecorders.HIGHEST_TRACKABLE_NS)),
-                    0 != start ? 1 : TypeSampler.WEIGHT);
-                if (0 != start)
+                if (endOfBatch)
                 {
-                    latency.recordStage(LatencyRecorders.STAGE_RESERVE,
-                        event.reserveStartNs - command.timestampNs, event.reserveEndNs - event.reserveStartNs);
-                    final long assignStart = 0 != event.assignStartNs ? event.assignStartNs : event.reserveEndNs;
-                    final long assignEnd = 0 != event.assignEndNs ? event.assignEndNs : assignStart;
-                    latency.recordStage(LatencyRecorders.STAGE_SLOT_ASSIGN,
-                        assignStart - event.reserveEndNs, assignEnd - assignStart);
-                    final long commitStart = 0 != event.commitStartNs ? event.commitStartNs : assignEnd;
-                    final long commitEnd = 0 != event.commitEndNs ? event.commitEndNs : commitStart;
-                    latency.recordStage(LatencyRecorders.STAGE_COMMIT,
-                        commitStart - assignEnd, commitEnd - commitStart);
-                    latency.recordStage(LatencyRecorders.STAGE_PUBLISH, start - commitEnd, end - start);
+                    if (batchStart >= 0)
+                    {
+                        sampler.onBatch((int)(sequence - batchStart + 1)); // a batch is at most a ring
+                    }
+                    batchStart = sequence + 1;
                 }
+                if (sequence >= nextPick || 0 != start || RequestEvent.STAMP_SAMPLED == event.stamp)
+                {
+                    timed(event, sequence, type, start);
+                }
+            }
+        }
+
+        /**
+         * Switches latency recording; between duty cycles, by the thread running them. The batch under way when
+         * recording comes back on does not set the sampler's weight: where it started is not known.
+         *
+         * @param enabled whether to record.
+         */
+        void latencyEnabled(final boolean enabled)
+        {
+            latencyEnabled = enabled;
+            batchStart = -1;
+        }
+
+        /**
+         * Records an event's latency when it is one to record: the stages timed it (a count of one), its producer
+         * picked it, or it is the pick of this stage's sampler. Off the common path, so that path stays short.
+         */
+        private void timed(final RequestEvent event, final long sequence, final int type, final long start)
+        {
+            final int count;
+            if (0 != start)
+            {
+                count = 1; // a pick due now carries over to the next event
+            }
+            else if (RequestEvent.STAMP_SAMPLED == event.stamp)
+            {
+                count = event.sampleWeight;
+            }
+            else if (sequence < nextPick)
+            {
+                return;
+            }
+            else
+            {
+                count = sampler.weight();
+                nextPick = sequence + sampler.stride();
+                if (RequestEvent.STAMP_PRECISE != event.stamp)
+                {
+                    return; // a shared reading cannot be timed: the pick is dropped
+                }
+            }
+            if (!RequestType.isValid(type))
+            {
+                return;
+            }
+            final StoreCommand command = event.command;
+            final long end = clock.nanoTime();
+            latency.request(type).recordValueWithCount(
+                Math.max(1, Math.min(end - command.timestampNs, LatencyRecorders.HIGHEST_TRACKABLE_NS)), count);
+            if (0 != start)
+            {
+                latency.recordStage(LatencyRecorders.STAGE_RESERVE,
+                    event.reserveStartNs - command.timestampNs, event.reserveEndNs - event.reserveStartNs);
+                final long assignStart = 0 != event.assignStartNs ? event.assignStartNs : event.reserveEndNs;
+                final long assignEnd = 0 != event.assignEndNs ? event.assignEndNs : assignStart;
+                latency.recordStage(LatencyRecorders.STAGE_SLOT_ASSIGN,
+                    assignStart - event.reserveEndNs, assignEnd - assignStart);
+                final long commitStart = 0 != event.commitStartNs ? event.commitStartNs : assignEnd;
+                final long commitEnd = 0 != event.commitEndNs ? event.commitEndNs : commitStart;
+                latency.recordStage(LatencyRecorders.STAGE_COMMIT, commitStart - assignEnd, commitEnd - commitStart);
+                latency.recordStage(LatencyRecorders.STAGE_PUBLISH, start - commitEnd, end - start);
             }
         }
     }
@@ -228,10 +286,11 @@ final class Stages
         private final Publish publish;
         private final NanoClock clock;
         private final int sampleMask;
-        private final boolean latencyEnabled;
         private final ErrorHandler errorHandler;
         private final StoreCounters counters;
         private long events;
+        /** Whether stages are timed; switched only between duty cycles by the thread running them. */
+        boolean latencyEnabled;
 
         Inline(
             final ChunkBook book,

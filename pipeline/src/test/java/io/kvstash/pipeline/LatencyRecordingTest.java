@@ -8,6 +8,7 @@ import io.kvstash.core.layout.Dtype;
 import io.kvstash.core.layout.Layout;
 import io.kvstash.pipeline.latency.IntervalLogger;
 import io.kvstash.pipeline.latency.LatencyRecorders;
+import org.agrona.concurrent.NanoClock;
 import org.HdrHistogram.EncodableHistogram;
 import org.HdrHistogram.HistogramLogReader;
 import org.HdrHistogram.HistogramLogWriter;
@@ -22,8 +23,10 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.util.HashSet;
 import java.util.Set;
+import java.util.concurrent.atomic.AtomicLong;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 @Timeout(60)
@@ -102,5 +105,122 @@ class LatencyRecordingTest
         assertTrue(allocated < 16 * 1024, "the first poll allocated " + allocated + " bytes");
         assertEquals(3, values, "the values recorded since the logger was built");
         assertEquals(2, logger.requestTotal(RequestType.LOOKUP).getTotalCount(), "and the one before it, in the totals");
+    }
+    @Test
+    void shouldTimeEveryRequestOfAnIdlePipelineAndFewOfASaturatedOne() throws Exception
+    {
+        final AtomicLong reads = new AtomicLong();
+        final NanoClock clock = () ->
+        {
+            reads.incrementAndGet();
+            return System.nanoTime();
+        };
+        final StoreContext storeContext = new StoreContext().poolSizeBytes(64 * 4096L).alignment(4096).conclude();
+        final PipelineCaller.Router router = new PipelineCaller.Router(1, storeContext);
+        final PipelineContext context = new PipelineContext()
+            .storeContext(storeContext)
+            .threadingMode(ThreadingMode.SHARED)
+            .stageSampleMask((1 << 30) - 1)
+            .clock(clock)
+            .responseSink(router);
+        try (Pipeline pipeline = new Pipeline(context).start();
+            IntervalLogger logger = new IntervalLogger(pipeline.latency(), null, 0))
+        {
+            final PipelineAgent agent = pipeline.agent();
+            // The first event is one the stages time.
+            pings(pipeline, agent, 1);
+
+            // One request at a time: each is timed, at the cost of one clock read when it is answered.
+            long before = reads.get();
+            for (int i = 0; i < 100; i++)
+            {
+                pings(pipeline, agent, 1);
+            }
+            assertEquals(100, reads.get() - before);
+
+            // Saturated, in batches of 256: the first batch still runs at the weight of one, the next ones time
+            // about one request in 256, at strides of 128 to 384.
+            before = reads.get();
+            for (int i = 0; i < 40; i++)
+            {
+                pings(pipeline, agent, 256);
+            }
+            final long saturatedReads = reads.get() - before - 256;
+            assertTrue(saturatedReads >= 39 * 256 / 384 && saturatedReads <= 39 * 256 / 128 + 1,
+                saturatedReads + " clock reads for 39 batches of 256");
+            final long requests = 1 + 100 + 40 * 256;
+            assertEquals(requests, router.responses.get());
+
+            logger.poll(1_000);
+            final long counted = logger.requestTotal(RequestType.PING).getTotalCount();
+            assertTrue(Math.abs(counted - requests) < requests / 5,
+                counted + " counted for " + requests + " requests: the timed requests' counts estimate them all");
+        }
+    }
+
+    @Test
+    void shouldSwitchLatencyRecordingOfASharedPipelineBetweenDutyCycles() throws Exception
+    {
+        final AtomicLong reads = new AtomicLong();
+        final NanoClock clock = () ->
+        {
+            reads.incrementAndGet();
+            return System.nanoTime();
+        };
+        final StoreContext storeContext = new StoreContext().poolSizeBytes(64 * 4096L).alignment(4096).conclude();
+        final PipelineCaller.Router router = new PipelineCaller.Router(1, storeContext);
+        final PipelineContext context = new PipelineContext()
+            .storeContext(storeContext)
+            .threadingMode(ThreadingMode.SHARED)
+            .clock(clock)
+            .responseSink(router);
+        try (Pipeline pipeline = new Pipeline(context).start();
+            IntervalLogger logger = new IntervalLogger(pipeline.latency(), null, 0))
+        {
+            final PipelineAgent agent = pipeline.agent();
+            pipeline.latencyEnabled(false);
+            assertTrue(!pipeline.isStageTimed(0), "no stage timing while off");
+            pings(pipeline, agent, 1);
+            for (int i = 0; i < 50; i++)
+            {
+                pings(pipeline, agent, 1);
+            }
+            assertEquals(0, reads.get(), "no clock read while off");
+
+            pipeline.latencyEnabled(true);
+            assertTrue(pipeline.isStageTimed(4096));
+            for (int i = 0; i < 50; i++)
+            {
+                pings(pipeline, agent, 1);
+            }
+            assertEquals(50, reads.get(), "one end time per request, one at a time");
+            logger.poll(1_000);
+            assertEquals(50, logger.requestTotal(RequestType.PING).getTotalCount());
+        }
+
+        final PipelineContext dedicated = new PipelineContext()
+            .storeContext(storeContext)
+            .threadingMode(ThreadingMode.DEDICATED)
+            .waitMode(WaitMode.YIELDING)
+            .responseSink(router);
+        try (Pipeline pipeline = new Pipeline(dedicated).start())
+        {
+            assertThrows(IllegalStateException.class, () -> pipeline.latencyEnabled(false));
+        }
+    }
+
+    private static void pings(final Pipeline pipeline, final PipelineAgent agent, final int count) throws Exception
+    {
+        for (int i = 0; i < count; i++)
+        {
+            final long sequence = pipeline.claim();
+            final RequestEvent event = pipeline.event(sequence);
+            event.reset();
+            event.command.type = RequestType.PING;
+            event.command.timestampNs = System.nanoTime();
+            pipeline.publish(sequence);
+        }
+        final long target = agent.doWork();
+        assertEquals(count, target, "one duty cycle ran the batch");
     }
 }

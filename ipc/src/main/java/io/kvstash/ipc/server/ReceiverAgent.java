@@ -43,6 +43,12 @@ final class ReceiverAgent implements Agent
     static final int CYCLES_PER_CLOCK_READ = 16;
     /** Requests read by a duty cycle from which the next cycle reads the clock, however few cycles ago. */
     static final int REQUESTS_PER_CLOCK_READ = 32;
+    /**
+     * Requests of a type per one timed end to end while the duty cycles read few requests; busier cycles time
+     * fewer, down to one in {@link TypeSampler#MAX_WEIGHT}. Timing every request would put a clock read on the
+     * path of a request with one in flight, and the percentiles of one in eight are those of all.
+     */
+    static final int RECEIVER_MIN_WEIGHT = 8;
 
     private final ServerContext context;
     private final ServerFiles files;
@@ -60,7 +66,7 @@ final class ReceiverAgent implements Agent
     // Indices of the sessions that are not FREE, dense: the duty cycle visits these, not every slot.
     private final int[] used;
     private final boolean latencyEnabled;
-    private final TypeSampler sampler = new TypeSampler();
+    private final TypeSampler sampler = new TypeSampler(RECEIVER_MIN_WEIGHT, TypeSampler.MAX_WEIGHT);
     private int usedCount;
     private long nextScanMs;
     // The directory is listed (which allocates) only when inotify reports a new entry, and once a second as a
@@ -177,20 +183,23 @@ final class ReceiverAgent implements Agent
      * requests take the duty cycle's last reading ({@link RequestEvent#STAMP_COARSE}), at most
      * {@link #CYCLES_PER_CLOCK_READ} cycles old: their leases start up to that much early (under a
      * millisecond with backoff's longest parks, a few microseconds when spinning). The events the stages
-     * time, and one request in eight of each type for the end-to-end latency, get a reading of their own.
+     * time, and the requests the sampler picks for the end-to-end latency (one in eight of each type, fewer when
+     * the duty cycles read many), get a reading of their own.
      */
     private void stamp(final long sequence, final RequestEvent event)
     {
         final StoreCommand command = event.command;
         final int type = command.type;
+        final int weight;
         if (pipeline.isStageTimed(sequence))
         {
             command.timestampNs = readClock();
         }
-        else if (latencyEnabled && sampler.sample(type))
+        else if (latencyEnabled && (weight = sampler.sample(type)) > 0)
         {
             command.timestampNs = readClock();
             event.stamp = RequestEvent.STAMP_SAMPLED;
+            event.sampleWeight = weight;
         }
         else
         {
@@ -213,6 +222,10 @@ final class ReceiverAgent implements Agent
         }
         int work = pollClients();
         lastWork = work;
+        if (work > 0)
+        {
+            sampler.onBatch(work);
+        }
         if (!clockDue)
         {
             return work;

@@ -2,6 +2,7 @@ package io.kvstash.perf.pipeline;
 
 import io.kvstash.core.RequestType;
 import io.kvstash.perf.bench.BenchSupport;
+import io.kvstash.pipeline.Pipeline;
 
 import java.io.IOException;
 import java.util.ArrayList;
@@ -17,9 +18,12 @@ import java.util.Locale;
  * moves the figures by more than the differences sought; this harness is for the ratios.
  * <p>
  * Usage: {@code PipelineSideBySide [LOOKUP|PING] [rounds] [roundMs] [contender...]}; contenders:
- * {@code direct}, {@code latency}, {@code no-latency}, {@code journal}, {@code stage-timing-all}. Run it with a
- * young generation that holds every contender's pipeline ({@code -Xms4g -Xmn3g}): it warns when a collection
- * ran after the first pipeline was built, because a collection that copies a pipeline slows it down.
+ * {@code direct}, {@code latency}, {@code no-latency}, {@code journal}, {@code stage-timing-all}, and
+ * {@code toggled-off} and {@code toggled-on}: one pipeline shared by the two, latency recording switched off or on
+ * before each round ({@link Pipeline#latencyEnabled(boolean)}). Two pipelines built alike ran up to 6 % apart
+ * here, by where their memory landed, so the cost of latency recording, about 2 %, is measured on one pipeline.
+ * Run it with a young generation that holds every contender's pipeline ({@code -Xms4g -Xmn3g}): it warns when a
+ * collection ran after the first pipeline was built, because a collection that copies a pipeline slows it down.
  */
 public final class PipelineSideBySide
 {
@@ -28,6 +32,9 @@ public final class PipelineSideBySide
      * 56-byte LOOKUP records on {@code /dev/shm}).
      */
     private static final long JOURNAL_REQUESTS = 100_000_000L;
+
+    /** Prefix of the contenders sharing one pipeline with latency recording switched. */
+    private static final String TOGGLED = "toggled-";
 
     private PipelineSideBySide()
     {
@@ -67,9 +74,22 @@ public final class PipelineSideBySide
             List.of("direct", "no-latency", "latency", "journal");
         final long collectionsBefore = BenchSupport.gcCount();
         final List<Contender> contenders = new ArrayList<>();
+        PipelineThroughputBenchmark.Shared toggled = null;
         for (final String name : names)
         {
-            contenders.add(contender(request, name));
+            if (name.startsWith(TOGGLED))
+            {
+                final boolean owner = null == toggled;
+                if (owner)
+                {
+                    toggled = newShared(request, "latency");
+                }
+                contenders.add(pipelineContender(toggled, toggledLatency(name), owner));
+            }
+            else
+            {
+                contenders.add(contender(request, name));
+            }
         }
         final double[][] rates = new double[names.size()][rounds];
         for (int warm = 0; warm < 5; warm++)
@@ -167,16 +187,52 @@ public final class PipelineSideBySide
                 }
             };
         }
+        return pipelineContender(newShared(request, name), null, true);
+    }
+
+    private static Boolean toggledLatency(final String name)
+    {
+        switch (name)
+        {
+            case TOGGLED + "on":
+                return Boolean.TRUE;
+            case TOGGLED + "off":
+                return Boolean.FALSE;
+            default:
+                throw new IllegalArgumentException("unknown contender " + name);
+        }
+    }
+
+    private static PipelineThroughputBenchmark.Shared newShared(final String request, final String variant)
+        throws IOException
+    {
         final PipelineThroughputBenchmark.Shared state = new PipelineThroughputBenchmark.Shared();
         state.request = request;
-        state.variant = name;
+        state.variant = variant;
         state.setupIteration();
+        return state;
+    }
+
+    /**
+     * A contender running a SHARED pipeline's duty cycles on this thread.
+     *
+     * @param state   the pipeline and its producer.
+     * @param latency latency recording to switch to before each round, or null to leave it as built.
+     * @param owner   whether this contender closes the pipeline (one of those sharing it does).
+     */
+    private static Contender pipelineContender(
+        final PipelineThroughputBenchmark.Shared state, final Boolean latency, final boolean owner)
+    {
         return new Contender()
         {
             private long requests;
 
             public long run(final long deadlineNs) throws Exception
             {
+                if (null != latency)
+                {
+                    state.pipeline.latencyEnabled(latency);
+                }
                 long n = 0;
                 do
                 {
@@ -201,7 +257,10 @@ public final class PipelineSideBySide
 
             public void close() throws IOException
             {
-                state.tearDownIteration();
+                if (owner)
+                {
+                    state.tearDownIteration();
+                }
             }
         };
     }
