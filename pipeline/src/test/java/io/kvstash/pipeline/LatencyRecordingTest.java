@@ -104,8 +104,10 @@ class LatencyRecordingTest
         // interval when it is built, so a server's first poll, long after it started, allocates none of them.
         assertTrue(allocated < 16 * 1024, "the first poll allocated " + allocated + " bytes");
         assertEquals(3, values, "the values recorded since the logger was built");
-        assertEquals(2, logger.requestTotal(RequestType.LOOKUP).getTotalCount(), "and the one before it, in the totals");
+        assertEquals(2, logger.requestTotal(RequestType.LOOKUP).getTotalCount(),
+            "and the one before it, in the totals");
     }
+
     @Test
     void shouldTimeEveryRequestOfAnIdlePipelineAndFewOfASaturatedOne() throws Exception
     {
