@@ -9,8 +9,8 @@ import io.kvstash.core.StoreCommand;
 import io.kvstash.core.StoreCounters;
 import io.kvstash.core.book.ChunkBook;
 import io.kvstash.pipeline.latency.LatencyRecorders;
+import io.kvstash.pipeline.latency.LoadWeightedSampler;
 import io.kvstash.pipeline.latency.StrideSampler;
-import io.kvstash.pipeline.latency.TypeSampler;
 import org.agrona.ErrorHandler;
 import org.agrona.concurrent.NanoClock;
 
@@ -147,7 +147,7 @@ final class Stages
         private final NanoClock clock;
         private boolean latencyEnabled;
         private final ErrorHandler errorHandler;
-        private final StrideSampler sampler = new StrideSampler(1, TypeSampler.MAX_WEIGHT);
+        private final StrideSampler sampler = new StrideSampler(1, LoadWeightedSampler.MAX_WEIGHT);
         private long batchStart;
         private long nextPick;
 
@@ -235,12 +235,9 @@ final class Stages
             {
                 count = event.sampleWeight;
             }
-            else if (sequence < nextPick)
-            {
-                return;
-            }
             else
             {
+                // Neither timed by the stages nor picked by the producer: onEvent came here for the pick.
                 count = sampler.weight();
                 nextPick = sequence + sampler.stride();
                 if (RequestEvent.STAMP_PRECISE != event.stamp)

@@ -32,6 +32,9 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 @Timeout(60)
 class LatencyRecordingTest
 {
+    private static final StoreContext STORE_CONTEXT =
+        new StoreContext().poolSizeBytes(64 * 4096L).alignment(4096).conclude();
+
     @TempDir
     Path tempDir;
 
@@ -112,19 +115,8 @@ class LatencyRecordingTest
     void shouldTimeEveryRequestOfAnIdlePipelineAndFewOfASaturatedOne() throws Exception
     {
         final AtomicLong reads = new AtomicLong();
-        final NanoClock clock = () ->
-        {
-            reads.incrementAndGet();
-            return System.nanoTime();
-        };
-        final StoreContext storeContext = new StoreContext().poolSizeBytes(64 * 4096L).alignment(4096).conclude();
-        final PipelineCaller.Router router = new PipelineCaller.Router(1, storeContext);
-        final PipelineContext context = new PipelineContext()
-            .storeContext(storeContext)
-            .threadingMode(ThreadingMode.SHARED)
-            .stageSampleMask((1 << 30) - 1)
-            .clock(clock)
-            .responseSink(router);
+        final PipelineCaller.Router router = new PipelineCaller.Router(1, STORE_CONTEXT);
+        final PipelineContext context = countingShared(reads, router).stageSampleMask((1 << 30) - 1);
         try (Pipeline pipeline = new Pipeline(context).start();
             IntervalLogger logger = new IntervalLogger(pipeline.latency(), null, 0))
         {
@@ -164,19 +156,8 @@ class LatencyRecordingTest
     void shouldSwitchLatencyRecordingOfASharedPipelineBetweenDutyCycles() throws Exception
     {
         final AtomicLong reads = new AtomicLong();
-        final NanoClock clock = () ->
-        {
-            reads.incrementAndGet();
-            return System.nanoTime();
-        };
-        final StoreContext storeContext = new StoreContext().poolSizeBytes(64 * 4096L).alignment(4096).conclude();
-        final PipelineCaller.Router router = new PipelineCaller.Router(1, storeContext);
-        final PipelineContext context = new PipelineContext()
-            .storeContext(storeContext)
-            .threadingMode(ThreadingMode.SHARED)
-            .clock(clock)
-            .responseSink(router);
-        try (Pipeline pipeline = new Pipeline(context).start();
+        final PipelineCaller.Router router = new PipelineCaller.Router(1, STORE_CONTEXT);
+        try (Pipeline pipeline = new Pipeline(countingShared(reads, router)).start();
             IntervalLogger logger = new IntervalLogger(pipeline.latency(), null, 0))
         {
             final PipelineAgent agent = pipeline.agent();
@@ -201,7 +182,7 @@ class LatencyRecordingTest
         }
 
         final PipelineContext dedicated = new PipelineContext()
-            .storeContext(storeContext)
+            .storeContext(STORE_CONTEXT)
             .threadingMode(ThreadingMode.DEDICATED)
             .waitMode(WaitMode.YIELDING)
             .responseSink(router);
@@ -209,6 +190,23 @@ class LatencyRecordingTest
         {
             assertThrows(IllegalStateException.class, () -> pipeline.latencyEnabled(false));
         }
+    }
+
+    /**
+     * A SHARED pipeline's configuration whose clock counts its readings, for a test to run its duty cycles.
+     */
+    private static PipelineContext countingShared(final AtomicLong reads, final PipelineCaller.Router router)
+    {
+        final NanoClock clock = () ->
+        {
+            reads.incrementAndGet();
+            return System.nanoTime();
+        };
+        return new PipelineContext()
+            .storeContext(STORE_CONTEXT)
+            .threadingMode(ThreadingMode.SHARED)
+            .clock(clock)
+            .responseSink(router);
     }
 
     private static void pings(final Pipeline pipeline, final PipelineAgent agent, final int count) throws Exception

@@ -10,6 +10,7 @@ import io.kvstash.ipc.ring.RingConsumer;
 import io.kvstash.pipeline.Pipeline;
 import io.kvstash.pipeline.RequestEvent;
 import io.kvstash.pipeline.latency.IntervalLogger;
+import io.kvstash.pipeline.latency.LoadWeightedSampler;
 import io.kvstash.pipeline.latency.TypeSampler;
 import org.agrona.ErrorHandler;
 import org.agrona.concurrent.Agent;
@@ -45,8 +46,8 @@ final class ReceiverAgent implements Agent
     static final int REQUESTS_PER_CLOCK_READ = 32;
     /**
      * Requests of a type per one timed end to end while the duty cycles read few requests; busier cycles time
-     * fewer, down to one in {@link TypeSampler#MAX_WEIGHT}. Timing every request would put a clock read on the
-     * path of a request with one in flight, and the percentiles of one in eight are those of all.
+     * fewer, down to one in {@link LoadWeightedSampler#MAX_WEIGHT}. Timing every request would put a clock read
+     * on the path of a request with one in flight, and the percentiles of one in eight are those of all.
      */
     static final int RECEIVER_MIN_WEIGHT = 8;
 
@@ -66,7 +67,7 @@ final class ReceiverAgent implements Agent
     // Indices of the sessions that are not FREE, dense: the duty cycle visits these, not every slot.
     private final int[] used;
     private final boolean latencyEnabled;
-    private final TypeSampler sampler = new TypeSampler(RECEIVER_MIN_WEIGHT, TypeSampler.MAX_WEIGHT);
+    private final TypeSampler sampler = new TypeSampler(RECEIVER_MIN_WEIGHT, LoadWeightedSampler.MAX_WEIGHT);
     private int usedCount;
     private long nextScanMs;
     // The directory is listed (which allocates) only when inotify reports a new entry, and once a second as a

@@ -10,16 +10,12 @@ package io.kvstash.pipeline.latency;
  * probability one in the weight, so each type's counts are its own in expectation, not exactly as with
  * {@link TypeSampler}. The generator has a fixed seed, so a replay picks the same events.
  * <p>
- * The weight follows the load as {@link TypeSampler}'s does: the largest power of two in the last batch's
- * size, within the bounds given. A new weight takes effect from the next pick.
+ * The weight follows the load ({@link LoadWeightedSampler}). A new weight takes effect from the next pick.
  * <p>
  * Single writer: the publish stage.
  */
-public final class StrideSampler
+public final class StrideSampler extends LoadWeightedSampler
 {
-    private final int minWeight;
-    private final int maxWeight;
-    private int weight;
     private int seed = 0x2545F491;
 
     /**
@@ -27,14 +23,11 @@ public final class StrideSampler
      *
      * @param minWeight weight while batches are small, a power of two, at least 1.
      * @param maxWeight weight when saturated, a power of two, from {@code minWeight} to
-     *                  {@link TypeSampler#MAX_WEIGHT}.
+     *                  {@link #MAX_WEIGHT}.
      */
     public StrideSampler(final int minWeight, final int maxWeight)
     {
-        TypeSampler.checkWeights(minWeight, maxWeight);
-        this.minWeight = minWeight;
-        this.maxWeight = maxWeight;
-        this.weight = minWeight;
+        super(minWeight, maxWeight);
     }
 
     /**
@@ -45,32 +38,12 @@ public final class StrideSampler
      */
     public int stride()
     {
-        final int w = weight;
+        final int w = weight();
         int x = seed;
         x ^= x << 13;
         x ^= x >>> 17;
         x ^= x << 5;
         seed = x;
         return 1 == w ? 1 : (w >> 1) + (x & (w - 1)) + (x >>> 31);
-    }
-
-    /**
-     * Sets the weight from the size of a batch just run.
-     *
-     * @param events events in the batch.
-     */
-    public void onBatch(final int events)
-    {
-        weight = TypeSampler.weightFor(events, minWeight, maxWeight);
-    }
-
-    /**
-     * The weight in force.
-     *
-     * @return events per picked one.
-     */
-    public int weight()
-    {
-        return weight;
     }
 }

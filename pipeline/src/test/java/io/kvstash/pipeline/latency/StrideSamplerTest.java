@@ -3,7 +3,6 @@ package io.kvstash.pipeline.latency;
 import org.junit.jupiter.api.Test;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 class StrideSamplerTest
@@ -64,21 +63,5 @@ class StrideSamplerTest
         {
             assertTrue(Math.abs(c - events / 2) < events / 2 * 0.05, "counted " + c + " of " + events / 2);
         }
-    }
-
-    @Test
-    void shouldFollowTheBatchSizeWithinItsBounds()
-    {
-        final StrideSampler sampler = new StrideSampler(4, 64);
-        assertEquals(4, sampler.weight());
-        sampler.onBatch(1);
-        assertEquals(4, sampler.weight());
-        sampler.onBatch(40);
-        assertEquals(32, sampler.weight());
-        sampler.onBatch(100_000);
-        assertEquals(64, sampler.weight());
-        assertThrows(IllegalArgumentException.class, () -> new StrideSampler(0, 4));
-        assertThrows(IllegalArgumentException.class, () -> new StrideSampler(4, 2));
-        assertThrows(IllegalArgumentException.class, () -> new StrideSampler(1, 512));
     }
 }
