@@ -664,6 +664,7 @@ public final class ChaosRunner
             final String[] serverGc = server.await("GC ", 20_000).split(" ");
             report.put("fuzz_server_gc_count", Long.parseLong(serverGc[1]));
             report.put("fuzz_server_gc_ms", Long.parseLong(serverGc[2]));
+            report.put("fuzz_server_allocated_bytes", Long.parseLong(serverGc[3]));
             server.waitFor(20_000);
         }
         finally

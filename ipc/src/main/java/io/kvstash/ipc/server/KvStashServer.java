@@ -12,6 +12,7 @@ import org.agrona.concurrent.Agent;
 import org.agrona.concurrent.AgentInvoker;
 import org.agrona.concurrent.AgentRunner;
 import org.agrona.concurrent.CompositeAgent;
+import org.agrona.concurrent.SleepingMillisIdleStrategy;
 import org.agrona.concurrent.errors.DistinctErrorLog;
 
 import java.io.FileNotFoundException;
@@ -30,6 +31,7 @@ public final class KvStashServer implements AutoCloseable
     private final Pipeline pipeline;
     private final ReceiverAgent receiver;
     private final AgentRunner receiverRunner;
+    private final AgentRunner latencyLogRunner;
     private final AgentInvoker invoker;
     private final IntervalLogger intervalLogger;
     private final DistinctErrorLog errorLog;
@@ -79,7 +81,9 @@ public final class KvStashServer implements AutoCloseable
             intervalLogger = context.latencyEnabled() ? new IntervalLogger(pipeline.latency(),
                 openLatencyLog(context.latencyLogFile()), context.epochClock().time()) : null;
             receiver = new ReceiverAgent(context, files, pipeline, sessions, errorHandler, context.epochClock(),
-                context.nanoClock(), intervalLogger);
+                context.nanoClock());
+            final LatencyLogAgent latencyLog = null == intervalLogger ? null :
+                new LatencyLogAgent(intervalLogger, context.epochClock(), context.latencyIntervalMs());
             // Starts the stage threads of the mode, and the journal's thread when capturing.
             pipeline.start();
             // SHARED mode runs the stages in the receiver's duty cycle; an invoker needs SHARED (conclude()).
@@ -87,15 +91,25 @@ public final class KvStashServer implements AutoCloseable
                 new CompositeAgent(receiver, pipeline.agent()) : receiver;
             if (context.useAgentInvoker())
             {
+                // One thread for everything, the caller's: the latency intervals too.
                 receiverRunner = null;
-                invoker = new AgentInvoker(errorHandler, null, agent);
+                latencyLogRunner = null;
+                invoker = new AgentInvoker(errorHandler, null,
+                    null == latencyLog ? agent : new CompositeAgent(agent, latencyLog));
                 invoker.start();
             }
             else
             {
                 invoker = null;
                 receiverRunner = new AgentRunner(context.waitMode().newIdleStrategy(), errorHandler, null, agent);
+                latencyLogRunner = null == latencyLog ? null : new AgentRunner(
+                    new SleepingMillisIdleStrategy(LatencyLogAgent.sleepPeriodMs(context.latencyIntervalMs())),
+                    errorHandler, null, latencyLog);
                 AgentRunner.startOnThread(receiverRunner);
+                if (null != latencyLogRunner)
+                {
+                    AgentRunner.startOnThread(latencyLogRunner);
+                }
             }
         }
         catch (final IOException | RuntimeException ex)
@@ -226,7 +240,7 @@ public final class KvStashServer implements AutoCloseable
             return;
         }
         closed = true;
-        CloseHelper.closeAll(invoker, receiverRunner);
+        CloseHelper.closeAll(invoker, receiverRunner, latencyLogRunner);
         pipeline.close();
         if (null != intervalLogger)
         {

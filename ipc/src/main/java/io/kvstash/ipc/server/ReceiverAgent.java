@@ -9,7 +9,6 @@ import io.kvstash.ipc.file.ClientFileDescriptor;
 import io.kvstash.ipc.ring.RingConsumer;
 import io.kvstash.pipeline.Pipeline;
 import io.kvstash.pipeline.RequestEvent;
-import io.kvstash.pipeline.latency.IntervalLogger;
 import io.kvstash.pipeline.latency.LoadWeightedSampler;
 import io.kvstash.pipeline.latency.TypeSampler;
 import org.agrona.ErrorHandler;
@@ -30,7 +29,8 @@ import java.util.Set;
 /**
  * The receiver and conductor of the server: polls every client's request ring, decodes records in place
  * and publishes them into the pipeline; on timers it attaches new clients, checks client liveness, reaps
- * dead or closed clients, beats the server heartbeat, publishes lease sweeps and closes latency intervals.
+ * dead or closed clients, beats the server heartbeat and publishes lease sweeps. Latency intervals are closed
+ * on a thread of their own ({@link LatencyLogAgent}), not here.
  * A slow client (its response ring lacks room) or a full pipeline only stops reading that client or this
  * duty cycle; nobody ever waits for a client.
  * <p>
@@ -60,7 +60,6 @@ final class ReceiverAgent implements Agent
     private final ErrorHandler errorHandler;
     private final EpochClock epochClock;
     private final NanoClock nanoClock;
-    private final IntervalLogger intervalLogger;
     private final Set<String> knownFiles = new HashSet<>();
     private final Set<String> presentFiles = new HashSet<>();
     private final long[] reapSequence;
@@ -77,7 +76,6 @@ final class ReceiverAgent implements Agent
     private long nextLivenessMs;
     private long nextHeartbeatMs;
     private long nextSweepMs;
-    private long nextLatencyMs;
     private int roundRobin;
     private int attached;
     // The last reading of the monotonic clock, the cycles since it was taken, and the requests the last
@@ -93,8 +91,7 @@ final class ReceiverAgent implements Agent
         final ClientSession[] sessions,
         final ErrorHandler errorHandler,
         final EpochClock epochClock,
-        final NanoClock nanoClock,
-        final IntervalLogger intervalLogger)
+        final NanoClock nanoClock)
     {
         this.context = context;
         this.files = files;
@@ -104,7 +101,6 @@ final class ReceiverAgent implements Agent
         this.errorHandler = errorHandler;
         this.epochClock = epochClock;
         this.nanoClock = nanoClock;
-        this.intervalLogger = intervalLogger;
         this.latencyEnabled = context.latencyEnabled();
         this.decoder = new RequestDecoder(context.storeContext().chunkTokens(),
             context.storeContext().maxChunksPerRequest(), context.storeContext().maxInlineBytes());
@@ -116,7 +112,6 @@ final class ReceiverAgent implements Agent
         nextLivenessMs = nowMs;
         nextHeartbeatMs = nowMs;
         nextSweepMs = nowMs;
-        nextLatencyMs = nowMs;
     }
 
     private boolean directoryChanged()
@@ -255,11 +250,6 @@ final class ReceiverAgent implements Agent
             work++;
         }
         work += finishDetaches();
-        if (null != intervalLogger && nowMs - nextLatencyMs >= 0)
-        {
-            intervalLogger.poll(epochClock.time());
-            nextLatencyMs = nowMs + context.latencyIntervalMs();
-        }
         return work;
     }
 

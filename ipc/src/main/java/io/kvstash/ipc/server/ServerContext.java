@@ -105,6 +105,10 @@ public final class ServerContext
         {
             storeContext.conclude();
         }
+        if (latencyIntervalMs <= 0)
+        {
+            throw new IllegalArgumentException("latency interval must be positive: " + latencyIntervalMs);
+        }
         if (useAgentInvoker && ThreadingMode.SHARED != threadingMode)
         {
             throw new IllegalArgumentException("an agent invoker needs SHARED threading, not " + threadingMode);

@@ -1,0 +1,183 @@
+package io.kvstash.ipc.server;
+
+import io.kvstash.core.RequestType;
+import io.kvstash.core.Status;
+import io.kvstash.core.StoreContext;
+import io.kvstash.ipc.TestDirs;
+import io.kvstash.ipc.client.ClientContext;
+import io.kvstash.ipc.client.KvStashClient;
+import io.kvstash.pipeline.ThreadingMode;
+import io.kvstash.pipeline.latency.IntervalLogger;
+import io.kvstash.pipeline.latency.LatencyRecorders;
+import org.HdrHistogram.EncodableHistogram;
+import org.HdrHistogram.Histogram;
+import org.HdrHistogram.HistogramLogReader;
+import org.agrona.concurrent.CachedEpochClock;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.HashSet;
+import java.util.Set;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+@Timeout(60)
+class LatencyLogAgentTest
+{
+    private Path dir;
+    private Path hlog;
+
+    @AfterEach
+    void cleanup() throws Exception
+    {
+        TestDirs.delete(dir);
+        if (null != hlog)
+        {
+            Files.deleteIfExists(hlog);
+        }
+    }
+
+    @Test
+    void shouldCloseAnIntervalOnlyWhenItIsDue()
+    {
+        final LatencyRecorders recorders = new LatencyRecorders();
+        final CachedEpochClock clock = new CachedEpochClock();
+        clock.update(10_000);
+        final IntervalLogger logger = new IntervalLogger(recorders, null, clock.time());
+        final LatencyLogAgent agent = new LatencyLogAgent(logger, clock, 1_000);
+
+        recorders.recordRequest(RequestType.PING, 1_500);
+        assertEquals(0, agent.doWork());
+        clock.update(10_999);
+        assertEquals(0, agent.doWork());
+        assertEquals(0, logger.requestTotal(RequestType.PING).getTotalCount());
+
+        clock.update(11_000);
+        assertEquals(1, agent.doWork());
+        assertEquals(1, logger.requestTotal(RequestType.PING).getTotalCount());
+
+        recorders.recordRequest(RequestType.PING, 2_500);
+        clock.update(11_500);
+        assertEquals(0, agent.doWork(), "the next interval is due a whole interval after the last close");
+        clock.update(12_000);
+        assertEquals(1, agent.doWork());
+        assertEquals(2, logger.requestTotal(RequestType.PING).getTotalCount());
+    }
+
+    @Test
+    void shouldSleepATenthOfTheIntervalWithinBounds()
+    {
+        assertEquals(100, LatencyLogAgent.sleepPeriodMs(1_000));
+        assertEquals(100, LatencyLogAgent.sleepPeriodMs(60_000));
+        assertEquals(5, LatencyLogAgent.sleepPeriodMs(50));
+        assertEquals(1, LatencyLogAgent.sleepPeriodMs(3));
+    }
+
+    @Test
+    void shouldRefuseANonPositiveInterval()
+    {
+        assertThrows(IllegalArgumentException.class, () -> new ServerContext().latencyIntervalMs(0).conclude());
+    }
+
+    @Test
+    void shouldLogIntervalsFromAThreadOfItsOwnWhileTheServerRuns() throws Exception
+    {
+        dir = TestDirs.newDirectory("latency-log");
+        hlog = Files.createTempFile("kvstash-latency-log-test", ".hlog");
+        final ServerContext context = new ServerContext()
+            .directory(dir)
+            .threadingMode(ThreadingMode.SHARED)
+            .latencyIntervalMs(50)
+            .latencyLogFile(hlog)
+            .storeContext(new StoreContext().poolSizeBytes(16L << 20));
+        int pings = 0;
+        try (KvStashServer server = KvStashServer.launch(context);
+            KvStashClient client = KvStashClient.connect(new ClientContext().directory(dir)))
+        {
+            assertTrue(null != server.latency(), "latency recording is on");
+            assertTrue(isThreadAlive(LatencyLogAgent.ROLE_NAME), "the latency log thread runs");
+            final long end = System.nanoTime() + 400_000_000L;
+            while (System.nanoTime() - end < 0)
+            {
+                assertEquals(Status.OK, client.ping().status());
+                pings++;
+                if (0 == pings % 64)
+                {
+                    Thread.sleep(5);
+                }
+            }
+            // Intervals are written while the server runs, not only by the final poll of close().
+            Thread.sleep(200);
+            assertTrue(intervalCount(hlog) >= 2, "intervals written while running");
+        }
+        assertFalse(isThreadAlive(LatencyLogAgent.ROLE_NAME), "the latency log thread stops with the server");
+
+        final Set<Long> ends = new HashSet<>();
+        final long logged = pingIntervals(hlog, ends);
+        assertTrue(ends.size() >= 2, "intervals " + ends);
+        // One request in flight: the receiver times one PING in 8 and records it with a count of 8.
+        assertTrue(Math.abs(logged - pings) <= 8, "PINGs logged " + logged + " of " + pings + " sent");
+    }
+
+    private static boolean isThreadAlive(final String name)
+    {
+        for (final Thread thread : Thread.getAllStackTraces().keySet())
+        {
+            if (name.equals(thread.getName()) && thread.isAlive())
+            {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /**
+     * Sums the counts of the PING intervals in a log and collects their end times.
+     */
+    private static long pingIntervals(final Path file, final Set<Long> ends) throws Exception
+    {
+        long total = 0;
+        final HistogramLogReader reader = new HistogramLogReader(file.toFile());
+        try
+        {
+            EncodableHistogram h;
+            while (null != (h = reader.nextIntervalHistogram()))
+            {
+                if (("type." + RequestType.name(RequestType.PING)).equals(h.getTag()))
+                {
+                    total += ((Histogram)h).getTotalCount();
+                    ends.add(h.getEndTimeStamp());
+                }
+            }
+        }
+        finally
+        {
+            reader.close();
+        }
+        return total;
+    }
+
+    private static long intervalCount(final Path file) throws Exception
+    {
+        long intervals = 0;
+        final HistogramLogReader reader = new HistogramLogReader(file.toFile());
+        try
+        {
+            while (null != reader.nextIntervalHistogram())
+            {
+                intervals++;
+            }
+        }
+        finally
+        {
+            reader.close();
+        }
+        return intervals;
+    }
+}
