@@ -50,7 +50,7 @@ class LatencyLogAgentTest
         final CachedEpochClock clock = new CachedEpochClock();
         clock.update(10_000);
         final IntervalLogger logger = new IntervalLogger(recorders, null, clock.time());
-        final LatencyLogAgent agent = new LatencyLogAgent(logger, clock, 1_000);
+        final LatencyLogAgent agent = new LatencyLogAgent(logger, clock, 1_000, 1);
 
         recorders.recordRequest(RequestType.PING, 1_500);
         assertEquals(0, agent.doWork());
@@ -68,6 +68,24 @@ class LatencyLogAgentTest
         clock.update(12_000);
         assertEquals(1, agent.doWork());
         assertEquals(2, logger.requestTotal(RequestType.PING).getTotalCount());
+    }
+
+    @Test
+    void shouldReadTheClockOnceInSoManyCyclesWhenInvoked()
+    {
+        final LatencyRecorders recorders = new LatencyRecorders();
+        final CachedEpochClock clock = new CachedEpochClock();
+        final IntervalLogger logger = new IntervalLogger(recorders, null, clock.time());
+        final LatencyLogAgent agent = new LatencyLogAgent(logger, clock, 1_000, 4);
+        recorders.recordRequest(RequestType.PING, 1_500);
+        clock.update(5_000);
+        assertEquals(0, agent.doWork());
+        assertEquals(0, agent.doWork());
+        assertEquals(0, agent.doWork());
+        assertEquals(0, logger.requestTotal(RequestType.PING).getTotalCount(), "no clock read in three cycles");
+        assertEquals(1, agent.doWork(), "the fourth cycle reads the clock and finds the interval due");
+        assertEquals(1, logger.requestTotal(RequestType.PING).getTotalCount());
+        assertThrows(IllegalArgumentException.class, () -> new LatencyLogAgent(logger, clock, 1_000, 0));
     }
 
     @Test
