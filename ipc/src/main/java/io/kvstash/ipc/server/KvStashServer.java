@@ -83,7 +83,8 @@ public final class KvStashServer implements AutoCloseable
             receiver = new ReceiverAgent(context, files, pipeline, sessions, errorHandler, context.epochClock(),
                 context.nanoClock());
             final LatencyLogAgent latencyLog = null == intervalLogger ? null :
-                new LatencyLogAgent(intervalLogger, context.epochClock(), context.latencyIntervalMs(),
+                new LatencyLogAgent(intervalLogger, context.epochClock(), context.nanoClock(),
+                context.latencyIntervalMs(),
                 context.useAgentInvoker() ? LatencyLogAgent.INVOKED_CYCLES_PER_CLOCK_READ : 1);
             // Starts the stage threads of the mode, and the journal's thread when capturing.
             pipeline.start();
@@ -253,9 +254,10 @@ public final class KvStashServer implements AutoCloseable
 
     /**
      * The invoker's duty cycle: the server's agents, then the latency log. Not a {@link CompositeAgent} of the
-     * two: the server's agent is a composite too, and one {@code doWork} call site in {@link CompositeAgent}
-     * seeing four agent classes is megamorphic, which made an idle duty cycle 10 ns slower (27 ns against 17 ns
-     * in {@code ServerLoopback}) and a control pair 30-100 ns slower. Here both calls have one static type.
+     * two: the server's agent is a composite too, and the one {@code doWork} call site in {@link CompositeAgent}
+     * would see four agent classes and go megamorphic. A first version did that, and read the clock every cycle:
+     * in {@code ServerLoopback} an idle duty cycle took 27 ns against 16-19 ns, and a control pair 30-100 ns more.
+     * Here both calls have one static type.
      */
     private static final class InvokedAgent implements Agent
     {

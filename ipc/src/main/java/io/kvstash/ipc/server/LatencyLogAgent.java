@@ -3,15 +3,17 @@ package io.kvstash.ipc.server;
 import io.kvstash.pipeline.latency.IntervalLogger;
 import org.agrona.concurrent.Agent;
 import org.agrona.concurrent.EpochClock;
+import org.agrona.concurrent.NanoClock;
+
+import java.util.concurrent.TimeUnit;
 
 /**
  * Closes the server's latency intervals ({@link IntervalLogger#poll(long)}) once an interval, on a thread of
  * its own. A poll copies and resets two dozen histograms of about 200 KiB each and compresses the non-empty
- * ones into the {@code .hlog}: 0.4-1.6 ms at the median here and up to 10 ms. Run in the receiver's duty cycle,
- * as it was, every request arriving during a poll waited for it, once a second: the bench's paced control
- * runs (20,000 pairs a second, coordinated omission corrected) had a p99.9 of 2-11 ms. The recorders are
- * {@link org.HdrHistogram.SingleWriterRecorder}s, so this reader never blocks the publish stage that writes
- * them.
+ * ones into the {@code .hlog}: 0.5-2.2 ms at the median here and up to 12 ms ({@code IntervalPollCost}). Run
+ * in the receiver's duty cycle, as it was, every request arriving during a poll waited for it, once a second.
+ * The recorders are {@link org.HdrHistogram.SingleWriterRecorder}s, so this reader never blocks the publish
+ * stage that writes them.
  * <p>
  * Owner: the latency log thread (or the invoking thread when the server runs on an
  * {@link org.agrona.concurrent.AgentInvoker}).
@@ -25,35 +27,42 @@ final class LatencyLogAgent implements Agent
     static final int INVOKED_CYCLES_PER_CLOCK_READ = 1024;
 
     private final IntervalLogger logger;
-    private final EpochClock clock;
-    private final long intervalMs;
+    private final EpochClock epochClock;
+    private final NanoClock nanoClock;
+    private final long intervalNs;
     private final int cyclesPerClockRead;
     private int cyclesToClockRead;
-    private long nextMs;
+    private long nextNs;
 
     /**
      * An agent closing an interval every {@code intervalMs}, the first one interval from now.
      *
      * @param logger             the server's interval logger.
-     * @param clock              wall clock, for the schedule and the intervals' time stamps.
+     * @param epochClock         wall clock, for the intervals' time stamps.
+     * @param nanoClock          monotonic clock, for the schedule (a step of the wall clock moves no interval).
      * @param intervalMs         interval length.
      * @param cyclesPerClockRead duty cycles per read of the clock: 1 on a thread of its own, which sleeps
      *                           between cycles; {@link #INVOKED_CYCLES_PER_CLOCK_READ} in an invoker's duty
-     *                           cycle, where a clock read (20-30 ns here) every cycle doubled an idle cycle.
+     *                           cycle, which would otherwise pay a clock read (20-30 ns here) every cycle.
      */
     LatencyLogAgent(
-        final IntervalLogger logger, final EpochClock clock, final long intervalMs, final int cyclesPerClockRead)
+        final IntervalLogger logger,
+        final EpochClock epochClock,
+        final NanoClock nanoClock,
+        final long intervalMs,
+        final int cyclesPerClockRead)
     {
         if (cyclesPerClockRead < 1)
         {
             throw new IllegalArgumentException("cycles per clock read must be positive: " + cyclesPerClockRead);
         }
         this.logger = logger;
-        this.clock = clock;
-        this.intervalMs = intervalMs;
+        this.epochClock = epochClock;
+        this.nanoClock = nanoClock;
+        this.intervalNs = TimeUnit.MILLISECONDS.toNanos(intervalMs);
         this.cyclesPerClockRead = cyclesPerClockRead;
         this.cyclesToClockRead = cyclesPerClockRead;
-        this.nextMs = clock.time() + intervalMs;
+        this.nextNs = nanoClock.nanoTime() + intervalNs;
     }
 
     /**
@@ -76,13 +85,13 @@ final class LatencyLogAgent implements Agent
             return 0;
         }
         cyclesToClockRead = cyclesPerClockRead;
-        final long nowMs = clock.time();
-        if (nowMs - nextMs < 0)
+        final long nowNs = nanoClock.nanoTime();
+        if (nowNs - nextNs < 0)
         {
             return 0;
         }
-        logger.poll(nowMs);
-        nextMs = nowMs + intervalMs;
+        logger.poll(epochClock.time());
+        nextNs = nowNs + intervalNs;
         return 1;
     }
 

@@ -13,6 +13,7 @@ import org.HdrHistogram.EncodableHistogram;
 import org.HdrHistogram.Histogram;
 import org.HdrHistogram.HistogramLogReader;
 import org.agrona.concurrent.CachedEpochClock;
+import org.agrona.concurrent.CachedNanoClock;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -30,6 +31,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 @Timeout(60)
 class LatencyLogAgentTest
 {
+    private static final long MS = 1_000_000L;
+
     private Path dir;
     private Path hlog;
 
@@ -44,28 +47,33 @@ class LatencyLogAgentTest
     }
 
     @Test
-    void shouldCloseAnIntervalOnlyWhenItIsDue()
+    void shouldCloseAnIntervalOnlyWhenItIsDueOnTheMonotonicClock()
     {
         final LatencyRecorders recorders = new LatencyRecorders();
-        final CachedEpochClock clock = new CachedEpochClock();
-        clock.update(10_000);
-        final IntervalLogger logger = new IntervalLogger(recorders, null, clock.time());
-        final LatencyLogAgent agent = new LatencyLogAgent(logger, clock, 1_000, 1);
+        final CachedEpochClock wall = new CachedEpochClock();
+        final CachedNanoClock monotonic = new CachedNanoClock();
+        wall.update(1_700_000_000_000L);
+        monotonic.update(MS);
+        final IntervalLogger logger = new IntervalLogger(recorders, null, wall.time());
+        final LatencyLogAgent agent = new LatencyLogAgent(logger, wall, monotonic, 1_000, 1);
 
         recorders.recordRequest(RequestType.PING, 1_500);
         assertEquals(0, agent.doWork());
-        clock.update(10_999);
+        monotonic.update(1_000 * MS - 1 + MS);
         assertEquals(0, agent.doWork());
         assertEquals(0, logger.requestTotal(RequestType.PING).getTotalCount());
 
-        clock.update(11_000);
+        // The wall clock stepping back an hour neither delays the interval nor closes one early.
+        wall.update(wall.time() - 3_600_000L);
+        monotonic.update(1_000 * MS + MS);
         assertEquals(1, agent.doWork());
         assertEquals(1, logger.requestTotal(RequestType.PING).getTotalCount());
 
         recorders.recordRequest(RequestType.PING, 2_500);
-        clock.update(11_500);
+        wall.update(wall.time() + 7_200_000L);
+        monotonic.update(1_500 * MS + MS);
         assertEquals(0, agent.doWork(), "the next interval is due a whole interval after the last close");
-        clock.update(12_000);
+        monotonic.update(2_000 * MS + MS);
         assertEquals(1, agent.doWork());
         assertEquals(2, logger.requestTotal(RequestType.PING).getTotalCount());
     }
@@ -74,18 +82,19 @@ class LatencyLogAgentTest
     void shouldReadTheClockOnceInSoManyCyclesWhenInvoked()
     {
         final LatencyRecorders recorders = new LatencyRecorders();
-        final CachedEpochClock clock = new CachedEpochClock();
-        final IntervalLogger logger = new IntervalLogger(recorders, null, clock.time());
-        final LatencyLogAgent agent = new LatencyLogAgent(logger, clock, 1_000, 4);
+        final CachedEpochClock wall = new CachedEpochClock();
+        final CachedNanoClock monotonic = new CachedNanoClock();
+        final IntervalLogger logger = new IntervalLogger(recorders, null, wall.time());
+        final LatencyLogAgent agent = new LatencyLogAgent(logger, wall, monotonic, 1_000, 4);
         recorders.recordRequest(RequestType.PING, 1_500);
-        clock.update(5_000);
+        monotonic.update(5_000 * MS);
         assertEquals(0, agent.doWork());
         assertEquals(0, agent.doWork());
         assertEquals(0, agent.doWork());
         assertEquals(0, logger.requestTotal(RequestType.PING).getTotalCount(), "no clock read in three cycles");
         assertEquals(1, agent.doWork(), "the fourth cycle reads the clock and finds the interval due");
         assertEquals(1, logger.requestTotal(RequestType.PING).getTotalCount());
-        assertThrows(IllegalArgumentException.class, () -> new LatencyLogAgent(logger, clock, 1_000, 0));
+        assertThrows(IllegalArgumentException.class, () -> new LatencyLogAgent(logger, wall, monotonic, 1_000, 0));
     }
 
     @Test
