@@ -6,6 +6,7 @@ dependency jars printed by ``mvn dependency:build-classpath`` (computed once per
 /dev/shm/kvstash-pytest-<random> directory, created by the server (0700) and removed by the test.
 """
 
+import contextlib
 import os
 import secrets
 import shutil
@@ -216,3 +217,25 @@ class ServerTestCase(__import__("unittest").TestCase):
         client = kvstash.connect(self.server.directory, **options)
         self.addCleanup(client.close)
         return client
+
+    LIVENESS_COUNTERS = ("wire_records", "wire_malformed", "clients_attached", "clients_detached", "clients",
+                         "dead_clients", "errors")
+
+    def server_counters(self):
+        """The server's wire and liveness counters, read through a fresh client (after a DetachedError the
+        detached one may not be usable)."""
+        import kvstash
+        with kvstash.connect(self.server.directory) as probe:
+            counters = probe.counters()
+        return {name: counters.get(name) for name in self.LIVENESS_COUNTERS}
+
+    @contextlib.contextmanager
+    def diagnosed(self):
+        """Re-raises a DetachedError with the server's counters, which tell the reason apart: a corrupt
+        request ring counts wire_malformed and errors, a client whose lock the server could take counts
+        dead_clients; a closing flag counts neither."""
+        import kvstash
+        try:
+            yield
+        except kvstash.DetachedError as error:
+            raise AssertionError("%s; server counters: %s" % (error, self.server_counters())) from error

@@ -29,6 +29,10 @@ class StressTest(ServerTestCase):
     SERVER_OPTIONS = {"pool_bytes": 16 << 20, "chunk_tokens": 16}
 
     def test_should_exchange_every_record_intact(self):
+        with self.diagnosed():
+            self.exchange_every_record_intact()
+
+    def exchange_every_record_intact(self):
         rng = random.Random(20240607)
         c = self.connect()
         instance = 1
