@@ -24,7 +24,6 @@ import java.util.HashSet;
 import java.util.Set;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -124,11 +123,13 @@ class LatencyLogAgentTest
             .latencyLogFile(hlog)
             .storeContext(new StoreContext().poolSizeBytes(16L << 20));
         int pings = 0;
+        // Counted, not looked for: another test's server in this JVM would have a thread of the same name.
+        final int threadsBefore = threadsNamed(LatencyLogAgent.ROLE_NAME);
         try (KvStashServer server = KvStashServer.launch(context);
             KvStashClient client = KvStashClient.connect(new ClientContext().directory(dir)))
         {
             assertTrue(null != server.latency(), "latency recording is on");
-            assertTrue(isThreadAlive(LatencyLogAgent.ROLE_NAME), "the latency log thread runs");
+            assertEquals(threadsBefore + 1, threadsNamed(LatencyLogAgent.ROLE_NAME), "the latency log thread runs");
             final long end = System.nanoTime() + 400_000_000L;
             while (System.nanoTime() - end < 0)
             {
@@ -143,7 +144,7 @@ class LatencyLogAgentTest
             Thread.sleep(200);
             assertTrue(intervalCount(hlog) >= 2, "intervals written while running");
         }
-        assertFalse(isThreadAlive(LatencyLogAgent.ROLE_NAME), "the latency log thread stops with the server");
+        assertEquals(threadsBefore, threadsNamed(LatencyLogAgent.ROLE_NAME), "the thread stops with the server");
 
         final Set<Long> ends = new HashSet<>();
         final long logged = pingIntervals(hlog, ends);
@@ -152,16 +153,14 @@ class LatencyLogAgentTest
         assertTrue(Math.abs(logged - pings) <= 8, "PINGs logged " + logged + " of " + pings + " sent");
     }
 
-    private static boolean isThreadAlive(final String name)
+    private static int threadsNamed(final String name)
     {
+        int threads = 0;
         for (final Thread thread : Thread.getAllStackTraces().keySet())
         {
-            if (name.equals(thread.getName()) && thread.isAlive())
-            {
-                return true;
-            }
+            threads += name.equals(thread.getName()) && thread.isAlive() ? 1 : 0;
         }
-        return false;
+        return threads;
     }
 
     /**
