@@ -1,0 +1,104 @@
+package io.kvstash.ipc;
+
+import io.kvstash.core.RequestType;
+import io.kvstash.core.Status;
+import io.kvstash.core.StoreContext;
+import io.kvstash.ipc.client.ClientContext;
+import io.kvstash.ipc.client.ClientResponse;
+import io.kvstash.ipc.client.KvStashClient;
+import io.kvstash.ipc.codec.WireDescriptor;
+import io.kvstash.ipc.file.ClientFileDescriptor;
+import io.kvstash.ipc.ring.RingDescriptor;
+import io.kvstash.ipc.server.KvStashServer;
+import io.kvstash.ipc.server.ServerContext;
+import io.kvstash.pipeline.ThreadingMode;
+import org.agrona.IoUtil;
+import org.agrona.concurrent.UnsafeBuffer;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+import java.nio.MappedByteBuffer;
+import java.nio.file.Path;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * A synchronous call that waits while many answers of the non-blocking form arrive first: it hands them to
+ * the async handler, in order, and keeps the response ring moving although they are several times what the
+ * ring holds (the server stops reading requests while the ring lacks room for their answers, so a client
+ * that held them would never see its own).
+ */
+@Timeout(120)
+class ClientAwaitFloodTest
+{
+    private Path dir;
+
+    @AfterEach
+    void cleanup()
+    {
+        TestDirs.delete(dir);
+    }
+
+    @Test
+    void shouldHandOnAnswersBeyondTheRingsCapacityWhenACallWaitsBehindThem() throws Exception
+    {
+        dir = TestDirs.newDirectory("await-flood");
+        final ServerContext context = new ServerContext()
+            .directory(dir)
+            .threadingMode(ThreadingMode.SHARED)
+            .storeContext(new StoreContext().poolSizeBytes(16L << 20));
+        try (KvStashServer server = KvStashServer.launch(context);
+            KvStashClient client = KvStashClient.connect(new ClientContext().directory(server.directory())))
+        {
+            final int requestCapacity;
+            final int responseCapacity;
+            final MappedByteBuffer mapped = IoUtil.mapExistingFile(client.clientFile().toFile(), "client");
+            try
+            {
+                final UnsafeBuffer header = new UnsafeBuffer(mapped, 0, ClientFileDescriptor.HEADER_LENGTH);
+                requestCapacity = header.getInt(ClientFileDescriptor.REQUEST_CAPACITY_OFFSET);
+                responseCapacity = header.getInt(ClientFileDescriptor.RESPONSE_CAPACITY_OFFSET);
+            }
+            finally
+            {
+                IoUtil.unmap(mapped);
+            }
+            // Half the request ring of PINGs, all sent before the one call that waits (the server stops reading
+            // requests while the response ring lacks room, so they must fit), answered with several times what
+            // the response ring holds: every answer but the last reaches the async handler inside that await.
+            final int requestBytes =
+                RingDescriptor.align(RingDescriptor.RECORD_HEADER_LENGTH + WireDescriptor.REQUEST_HEADER_LENGTH);
+            final int answerBytes =
+                RingDescriptor.align(RingDescriptor.RECORD_HEADER_LENGTH + WireDescriptor.RESPONSE_HEADER_LENGTH);
+            final int count = requestCapacity / 2 / requestBytes;
+            assertEquals(ServerContext.RESPONSE_RING_CAPACITY_DEFAULT, responseCapacity);
+            assertTrue((long)count * answerBytes > 3L * responseCapacity, count + " answers");
+            final long[] delivered = new long[1];
+            final long[] lastSeen = { 0 };
+            final boolean[] inOrder = { true };
+            client.asyncHandler(r ->
+            {
+                inOrder[0] &= r.correlationId() > lastSeen[0] && Status.OK == r.status();
+                lastSeen[0] = r.correlationId();
+                delivered[0]++;
+            });
+            long last = 0;
+            for (int i = 0; i < count; i++)
+            {
+                final long id = client.sendSimple(RequestType.PING, 0, 0, 0);
+                assertTrue(id > 0, "the request ring holds them all");
+                last = id;
+            }
+            final ClientResponse answer = client.await(last);
+            assertEquals(last, answer.correlationId());
+            assertEquals(Status.OK, answer.status());
+            assertEquals(count - 1, delivered[0], "every other answer went to the async handler");
+            assertTrue(inOrder[0], "in order, each OK");
+            assertNotEquals(0, lastSeen[0]);
+            assertEquals(Status.OK, client.ping().status(), "the ring still works");
+        }
+    }
+}
