@@ -7,22 +7,17 @@ import io.kvstash.ipc.client.ClientContext;
 import io.kvstash.ipc.client.ClientResponse;
 import io.kvstash.ipc.client.KvStashClient;
 import io.kvstash.ipc.codec.WireDescriptor;
-import io.kvstash.ipc.file.ClientFileDescriptor;
 import io.kvstash.ipc.ring.RingDescriptor;
 import io.kvstash.ipc.server.KvStashServer;
 import io.kvstash.ipc.server.ServerContext;
 import io.kvstash.pipeline.ThreadingMode;
-import org.agrona.IoUtil;
-import org.agrona.concurrent.UnsafeBuffer;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
-import java.nio.MappedByteBuffer;
 import java.nio.file.Path;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
@@ -53,19 +48,9 @@ class ClientAwaitFloodTest
         try (KvStashServer server = KvStashServer.launch(context);
             KvStashClient client = KvStashClient.connect(new ClientContext().directory(server.directory())))
         {
-            final int requestCapacity;
-            final int responseCapacity;
-            final MappedByteBuffer mapped = IoUtil.mapExistingFile(client.clientFile().toFile(), "client");
-            try
-            {
-                final UnsafeBuffer header = new UnsafeBuffer(mapped, 0, ClientFileDescriptor.HEADER_LENGTH);
-                requestCapacity = header.getInt(ClientFileDescriptor.REQUEST_CAPACITY_OFFSET);
-                responseCapacity = header.getInt(ClientFileDescriptor.RESPONSE_CAPACITY_OFFSET);
-            }
-            finally
-            {
-                IoUtil.unmap(mapped);
-            }
+            // The server's default rings, which this one has (the client takes their sizes from its control file).
+            final int requestCapacity = ServerContext.REQUEST_RING_CAPACITY_DEFAULT;
+            final int responseCapacity = ServerContext.RESPONSE_RING_CAPACITY_DEFAULT;
             // Half the request ring of PINGs, all sent before the one call that waits (the server stops reading
             // requests while the response ring lacks room, so they must fit), answered with several times what
             // the response ring holds: every answer but the last reaches the async handler inside that await.
@@ -74,7 +59,6 @@ class ClientAwaitFloodTest
             final int answerBytes =
                 RingDescriptor.align(RingDescriptor.RECORD_HEADER_LENGTH + WireDescriptor.RESPONSE_HEADER_LENGTH);
             final int count = requestCapacity / 2 / requestBytes;
-            assertEquals(ServerContext.RESPONSE_RING_CAPACITY_DEFAULT, responseCapacity);
             assertTrue((long)count * answerBytes > 3L * responseCapacity, count + " answers");
             final long[] delivered = new long[1];
             final long[] lastSeen = { 0 };
@@ -97,7 +81,6 @@ class ClientAwaitFloodTest
             assertEquals(Status.OK, answer.status());
             assertEquals(count - 1, delivered[0], "every other answer went to the async handler");
             assertTrue(inOrder[0], "in order, each OK");
-            assertNotEquals(0, lastSeen[0]);
             assertEquals(Status.OK, client.ping().status(), "the ring still works");
         }
     }

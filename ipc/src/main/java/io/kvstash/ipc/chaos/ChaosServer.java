@@ -64,12 +64,13 @@ public final class ChaosServer
     {
         final com.sun.management.ThreadMXBean threads =
             (com.sun.management.ThreadMXBean)ManagementFactory.getThreadMXBean();
+        // Names only: getThreadInfo without a depth takes no stack traces (Thread.getAllStackTraces would).
         long bytes = 0;
-        for (final Thread thread : Thread.getAllStackTraces().keySet())
+        for (final java.lang.management.ThreadInfo info : threads.getThreadInfo(threads.getAllThreadIds()))
         {
-            if (thread.getName().contains("kvstash"))
+            if (null != info && info.getThreadName().contains("kvstash"))
             {
-                bytes += Math.max(0, threads.getThreadAllocatedBytes(thread.getId()));
+                bytes += Math.max(0, threads.getThreadAllocatedBytes(info.getThreadId()));
             }
         }
         return bytes;
