@@ -155,6 +155,7 @@ public final class KvStore
         book.reserve(request);
         assigner.assign(request);
         mover.commit(request);
+        book.afterAnswer();
     }
 
     private StoreCommand begin(final int type, final long instanceId)

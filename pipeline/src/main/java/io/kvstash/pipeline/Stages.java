@@ -72,6 +72,11 @@ final class Stages
             {
                 book.reserve(event.command);
             }
+            if (endOfBatch)
+            {
+                // The next reserve would run the book's deferred work first; an idle stage runs it now.
+                book.afterAnswer();
+            }
         }
     }
 
@@ -341,6 +346,16 @@ final class Stages
                 errorHandler.onError(ex);
             }
             publish.onEvent(event, sequence, endOfBatch);
+            try
+            {
+                // The answer is on its way: the book's deferred bookkeeping (ChunkBook.afterAnswer) runs now.
+                book.afterAnswer();
+            }
+            catch (final Throwable ex)
+            {
+                counters.addAtomic(StoreCounters.ERRORS, 1);
+                errorHandler.onError(ex);
+            }
             events++;
         }
 

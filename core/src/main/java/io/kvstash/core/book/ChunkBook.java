@@ -56,6 +56,11 @@ public final class ChunkBook
     private final StoreContext context;
     private final StoreCounters counters;
     private final AtomicBuffer slotTable;
+    /** The gauges changed since they were last published; {@link #afterAnswer()} publishes them. */
+    private boolean gaugesDue;
+    /** The transfer of a COMMIT_STORE answered OK and not yet applied, or -1; {@link #afterAnswer()} applies it. */
+    private int pendingCommit = -1;
+    private int pendingCommitInstance;
     private final ChunkHasher hasher = new ChunkHasher();
     private final InstanceTable instances;
     private final TransferTable transfers;
@@ -111,7 +116,7 @@ public final class ChunkBook
         }
         instances = new InstanceTable(context.maxInstances());
         transfers = new TransferTable(context.maxTransfers(), context.maxInstances());
-        index = new ChunkIndex(0);
+        index = new ChunkIndex(0, context.maxChunksPerRequest());
         final int undoLength = 2 * context.maxChunksPerRequest();
         undoKind = new int[undoLength];
         undoChunk = new int[undoLength];
@@ -129,12 +134,46 @@ public final class ChunkBook
     }
 
     /**
+     * Runs what the reserve stage deferred past the answer of the request it decided. None of it changes an
+     * answer: the index removals of the chunks a PREPARE_STORE evicted (they read table lines of keys no request
+     * asked for), the bookkeeping of a COMMIT_STORE already answered OK (its chunks made readable and appended
+     * to the recency order, its transfer released, its counts), and the gauges. {@link #reserve} runs it first,
+     * so every request is decided on the state all the earlier ones left; a caller that runs every stage on this
+     * thread calls this once the answer is on its way, so the work happens while the answer travels, and a
+     * reserve stage of its own calls it at the end of a batch. Owner: the reserve stage thread.
+     *
+     * @return deferred operations run.
+     */
+    public int afterAnswer()
+    {
+        int ops = 0;
+        if (pendingCommit >= 0)
+        {
+            final int t = pendingCommit;
+            pendingCommit = -1;
+            applyCommit(t, pendingCommitInstance);
+            ops++;
+        }
+        if (0 != index.pendingRemovals())
+        {
+            ops += index.runPendingRemovals();
+        }
+        if (gaugesDue)
+        {
+            gaugesDue = false;
+            publishGauges();
+        }
+        return ops;
+    }
+
+    /**
      * The reserve stage: decides the outcome of a command. Commands already failed by their decoder pass.
      *
      * @param command the request; its outcome fields are written.
      */
     public void reserve(final StoreCommand command)
     {
+        afterAnswer();
         if (command.done)
         {
             return;
@@ -205,7 +244,7 @@ public final class ChunkBook
                 command.fail(Status.UNKNOWN_TYPE, "unknown request type");
                 break;
         }
-        publishGauges();
+        gaugesDue = true;
     }
 
     // ------------------------------------------------------------------------------------------ requests
@@ -527,7 +566,9 @@ public final class ChunkBook
                 undoHi[undoTop] = index.hi(victim);
                 undoLo[undoTop] = index.lo(victim);
                 undoTop++;
-                evict(victim);
+                // The victim's slot is popped right below and its key overwritten by this chunk's: its index
+                // entry can go after the answer (see ChunkIndex.removeLater).
+                evict(victim, true);
                 evicted++;
             }
             final int id = freeSlots[--freeTop];
@@ -579,6 +620,15 @@ public final class ChunkBook
         {
             return;
         }
+        // The answer is OK from here on: the chunks become readable after it, before the next request is decided.
+        pendingCommit = t;
+        pendingCommitInstance = instance;
+        command.status = Status.OK;
+        command.done = true;
+    }
+
+    private void applyCommit(final int t, final int instance)
+    {
         final int n = transfers.count(t);
         for (int i = 0; i < n; i++)
         {
@@ -594,8 +644,6 @@ public final class ChunkBook
         counters.add(StoreCounters.STORED_CHUNKS, n);
         counters.add(StoreCounters.BYTES_IN, n * instances.chunkBytes(instance));
         transfers.release(t);
-        command.status = Status.OK;
-        command.done = true;
     }
 
     private void onAbortStore(final StoreCommand command)
@@ -715,7 +763,7 @@ public final class ChunkBook
             final int next = lruNext[id];
             if (0 == pins[id])
             {
-                evict(id);
+                evict(id, false);
                 putSlotWord(id, SlotTableDescriptor.STATE_FREE, generation[id]);
                 removed++;
             }
@@ -882,10 +930,17 @@ public final class ChunkBook
         return id;
     }
 
-    private void evict(final int id)
+    private void evict(final int id, final boolean reusedAtOnce)
     {
         lruUnlink(id);
-        index.remove(id);
+        if (reusedAtOnce)
+        {
+            index.removeLater(id);
+        }
+        else
+        {
+            index.remove(id);
+        }
         state[id] = FREE;
         readableChunks--;
         evictableChunks--;
@@ -1228,6 +1283,11 @@ public final class ChunkBook
         if (index.size() != reservedChunks + readableChunks)
         {
             return "index size " + index.size() + " != reserved + readable";
+        }
+        if (index.occupiedEntries() != index.size() + index.pendingRemovals())
+        {
+            return "index table holds " + index.occupiedEntries() + " entries for " + index.size() + " chunks and " +
+                index.pendingRemovals() + " pending removals";
         }
         final boolean[] seenFree = new boolean[slotCapacity];
         for (int i = 0; i < freeTop; i++)

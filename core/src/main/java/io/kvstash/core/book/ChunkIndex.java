@@ -14,6 +14,9 @@ package io.kvstash.core.book;
  * 25-30 ns off each control pair (a PREPARE_STORE that evicts: two lookups, a removal and an insert) on
  * pools of 16,384 and 131,072 chunks.
  * <p>
+ * An evicted chunk's entry may be removed later ({@link #removeLater(int)}), once the answer of the request that
+ * evicted it is on its way: at most a quarter of the table waits so, and a probe always meets an empty entry.
+ * <p>
  * Owner: the reserve stage thread (via {@link ChunkBook}).
  */
 final class ChunkIndex
@@ -25,9 +28,19 @@ final class ChunkIndex
     private long[] table;
     private int mask;
     private int size;
+    private final long[] pendingRemovals;
+    private int pendingCount;
+    private int pendingLimit;
 
-    ChunkIndex(final int capacity)
+    /**
+     * An index for a chunk capacity.
+     *
+     * @param capacity         chunk ids range over {@code [0, capacity)}.
+     * @param maxPendingRemovals removals {@link #removeLater(int)} keeps before it runs them itself.
+     */
+    ChunkIndex(final int capacity, final int maxPendingRemovals)
     {
+        pendingRemovals = new long[Math.max(1, maxPendingRemovals)];
         resize(capacity);
     }
 
@@ -46,6 +59,10 @@ final class ChunkIndex
         table = new long[tableLength];
         mask = tableLength - 1;
         size = 0;
+        pendingCount = 0;
+        // Live entries fill at most half the table; stale ones waiting for removal at most a quarter more, so the
+        // table never fills (a probe would never meet an empty entry) and its runs stay short.
+        pendingLimit = Math.max(1, Math.min(pendingRemovals.length, tableLength / 4));
     }
 
     int size()
@@ -122,13 +139,85 @@ final class ChunkIndex
     void remove(final int id)
     {
         final int k = KEY_WORDS * id;
-        final long wanted = entry((int)hash(keys[k], keys[k + 1], keys[k + 2]), id);
+        removeEntry(entry((int)hash(keys[k], keys[k + 1], keys[k + 2]), id));
+        size--;
+    }
+
+    /**
+     * Removes a present chunk id from the count now and from the table later, at {@link #runPendingRemovals()}:
+     * for an evicted chunk whose id the caller re-inserts under a new key before any other lookup. Until then
+     * the table keeps an entry with the old key's tag and the id, which no lookup can match: a lookup reads the
+     * key stored for the id, which is the new one, and the new key has an entry of its own. The removal reads
+     * the table lines of a key no request asked for (one or two random lines, in a table larger than the
+     * level-2 cache), so deferring it past the answer keeps that wait off the answer's way.
+     *
+     * @param id chunk id whose key is about to be overwritten by {@link #insert}.
+     */
+    void removeLater(final int id)
+    {
+        if (pendingCount >= pendingLimit)
+        {
+            runPendingRemovals();
+        }
+        final int k = KEY_WORDS * id;
+        pendingRemovals[pendingCount++] = entry((int)hash(keys[k], keys[k + 1], keys[k + 2]), id);
+        size--;
+    }
+
+    /**
+     * Runs the removals {@link #removeLater(int)} deferred.
+     *
+     * @return removals run.
+     */
+    int runPendingRemovals()
+    {
+        final int n = pendingCount;
+        for (int i = 0; i < n; i++)
+        {
+            removeEntry(pendingRemovals[i]);
+        }
+        pendingCount = 0;
+        return n;
+    }
+
+    /**
+     * Removals deferred and not yet run.
+     *
+     * @return count.
+     */
+    int pendingRemovals()
+    {
+        return pendingCount;
+    }
+
+    /**
+     * Table entries in use, counted by a scan: {@link #size()} plus the removals still pending. For invariant
+     * checks, not for the hot path.
+     *
+     * @return entries.
+     */
+    int occupiedEntries()
+    {
+        int n = 0;
+        for (final long entry : table)
+        {
+            n += EMPTY != entry ? 1 : 0;
+        }
+        return n;
+    }
+
+    /**
+     * Removes one entry equal to {@code wanted}, shifting later entries of its probe run back. Two equal entries
+     * (a deferred removal's and a rollback's re-insert of the same key and id) are interchangeable.
+     */
+    private void removeEntry(final long wanted)
+    {
         int pos = (int)(wanted >>> 32) & mask;
         while (table[pos] != wanted)
         {
             if (EMPTY == table[pos])
             {
-                throw new IllegalStateException("chunk " + id + " is not in the index");
+                throw new IllegalStateException("chunk " + ((int)wanted - 1) + " is not in the index");
             }
             pos = (pos + 1) & mask;
         }
@@ -147,7 +236,6 @@ final class ChunkIndex
             next = (next + 1) & mask;
         }
         table[gap] = EMPTY;
-        size--;
     }
 
     private static long entry(final int tag, final int id)

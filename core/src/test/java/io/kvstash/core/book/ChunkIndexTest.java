@@ -1,6 +1,7 @@
 package io.kvstash.core.book;
 
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
 
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -10,6 +11,7 @@ import java.util.SplittableRandom;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 class ChunkIndexTest
 {
@@ -21,7 +23,7 @@ class ChunkIndexTest
     void shouldFindInsertedKeysWhenKeysCollideInOneBucket()
     {
         final int capacity = 64;
-        final ChunkIndex index = new ChunkIndex(capacity);
+        final ChunkIndex index = new ChunkIndex(capacity, 4);
         final int mask = tableLength(capacity) - 1;
         final List<Key> colliding = keysHomingAt(7, mask, 20, 1);
         for (int id = 0; id < colliding.size(); id++)
@@ -55,7 +57,7 @@ class ChunkIndexTest
     void shouldKeepProbeRunsIntactWhenRunsWrapAroundTheTableEnd()
     {
         final int capacity = 32;
-        final ChunkIndex index = new ChunkIndex(capacity);
+        final ChunkIndex index = new ChunkIndex(capacity, 4);
         final int mask = tableLength(capacity) - 1;
         final List<Key> keys = new ArrayList<>();
         keys.addAll(keysHomingAt(mask, mask, 4, 100));
@@ -89,7 +91,7 @@ class ChunkIndexTest
     void shouldAgreeWithHashMapWhenInsertingAndRemovingRandomKeys()
     {
         final int capacity = 1000;
-        final ChunkIndex index = new ChunkIndex(capacity);
+        final ChunkIndex index = new ChunkIndex(capacity, 4);
         final Map<Key, Integer> model = new HashMap<>();
         final Key[] keyOf = new Key[capacity];
         final List<Integer> freeIds = new ArrayList<>();
@@ -134,7 +136,7 @@ class ChunkIndexTest
     void shouldFillToCapacityAndEmptyWhenEveryIdIsUsed()
     {
         final int capacity = 257;
-        final ChunkIndex index = new ChunkIndex(capacity);
+        final ChunkIndex index = new ChunkIndex(capacity, 4);
         for (int round = 0; round < 3; round++)
         {
             for (int id = 0; id < capacity; id++)
@@ -162,7 +164,7 @@ class ChunkIndexTest
     @Test
     void shouldSeparateKeysWhenOnlyOneWordDiffers()
     {
-        final ChunkIndex index = new ChunkIndex(8);
+        final ChunkIndex index = new ChunkIndex(8, 4);
         index.insert(0, 1, 2, 3);
         index.insert(1, 9, 2, 3);
         index.insert(2, 1, 9, 3);
@@ -177,7 +179,7 @@ class ChunkIndexTest
     @Test
     void shouldComplainWhenRemovingAnIdThatIsNotIndexed()
     {
-        final ChunkIndex index = new ChunkIndex(8);
+        final ChunkIndex index = new ChunkIndex(8, 4);
         index.insert(0, 1, 2, 3);
         index.remove(0);
         assertThrows(IllegalStateException.class, () -> index.remove(0));
@@ -186,13 +188,132 @@ class ChunkIndexTest
     @Test
     void shouldStartEmptyWhenResized()
     {
-        final ChunkIndex index = new ChunkIndex(4);
+        final ChunkIndex index = new ChunkIndex(4, 4);
         index.insert(3, 1, 1, 1);
         index.resize(100);
         assertEquals(0, index.size());
         assertEquals(-1, index.find(1, 1, 1));
         index.insert(99, 1, 1, 1);
         assertEquals(99, index.find(1, 1, 1));
+    }
+
+    @Test
+    @Timeout(10)
+    void shouldKeepEmptyEntriesWhenEveryIdIsEvictedAndReusedInOneRequest()
+    {
+        // The book's PREPARE_STORE of a whole pool's worth of new keys on a full pool: every id is evicted (its
+        // removal deferred) and re-inserted under a new key. Live and stale entries together would fill the
+        // table, and a probe for an absent key would never meet an empty entry: the index runs removals early.
+        final int capacity = 8;
+        final ChunkIndex index = new ChunkIndex(capacity, capacity);
+        for (int id = 0; id < capacity; id++)
+        {
+            index.insert(id, 1, id, 0);
+        }
+        for (int id = 0; id < capacity; id++)
+        {
+            index.removeLater(id);
+            index.insert(id, 2, id, 0);
+            assertTrue(index.occupiedEntries() < tableLength(capacity), "the table filled after id " + id);
+            assertEquals(-1, index.find(3, id, 0));
+        }
+        index.runPendingRemovals();
+        assertEquals(capacity, index.size());
+        assertEquals(capacity, index.occupiedEntries());
+        for (int id = 0; id < capacity; id++)
+        {
+            assertEquals(-1, index.find(1, id, 0));
+            assertEquals(id, index.find(2, id, 0));
+        }
+    }
+
+    @Test
+    void shouldAnswerLikeHashMapWhenEvictedIdsAreReusedAndTheirRemovalsDeferred()
+    {
+        // The book's PREPARE_STORE: an evicted id is re-inserted at once under a new key, its old entry removed
+        // later; sometimes the new key is rolled back and the old one re-inserted before the removal ran.
+        final int capacity = 300;
+        final int maxPending = 3;
+        final ChunkIndex index = new ChunkIndex(capacity, maxPending);
+        final Map<Key, Integer> model = new HashMap<>();
+        final Key[] keyOf = new Key[capacity];
+        final List<Integer> freeIds = new ArrayList<>();
+        for (int id = capacity - 1; id >= 0; id--)
+        {
+            freeIds.add(id);
+        }
+        final SplittableRandom random = new SplittableRandom(11);
+        int deferred = 0;
+        int rolledBack = 0;
+        for (int step = 0; step < 200_000; step++)
+        {
+            final Key key = randomKey(random);
+            final Integer present = model.get(key);
+            assertEquals(null == present ? -1 : present, index.find(key.ns, key.hi, key.lo), "step " + step);
+            final int action = random.nextInt(100);
+            if (null == present && !freeIds.isEmpty() && action < 40)
+            {
+                final int id = freeIds.remove(freeIds.size() - 1);
+                index.insert(id, key.ns, key.hi, key.lo);
+                model.put(key, id);
+                keyOf[id] = key;
+            }
+            else if (null == present && !model.isEmpty() && action < 80)
+            {
+                final int victim = anyLiveId(keyOf, random);
+                final Key old = keyOf[victim];
+                index.removeLater(victim);
+                model.remove(old);
+                deferred++;
+                index.insert(victim, key.ns, key.hi, key.lo);
+                model.put(key, victim);
+                keyOf[victim] = key;
+                if (random.nextInt(4) == 0)
+                {
+                    index.remove(victim);
+                    index.insert(victim, old.ns, old.hi, old.lo);
+                    model.remove(key);
+                    model.put(old, victim);
+                    keyOf[victim] = old;
+                    rolledBack++;
+                }
+            }
+            else if (null != present && action < 90)
+            {
+                index.remove(present);
+                model.remove(key);
+                keyOf[present] = null;
+                freeIds.add(present);
+            }
+            if (random.nextInt(3) == 0)
+            {
+                index.runPendingRemovals();
+                assertEquals(0, index.pendingRemovals());
+            }
+            assertTrue(index.pendingRemovals() <= maxPending);
+            assertEquals(index.size() + index.pendingRemovals(), index.occupiedEntries(), "step " + step);
+            assertEquals(model.size(), index.size(), "step " + step);
+        }
+        index.runPendingRemovals();
+        for (final Map.Entry<Key, Integer> e : model.entrySet())
+        {
+            final Key k = e.getKey();
+            assertEquals(e.getValue(), index.find(k.ns, k.hi, k.lo));
+        }
+        assertEquals(index.size(), index.occupiedEntries(), "no stale entry left once the removals ran");
+        assertTrue(deferred > 10_000 && rolledBack > 2_000, deferred + " deferred, " + rolledBack + " rolled back");
+    }
+
+    private static int anyLiveId(final Key[] keyOf, final SplittableRandom random)
+    {
+        while (true)
+        {
+            final int id = random.nextInt(keyOf.length);
+            if (null != keyOf[id])
+            {
+                return id;
+            }
+        }
     }
 
     private static Key randomKey(final SplittableRandom random)
