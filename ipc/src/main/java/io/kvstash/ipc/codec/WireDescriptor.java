@@ -1,5 +1,7 @@
 package io.kvstash.ipc.codec;
 
+import java.nio.ByteOrder;
+
 /**
  * Byte layout of the request and response records carried in the rings (the ring record's type is the
  * {@link io.kvstash.core.RequestType} code for requests and {@link #RESPONSE_TYPE} for responses). All fields
@@ -114,6 +116,8 @@ public final class WireDescriptor
     /** Longest error reason carried. */
     public static final int MAX_MESSAGE_LENGTH = 192;
 
+    private static final boolean NATIVE_LITTLE_ENDIAN = ByteOrder.nativeOrder() == ByteOrder.LITTLE_ENDIAN;
+
     private WireDescriptor()
     {
     }
@@ -127,5 +131,28 @@ public final class WireDescriptor
     public static int pad8(final int length)
     {
         return (length + 7) & ~7;
+    }
+
+    /**
+     * A little-endian wire value in the platform's order, or the platform's value in the wire's: for raw
+     * accesses ({@code UnsafeApi}) to records whose bounds were checked once; the identity on x86-64.
+     *
+     * @param value value.
+     * @return the value with its bytes in the other order when the platform is big-endian.
+     */
+    public static long le(final long value)
+    {
+        return NATIVE_LITTLE_ENDIAN ? value : Long.reverseBytes(value);
+    }
+
+    /**
+     * The 32-bit form of {@link #le(long)}.
+     *
+     * @param value value.
+     * @return the value with its bytes in the other order when the platform is big-endian.
+     */
+    public static int le(final int value)
+    {
+        return NATIVE_LITTLE_ENDIAN ? value : Integer.reverseBytes(value);
     }
 }

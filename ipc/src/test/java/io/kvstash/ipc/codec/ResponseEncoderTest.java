@@ -56,6 +56,56 @@ class ResponseEncoderTest
     }
 
     @Test
+    void shouldWriteEveryFieldAndSlotEntryOfAPreparedStoreWhereTheWireSaysAcrossTheRingsEnd()
+    {
+        // Start each answer at a different place, so that some fall just before the ring's end and are padded.
+        for (int round = 0; round < 900; round++)
+        {
+            command.reset();
+            command.type = RequestType.PREPARE_STORE;
+            command.correlationId = 1_000L + round;
+            command.status = Status.OK;
+            command.outTransferId = 0x0102_0304_0506_0708L + round;
+            command.hitChunks = 5;
+            command.removedCount = 6;
+            command.chunkBytes = 4096;
+            command.slotBytes = 8192;
+            command.slotCapacity = 77;
+            command.slotCount = 1 + round % 4;
+            for (int k = 0; k < command.slotCount; k++)
+            {
+                command.slotRangeIndex[k] = 10 * k + 1;
+                command.slotGeneration[k] = 20 * k + 2 + round;
+                command.slotOffset[k] = (30L * k + 3) << 33;
+            }
+            assertTrue(encoder.encode(command, producer));
+            assertTrue(consumer.next());
+            final int at = consumer.payloadOffset();
+            assertEquals(WireDescriptor.RESPONSE_HEADER_LENGTH + command.slotCount * WireDescriptor.SLOT_ENTRY_LENGTH,
+                consumer.payloadLength());
+            assertEquals(1_000L + round, ring.getLong(at + WireDescriptor.RESPONSE_CORRELATION_ID_OFFSET, LE));
+            assertEquals(Status.OK, ring.getInt(at + WireDescriptor.RESPONSE_STATUS_OFFSET, LE));
+            assertEquals(RequestType.PREPARE_STORE, ring.getInt(at + WireDescriptor.RESPONSE_TYPE_OFFSET, LE));
+            assertEquals(0x0102_0304_0506_0708L + round, ring.getLong(at + WireDescriptor.RESPONSE_TRANSFER_ID_OFFSET, LE));
+            assertEquals(5, ring.getInt(at + WireDescriptor.RESPONSE_HIT_CHUNKS_OFFSET, LE));
+            assertEquals(command.slotCount, ring.getInt(at + WireDescriptor.RESPONSE_SLOT_COUNT_OFFSET, LE));
+            assertEquals(6, ring.getLong(at + WireDescriptor.RESPONSE_COUNT_OFFSET, LE));
+            assertEquals(4096, ring.getLong(at + WireDescriptor.RESPONSE_CHUNK_BYTES_OFFSET, LE));
+            assertEquals(8192, ring.getLong(at + WireDescriptor.RESPONSE_SLOT_BYTES_OFFSET, LE));
+            assertEquals(77, ring.getInt(at + WireDescriptor.RESPONSE_SLOT_CAPACITY_OFFSET, LE));
+            assertEquals(0, ring.getInt(at + WireDescriptor.RESPONSE_EXTRA_LENGTH_OFFSET, LE));
+            for (int k = 0; k < command.slotCount; k++)
+            {
+                final int entry = at + WireDescriptor.RESPONSE_HEADER_LENGTH + k * WireDescriptor.SLOT_ENTRY_LENGTH;
+                assertEquals(10 * k + 1, ring.getInt(entry, LE));
+                assertEquals(20 * k + 2 + round, ring.getInt(entry + 4, LE));
+                assertEquals((30L * k + 3) << 33, ring.getLong(entry + 8, LE));
+            }
+            consumer.consume();
+        }
+    }
+
+    @Test
     void shouldCutAReasonLongerThanTheWireAllows()
     {
         encodeError(1, "x".repeat(WireDescriptor.MAX_MESSAGE_LENGTH + 50));
