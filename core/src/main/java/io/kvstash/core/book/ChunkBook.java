@@ -61,6 +61,8 @@ public final class ChunkBook
     /** The transfer of a COMMIT_STORE answered OK and not yet applied, or -1; {@link #afterAnswer()} applies it. */
     private int pendingCommit = -1;
     private int pendingCommitInstance;
+    /** Chunks evicted by PREPARE_STOREs since the count was last added to {@link StoreCounters#EVICTIONS}. */
+    private long pendingEvictions;
     private final ChunkHasher hasher = new ChunkHasher();
     private final InstanceTable instances;
     private final TransferTable transfers;
@@ -137,10 +139,11 @@ public final class ChunkBook
      * Runs what the reserve stage deferred past the answer of the request it decided. None of it changes an
      * answer: the index removals of the chunks a PREPARE_STORE evicted (they read table lines of keys no request
      * asked for), the bookkeeping of a COMMIT_STORE already answered OK (its chunks made readable and appended
-     * to the recency order, its transfer released, its counts), and the gauges. {@link #reserve} runs it first,
-     * so every request is decided on the state all the earlier ones left; a caller that runs every stage on this
-     * thread calls this once the answer is on its way, so the work happens while the answer travels, and a
-     * reserve stage of its own calls it at the end of a batch. Owner: the reserve stage thread.
+     * to the recency order, its transfer released, its counts), the eviction count and the gauges.
+     * {@link #reserve} runs it first, so every request is decided on the state all the earlier ones left; a
+     * caller that runs every stage on this thread calls this once the answer is on its way, so the work happens
+     * while the answer travels, and a reserve stage of its own calls it at the end of a batch. Owner: the reserve
+     * stage thread.
      *
      * @return deferred operations run.
      */
@@ -157,6 +160,11 @@ public final class ChunkBook
         if (0 != index.pendingRemovals())
         {
             ops += index.runPendingRemovals();
+        }
+        if (0 != pendingEvictions)
+        {
+            counters.add(StoreCounters.EVICTIONS, pendingEvictions);
+            pendingEvictions = 0;
         }
         if (gaugesDue)
         {
@@ -509,16 +517,16 @@ public final class ChunkBook
         }
         final long ns = namespace(instance, command.salt);
         final int n = command.chunkCount;
-        boolean anyAbsent = false;
+        int firstAbsent = -1;
         for (int i = 0; i < n; i++)
         {
             if (index.find(ns, command.keyHi[i], command.keyLo[i]) < 0)
             {
-                anyAbsent = true;
+                firstAbsent = i;
                 break;
             }
         }
-        if (!anyAbsent)
+        if (firstAbsent < 0)
         {
             // Early return: nothing to reserve, so nothing is recorded and no transfer id exists.
             counters.increment(StoreCounters.EMPTY_PREPARES);
@@ -535,15 +543,17 @@ public final class ChunkBook
 
         // Range order, one chunk at a time, as an exact LRU cache of N slots would: a present chunk is
         // skipped; an absent one takes a free slot or evicts the least recently used unpinned chunk, which
-        // may be a chunk of this same range that is then found absent and reserved when its turn comes.
+        // may be a chunk of this same range that is then found absent and reserved when its turn comes. The
+        // chunks before the first absent one are present and nothing changes before its turn, so the loop starts
+        // there without looking that one up again.
         int undoTop = 0;
         int reserved = 0;
         int evicted = 0;
-        for (int i = 0; i < n; i++)
+        for (int i = firstAbsent; i < n; i++)
         {
             final long hi = command.keyHi[i];
             final long lo = command.keyLo[i];
-            if (index.find(ns, hi, lo) >= 0)
+            if (i > firstAbsent && index.find(ns, hi, lo) >= 0)
             {
                 continue;
             }
@@ -599,7 +609,7 @@ public final class ChunkBook
                 putSlotWord(id, SlotTableDescriptor.STATE_RESERVED, generation[id]);
             }
         }
-        counters.add(StoreCounters.EVICTIONS, evicted);
+        pendingEvictions += evicted;
         transfers.activate(t, TransferTable.KIND_STORE, instance, deadline(command));
         command.status = Status.OK;
         command.outTransferId = transfers.id(t);
