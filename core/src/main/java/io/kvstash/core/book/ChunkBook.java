@@ -138,8 +138,9 @@ public final class ChunkBook
     /**
      * Runs what the reserve stage deferred past the answer of the request it decided. None of it changes an
      * answer: the index removals of the chunks a PREPARE_STORE evicted (they read table lines of keys no request
-     * asked for), the bookkeeping of a COMMIT_STORE already answered OK (its chunks made readable and appended
-     * to the recency order, its transfer released, its counts), the eviction count and the gauges.
+     * asked for), the bookkeeping of a COMMIT_STORE already answered OK (its chunks made readable in the book
+     * and appended to the recency order, its transfer released, its counts; their slot words went READABLE
+     * before the answer), the eviction count and the gauges.
      * {@link #reserve} runs it first, so every request is decided on the state all the earlier ones left; a
      * caller that runs every stage on this thread calls this once the answer is on its way, so the work happens
      * while the answer travels, and a reserve stage of its own calls it at the end of a batch. Owner: the reserve
@@ -630,7 +631,15 @@ public final class ChunkBook
         {
             return;
         }
-        // The answer is OK from here on: the chunks become readable after it, before the next request is decided.
+        // The answer is OK from here on. The slot words say READABLE before it, since a worker that saw the answer
+        // may read its slot's word (PROTOCOL: a writer fences itself on it); the book's own state follows after
+        // the answer, before the next request is decided.
+        final int n = transfers.count(t);
+        for (int i = 0; i < n; i++)
+        {
+            final int id = transfers.chunk(t, i);
+            putSlotWord(id, SlotTableDescriptor.STATE_READABLE, generation[id]);
+        }
         pendingCommit = t;
         pendingCommitInstance = instance;
         command.status = Status.OK;
@@ -649,7 +658,6 @@ public final class ChunkBook
             readableChunks++;
             evictableChunks++;
             lruAppend(id);
-            putSlotWord(id, SlotTableDescriptor.STATE_READABLE, generation[id]);
         }
         counters.add(StoreCounters.STORED_CHUNKS, n);
         counters.add(StoreCounters.BYTES_IN, n * instances.chunkBytes(instance));
