@@ -10,6 +10,7 @@ import io.kvstash.core.layout.Layout;
 import io.kvstash.ipc.file.ClientFileDescriptor;
 import io.kvstash.ipc.file.ControlFileDescriptor;
 import io.kvstash.ipc.file.PoolFileDescriptor;
+import io.kvstash.ipc.file.PoolPages;
 import io.kvstash.ipc.file.SecureDirectory;
 import io.kvstash.ipc.ring.RingConsumer;
 import io.kvstash.ipc.ring.RingDescriptor;
@@ -273,13 +274,7 @@ public final class KvStashClient implements AutoCloseable
             addresses[i] = BufferUtil.address(segment);
             if (context.pretouchPool())
             {
-                final UnsafeBuffer touch = new UnsafeBuffer(segment);
-                for (long page = 0; page < length; page += 4096)
-                {
-                    // An atomic add of 0 writes the value it read: safe beside the server and other clients, and
-                    // it takes the write fault now, so the first store into each page later does not.
-                    touch.getAndAddInt((int)page, 0);
-                }
+                PoolPages.touch(new UnsafeBuffer(segment), length);
             }
         }
         pool = PoolRegion.ofSegments(addresses, segmentBytes, poolSizeBytes, poolSegments);

@@ -7,6 +7,7 @@ import io.kvstash.core.book.SlotTableDescriptor;
 import io.kvstash.ipc.file.ClientFileDescriptor;
 import io.kvstash.ipc.file.ControlFileDescriptor;
 import io.kvstash.ipc.file.PoolFileDescriptor;
+import io.kvstash.ipc.file.PoolPages;
 import io.kvstash.ipc.file.SecureDirectory;
 import org.agrona.IoUtil;
 import org.agrona.concurrent.AtomicBuffer;
@@ -205,6 +206,10 @@ final class ServerFiles implements AutoCloseable
         poolChannel = FileChannel.open(poolPath, StandardOpenOption.READ, StandardOpenOption.WRITE);
         poolChannel.truncate(0);
         poolChannel.write(java.nio.ByteBuffer.wrap(new byte[1]), dataOffset + store.poolSizeBytes() - 1);
+        if (context.pretouch())
+        {
+            PoolPages.fillWithZeros(poolChannel, dataOffset, store.poolSizeBytes());
+        }
         poolMeta = poolChannel.map(FileChannel.MapMode.READ_WRITE, 0, dataOffset);
         final UnsafeBuffer meta = new UnsafeBuffer(poolMeta);
         slotTable = new UnsafeBuffer(meta, (int)slotTableOffset, (int)Math.max(8, slotTableLength));
@@ -219,11 +224,7 @@ final class ServerFiles implements AutoCloseable
             addresses[i] = org.agrona.BufferUtil.address(segment);
             if (context.pretouch())
             {
-                final UnsafeBuffer touch = new UnsafeBuffer(segment);
-                for (long page = 0; page < length; page += 4096)
-                {
-                    touch.putByte((int)page, (byte)0);
-                }
+                PoolPages.touch(new UnsafeBuffer(segment), length);
             }
         }
         pool = PoolRegion.ofSegments(addresses, segmentBytes, store.poolSizeBytes(), poolSegments);

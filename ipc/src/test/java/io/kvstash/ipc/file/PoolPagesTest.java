@@ -1,0 +1,150 @@
+package io.kvstash.ipc.file;
+
+import io.kvstash.ipc.TestDirs;
+import org.agrona.IoUtil;
+import org.agrona.concurrent.UnsafeBuffer;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.MappedByteBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+class PoolPagesTest
+{
+    private static final int PAGES = 4096;
+    private static final int LENGTH = PAGES * PoolPages.PAGE_BYTES;
+
+    private Path dir;
+
+    @AfterEach
+    void cleanUp()
+    {
+        TestDirs.delete(dir);
+    }
+
+    @Test
+    void fillWithZerosWritesZerosOverTheRegionOnlyAndKeepsTheLength() throws IOException
+    {
+        final Path file = newFile();
+        final int length = (3 << 20) + 123;
+        final byte[] ones = new byte[length + 2 * 4096];
+        java.util.Arrays.fill(ones, (byte)1);
+        Files.write(file, ones);
+        try (FileChannel channel = FileChannel.open(file, StandardOpenOption.READ, StandardOpenOption.WRITE))
+        {
+            PoolPages.fillWithZeros(channel, 4096, length);
+            assertEquals(ones.length, channel.size());
+        }
+        final byte[] after = Files.readAllBytes(file);
+        for (int i = 0; i < after.length; i++)
+        {
+            final int expected = i >= 4096 && i < 4096 + length ? 0 : 1;
+            assertEquals(expected, after[i], "byte " + i);
+        }
+    }
+
+    @Test
+    void touchLeavesEveryByteAsAnotherMappingWroteIt() throws IOException
+    {
+        final Path file = newFile();
+        try (FileChannel channel = FileChannel.open(file, StandardOpenOption.READ, StandardOpenOption.WRITE))
+        {
+            PoolPages.fillWithZeros(channel, 0, LENGTH);
+            final MappedByteBuffer writer = channel.map(FileChannel.MapMode.READ_WRITE, 0, LENGTH);
+            final MappedByteBuffer other = channel.map(FileChannel.MapMode.READ_WRITE, 0, LENGTH);
+            try
+            {
+                final UnsafeBuffer written = new UnsafeBuffer(writer);
+                for (int i = 0; i < LENGTH; i += 8)
+                {
+                    written.putLong(i, i * 0x9E3779B97F4A7C15L);
+                }
+                PoolPages.touch(new UnsafeBuffer(other), LENGTH);
+                final UnsafeBuffer touched = new UnsafeBuffer(other);
+                for (int i = 0; i < LENGTH; i += 8)
+                {
+                    assertEquals(i * 0x9E3779B97F4A7C15L, touched.getLong(i), "offset " + i);
+                    assertEquals(i * 0x9E3779B97F4A7C15L, written.getLong(i), "offset " + i);
+                }
+            }
+            finally
+            {
+                IoUtil.unmap(writer);
+                IoUtil.unmap(other);
+            }
+        }
+    }
+
+    @Test
+    void aTouchedMappingTakesNoPageFaultOnItsFirstWrites() throws IOException
+    {
+        assumeTrue(Files.isReadable(Path.of("/proc/self/stat")), "needs Linux's /proc/self/stat");
+        final Path file = newFile();
+        try (FileChannel channel = FileChannel.open(file, StandardOpenOption.READ, StandardOpenOption.WRITE))
+        {
+            PoolPages.fillWithZeros(channel, 0, LENGTH);
+            // The same writes into an untouched mapping of the same pages first: they must fault, or this test
+            // could not see a fault at all.
+            final long untouched = faultsWritingEveryPage(channel, false);
+            final long touched = faultsWritingEveryPage(channel, true);
+            assertTrue(untouched > PAGES / 2, "an untouched mapping took " + untouched + " faults for " + PAGES +
+                " pages");
+            assertTrue(touched < PAGES / 8, "a touched mapping took " + touched + " faults for " + PAGES + " pages");
+        }
+    }
+
+    private static long faultsWritingEveryPage(final FileChannel channel, final boolean touch) throws IOException
+    {
+        final MappedByteBuffer mapped = channel.map(FileChannel.MapMode.READ_WRITE, 0, LENGTH);
+        try
+        {
+            final UnsafeBuffer buffer = new UnsafeBuffer(mapped);
+            if (touch)
+            {
+                PoolPages.touch(buffer, LENGTH);
+            }
+            final long before = minorFaults();
+            for (int page = 0; page < PAGES; page++)
+            {
+                buffer.putByte(page * PoolPages.PAGE_BYTES + 100, (byte)7);
+            }
+            return minorFaults() - before;
+        }
+        finally
+        {
+            IoUtil.unmap(mapped);
+        }
+    }
+
+    /**
+     * The process's minor page faults so far: field 10 of /proc/self/stat.
+     */
+    private static long minorFaults() throws IOException
+    {
+        final String stat = Files.readString(Path.of("/proc/self/stat"));
+        final String[] fields = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
+        return Long.parseLong(fields[7]);
+    }
+
+    private Path newFile() throws IOException
+    {
+        dir = TestDirs.newDirectory("pool-pages");
+        Files.createDirectories(dir);
+        final Path file = dir.resolve("pool");
+        Files.write(file, new byte[0]);
+        try (FileChannel channel = FileChannel.open(file, StandardOpenOption.WRITE))
+        {
+            channel.write(ByteBuffer.wrap(new byte[1]), LENGTH - 1);
+        }
+        return file;
+    }
+}
