@@ -206,15 +206,12 @@ final class ServerFiles implements AutoCloseable
         poolChannel = FileChannel.open(poolPath, StandardOpenOption.READ, StandardOpenOption.WRITE);
         poolChannel.truncate(0);
         poolChannel.write(java.nio.ByteBuffer.wrap(new byte[1]), dataOffset + store.poolSizeBytes() - 1);
-        if (context.pretouch())
-        {
-            PoolPages.fillWithZeros(poolChannel, dataOffset, store.poolSizeBytes());
-        }
         poolMeta = poolChannel.map(FileChannel.MapMode.READ_WRITE, 0, dataOffset);
         final UnsafeBuffer meta = new UnsafeBuffer(poolMeta);
         slotTable = new UnsafeBuffer(meta, (int)slotTableOffset, (int)Math.max(8, slotTableLength));
         final long segmentBytes = PoolFileDescriptor.SEGMENT_BYTES;
         final long[] addresses = new long[(int)((store.poolSizeBytes() + segmentBytes - 1) / segmentBytes)];
+        final UnsafeBuffer[] segments = new UnsafeBuffer[addresses.length];
         for (int i = 0; i < addresses.length; i++)
         {
             final long start = i * segmentBytes;
@@ -222,10 +219,12 @@ final class ServerFiles implements AutoCloseable
             final MappedByteBuffer segment = poolChannel.map(FileChannel.MapMode.READ_WRITE, dataOffset + start, length);
             poolSegments.add(segment);
             addresses[i] = org.agrona.BufferUtil.address(segment);
-            if (context.pretouch())
-            {
-                PoolPages.touch(new UnsafeBuffer(segment), length);
-            }
+            segments[i] = new UnsafeBuffer(segment);
+        }
+        if (context.pretouch())
+        {
+            PoolPages.prepareNewPool(poolChannel, dataOffset, store.poolSizeBytes(), segments, segmentBytes,
+                Runtime.getRuntime().availableProcessors());
         }
         pool = PoolRegion.ofSegments(addresses, segmentBytes, store.poolSizeBytes(), poolSegments);
         meta.putLong(PoolFileDescriptor.MAGIC_OFFSET, PoolFileDescriptor.MAGIC);

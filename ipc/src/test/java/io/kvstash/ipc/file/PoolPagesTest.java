@@ -102,6 +102,64 @@ class PoolPagesTest
         }
     }
 
+    @Test
+    void prepareNewPoolZerosTheDataRegionAndTouchesEverySegmentOnSeveralThreads() throws IOException
+    {
+        assumeTrue(Files.isReadable(Path.of("/proc/self/stat")), "needs Linux's /proc/self/stat");
+        dir = TestDirs.newDirectory("pool-pages");
+        Files.createDirectories(dir);
+        final Path file = dir.resolve("pool");
+        final int header = 4096;
+        final int segmentBytes = 1 << 20;
+        // Five and a half segments: the parts of three threads end inside segments, and the last segment is short.
+        final int dataBytes = 5 * segmentBytes + segmentBytes / 2;
+        final byte[] ones = new byte[header + dataBytes];
+        java.util.Arrays.fill(ones, (byte)1);
+        Files.write(file, ones);
+        try (FileChannel channel = FileChannel.open(file, StandardOpenOption.READ, StandardOpenOption.WRITE))
+        {
+            final int count = (dataBytes + segmentBytes - 1) / segmentBytes;
+            final MappedByteBuffer[] mapped = new MappedByteBuffer[count];
+            final UnsafeBuffer[] segments = new UnsafeBuffer[count];
+            for (int i = 0; i < count; i++)
+            {
+                final long length = Math.min(segmentBytes, dataBytes - (long)i * segmentBytes);
+                mapped[i] = channel.map(FileChannel.MapMode.READ_WRITE, header + (long)i * segmentBytes, length);
+                segments[i] = new UnsafeBuffer(mapped[i]);
+            }
+            try
+            {
+                PoolPages.prepareNewPool(channel, header, dataBytes, segments, segmentBytes, 3);
+                final long before = minorFaults();
+                for (int i = 0; i < count; i++)
+                {
+                    for (int page = 0; page < segments[i].capacity(); page += PoolPages.PAGE_BYTES)
+                    {
+                        segments[i].putByte(page + 100, (byte)7);
+                    }
+                }
+                final long faults = minorFaults() - before;
+                final int pages = dataBytes / PoolPages.PAGE_BYTES;
+                assertTrue(faults < pages / 8, "a prepared pool took " + faults + " faults for " + pages + " pages");
+            }
+            finally
+            {
+                for (final MappedByteBuffer m : mapped)
+                {
+                    IoUtil.unmap(m);
+                }
+            }
+        }
+        final byte[] after = Files.readAllBytes(file);
+        assertEquals(header + dataBytes, after.length);
+        for (int i = 0; i < after.length; i++)
+        {
+            final int page = i - header;
+            final int expected = i < header ? 1 : page % PoolPages.PAGE_BYTES == 100 ? 7 : 0;
+            assertEquals(expected, after[i], "byte " + i);
+        }
+    }
+
     private static long faultsWritingEveryPage(final FileChannel channel, final boolean touch) throws IOException
     {
         final MappedByteBuffer mapped = channel.map(FileChannel.MapMode.READ_WRITE, 0, LENGTH);
