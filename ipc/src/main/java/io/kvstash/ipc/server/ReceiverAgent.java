@@ -42,6 +42,8 @@ final class ReceiverAgent implements Agent
     static final int MAX_RECORDS_PER_CLIENT = 64;
     /** Duty cycles between two readings of the clock for the timers and the coarse stamps. */
     static final int CYCLES_PER_CLOCK_READ = 16;
+    /** A full scan of the directory for new client files runs this often even when no file event arrived. */
+    static final long FULL_SCAN_INTERVAL_MS = 1000;
     /** Requests read by a duty cycle from which the next cycle reads the clock, however few cycles ago. */
     static final int REQUESTS_PER_CLOCK_READ = 32;
     /**
@@ -72,6 +74,10 @@ final class ReceiverAgent implements Agent
     // The directory is listed (which allocates) only when inotify reports a new entry, and once a second as a
     // safety net; polling an empty WatchService allocates nothing.
     private long nextFullScanMs;
+    /** Whether the last scan left a client file neither attached nor rejected (not yet published). */
+    private boolean unsettledFiles;
+    /** Delay of the next rescan while unsettled files remain: doubles from the scan interval, 0 when none. */
+    private long unsettledRescanMs;
     private java.nio.file.WatchService watcher;
     private long nextLivenessMs;
     private long nextHeartbeatMs;
@@ -235,9 +241,22 @@ final class ReceiverAgent implements Agent
         }
         if (nowMs - nextScanMs >= 0 && (nowMs - nextFullScanMs >= 0 || directoryChanged()))
         {
-            nextFullScanMs = nowMs + 1000;
             work += scan();
             nextScanMs = nowMs + context.scanIntervalMs();
+            if (unsettledFiles)
+            {
+                // A client file seen before its client published it: its creation's event is spent, so look again
+                // soon rather than at the next full scan, backing off to the full scan's second for a file that
+                // is never published.
+                unsettledRescanMs = 0 == unsettledRescanMs ?
+                    context.scanIntervalMs() : Math.min(FULL_SCAN_INTERVAL_MS, 2 * unsettledRescanMs);
+                nextFullScanMs = nowMs + unsettledRescanMs;
+            }
+            else
+            {
+                unsettledRescanMs = 0;
+                nextFullScanMs = nowMs + FULL_SCAN_INTERVAL_MS;
+            }
         }
         if (nowMs - nextLivenessMs >= 0)
         {
@@ -387,6 +406,7 @@ final class ReceiverAgent implements Agent
     private int scan()
     {
         int attachedNow = 0;
+        unsettledFiles = false;
         presentFiles.clear();
         try (DirectoryStream<Path> entries = Files.newDirectoryStream(files.directory(),
             ClientFileDescriptor.FILE_PREFIX + "*"))
@@ -395,10 +415,17 @@ final class ReceiverAgent implements Agent
             {
                 final String name = file.getFileName().toString();
                 presentFiles.add(name);
-                if (!knownFiles.contains(name) && tryAttach(file))
+                if (!knownFiles.contains(name))
                 {
-                    knownFiles.add(name);
-                    attachedNow++;
+                    if (tryAttach(file))
+                    {
+                        knownFiles.add(name);
+                        attachedNow++;
+                    }
+                    else
+                    {
+                        unsettledFiles = true;
+                    }
                 }
             }
             // Forget rejected files their clients have deleted, so the set stays as small as the directory.
