@@ -1,5 +1,6 @@
 package io.kvstash.ipc.client;
 
+import io.kvstash.ipc.file.PoolPages;
 import io.kvstash.ipc.file.SecureDirectory;
 import org.agrona.concurrent.BackoffIdleStrategy;
 import org.agrona.concurrent.IdleStrategy;
@@ -23,6 +24,7 @@ public final class ClientContext
     private IdleStrategy idleStrategy;
     private boolean copyTransport;
     private boolean pretouchPool = true;
+    private int pretouchThreads = Math.min(Runtime.getRuntime().availableProcessors(), PoolPages.MAX_THREADS);
 
     /**
      * Completes defaults.
@@ -177,6 +179,35 @@ public final class ClientContext
     public ClientContext pretouchPool(final boolean pretouchPool)
     {
         this.pretouchPool = pretouchPool;
+        return this;
+    }
+
+    /**
+     * Threads that touch the pool at connect, the connecting thread among them.
+     *
+     * @return threads, 1 to {@link PoolPages#MAX_THREADS}.
+     */
+    public int pretouchThreads()
+    {
+        return pretouchThreads;
+    }
+
+    /**
+     * Sets how many threads touch the pool at connect: the connecting thread and up to seven short-lived helpers
+     * that end before {@code connect} returns. The default is one per processor, at most {@link PoolPages#MAX_THREADS}.
+     * Workers that connect at the same moment on a small machine gain nothing from more than one each.
+     *
+     * @param pretouchThreads 1 to {@link PoolPages#MAX_THREADS}.
+     * @return this.
+     */
+    public ClientContext pretouchThreads(final int pretouchThreads)
+    {
+        if (pretouchThreads < 1 || pretouchThreads > PoolPages.MAX_THREADS)
+        {
+            throw new IllegalArgumentException("pretouch threads out of range 1.." + PoolPages.MAX_THREADS + ": " +
+                pretouchThreads);
+        }
+        this.pretouchThreads = pretouchThreads;
         return this;
     }
 }

@@ -265,6 +265,7 @@ public final class KvStashClient implements AutoCloseable
         slotTable = new UnsafeBuffer(meta, (int)tableOffset, (int)Math.max(8, tableLength));
         final int segments = (int)((poolSizeBytes + segmentBytes - 1) / segmentBytes);
         final long[] addresses = new long[segments];
+        final UnsafeBuffer[] mapped = new UnsafeBuffer[segments];
         for (int i = 0; i < segments; i++)
         {
             final long start = i * segmentBytes;
@@ -272,10 +273,11 @@ public final class KvStashClient implements AutoCloseable
             final MappedByteBuffer segment = poolChannel.map(FileChannel.MapMode.READ_WRITE, dataOffset + start, length);
             poolSegments.add(segment);
             addresses[i] = BufferUtil.address(segment);
-            if (context.pretouchPool())
-            {
-                PoolPages.touch(new UnsafeBuffer(segment), length);
-            }
+            mapped[i] = new UnsafeBuffer(segment);
+        }
+        if (context.pretouchPool())
+        {
+            PoolPages.touchSegments(poolSizeBytes, mapped, segmentBytes, context.pretouchThreads());
         }
         pool = PoolRegion.ofSegments(addresses, segmentBytes, poolSizeBytes, poolSegments);
     }

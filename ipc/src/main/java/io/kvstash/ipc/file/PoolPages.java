@@ -22,8 +22,8 @@ import java.nio.channels.FileChannel;
  * Then one atomic add of zero per page takes the first write to each page (which a virtual machine's shadow page
  * tables still charge for), and leaves every byte as it was: safe beside a running server and other clients.
  * Measured on a 1 GiB pool on one thread: the server 1.3 s instead of 3.0-3.2 s, a client 1.2 s instead of 2.5 s.
- * The server splits a new pool among up to {@link #MAX_THREADS} threads, one per processor; a client touches its
- * mapping on the thread that connects (docs/BENCHMARKS.md, summary update of 11:55 UTC, Dec 4).
+ * The server splits a new pool among up to {@link #MAX_THREADS} threads, one per processor, and a client its mapping
+ * among {@code ClientContext.pretouchThreads} (docs/BENCHMARKS.md, summary update of 11:55 UTC, Dec 4).
  */
 public final class PoolPages
 {
@@ -102,6 +102,44 @@ public final class PoolPages
         final long segmentBytes,
         final int threads) throws IOException
     {
+        split(dataBytes, segmentBytes, threads, (from, to) ->
+        {
+            fillWithZeros(channel, dataOffset + from, to - from);
+            touchRange(segments, segmentBytes, from, to);
+        });
+    }
+
+    /**
+     * Touches every page of a pool's mapped segments as {@link #touch(UnsafeBuffer, long)} does, the region split
+     * among {@code threads} threads; every byte stays as it was.
+     *
+     * @param dataBytes    bytes of the data region.
+     * @param segments     the data region's mapped segments, in order.
+     * @param segmentBytes bytes of every segment but the last.
+     * @param threads      threads to use (1 to {@link #MAX_THREADS}; the caller's thread is one of them).
+     * @throws IOException when a thread fails.
+     */
+    public static void touchSegments(
+        final long dataBytes,
+        final UnsafeBuffer[] segments,
+        final long segmentBytes,
+        final int threads) throws IOException
+    {
+        split(dataBytes, segmentBytes, threads, (from, to) -> touchRange(segments, segmentBytes, from, to));
+    }
+
+    /**
+     * Work on the range [from, to) of a pool's data region.
+     */
+    @FunctionalInterface
+    private interface RangeTask
+    {
+        void run(long from, long to) throws IOException;
+    }
+
+    private static void split(final long dataBytes, final long segmentBytes, final int threads, final RangeTask task)
+        throws IOException
+    {
         if (0 != segmentBytes % FAULT_AROUND_BYTES)
         {
             throw new IllegalArgumentException("segment bytes not a multiple of " + FAULT_AROUND_BYTES + ": " +
@@ -116,11 +154,11 @@ public final class PoolPages
             final int part = i;
             final long from = i * partBytes;
             final long to = i == parts - 1 ? dataBytes : from + partBytes;
-            final Runnable task = () ->
+            final Runnable run = () ->
             {
                 try
                 {
-                    prepareRange(channel, dataOffset, segments, segmentBytes, from, to);
+                    task.run(from, to);
                 }
                 catch (final Throwable t)
                 {
@@ -129,12 +167,13 @@ public final class PoolPages
             };
             if (i < parts - 1)
             {
-                workers[i] = new Thread(task, "kvstash-pool-pages-" + i);
+                workers[i] = new Thread(run, "kvstash-pool-pages-" + i);
+                workers[i].setDaemon(true);
                 workers[i].start();
             }
             else
             {
-                task.run();
+                run.run();
             }
         }
         boolean interrupted = false;
@@ -170,15 +209,9 @@ public final class PoolPages
         }
     }
 
-    private static void prepareRange(
-        final FileChannel channel,
-        final long dataOffset,
-        final UnsafeBuffer[] segments,
-        final long segmentBytes,
-        final long from,
-        final long to) throws IOException
+    private static void touchRange(
+        final UnsafeBuffer[] segments, final long segmentBytes, final long from, final long to)
     {
-        fillWithZeros(channel, dataOffset + from, to - from);
         long offset = from;
         while (offset < to)
         {

@@ -103,6 +103,58 @@ class PoolPagesTest
     }
 
     @Test
+    void touchSegmentsOnSeveralThreadsLeavesEveryByteAndMapsEveryPage() throws IOException
+    {
+        assumeTrue(Files.isReadable(Path.of("/proc/self/stat")), "needs Linux's /proc/self/stat");
+        final Path file = newFile();
+        final int segmentBytes = 1 << 20;
+        try (FileChannel channel = FileChannel.open(file, StandardOpenOption.READ, StandardOpenOption.WRITE))
+        {
+            PoolPages.fillWithZeros(channel, 0, LENGTH);
+            final MappedByteBuffer writer = channel.map(FileChannel.MapMode.READ_WRITE, 0, LENGTH);
+            final int count = LENGTH / segmentBytes;
+            final MappedByteBuffer[] mapped = new MappedByteBuffer[count];
+            final UnsafeBuffer[] segments = new UnsafeBuffer[count];
+            for (int i = 0; i < count; i++)
+            {
+                mapped[i] = channel.map(FileChannel.MapMode.READ_WRITE, (long)i * segmentBytes, segmentBytes);
+                segments[i] = new UnsafeBuffer(mapped[i]);
+            }
+            try
+            {
+                final UnsafeBuffer written = new UnsafeBuffer(writer);
+                for (int i = 0; i < LENGTH; i += 8)
+                {
+                    written.putLong(i, i * 31L + 7);
+                }
+                PoolPages.touchSegments(LENGTH, segments, segmentBytes, 3);
+                final long before = minorFaults();
+                for (int i = 0; i < count; i++)
+                {
+                    for (int page = 0; page < segmentBytes; page += PoolPages.PAGE_BYTES)
+                    {
+                        segments[i].putByte(page + 100, segments[i].getByte(page + 100));
+                    }
+                }
+                final long faults = minorFaults() - before;
+                assertTrue(faults < PAGES / 8, "touched segments took " + faults + " faults for " + PAGES + " pages");
+                for (int i = 0; i < LENGTH; i += 8)
+                {
+                    assertEquals(i * 31L + 7, segments[i / segmentBytes].getLong(i % segmentBytes), "offset " + i);
+                }
+            }
+            finally
+            {
+                IoUtil.unmap(writer);
+                for (final MappedByteBuffer m : mapped)
+                {
+                    IoUtil.unmap(m);
+                }
+            }
+        }
+    }
+
+    @Test
     void prepareNewPoolZerosTheDataRegionAndTouchesEverySegmentOnSeveralThreads() throws IOException
     {
         assumeTrue(Files.isReadable(Path.of("/proc/self/stat")), "needs Linux's /proc/self/stat");
