@@ -92,7 +92,17 @@ public final class ServeCommand implements Callable<Integer>
             out.flush();
             return 0;
         }
+        if (context.pretouch())
+        {
+            // Preparing the pool takes about a second per GiB on a small VM: say so before the wait, not after.
+            spec.commandLine().getErr().println("kvstash: preparing a " +
+                Sizes.formatSize(context.storeContext().poolSizeBytes()) +
+                " pool (every page mapped before the first client connects)");
+            spec.commandLine().getErr().flush();
+        }
+        final long startNs = System.nanoTime();
         final KvStashServer server = KvStashServer.launch(context);
+        final double startedS = (System.nanoTime() - startNs) / 1e9;
         final CountDownLatch stopped = new CountDownLatch(1);
         Runtime.getRuntime().addShutdownHook(new Thread(() ->
         {
@@ -103,7 +113,8 @@ public final class ServeCommand implements Callable<Integer>
         }, "kvstash-shutdown"));
         out.println("kvstash ready: dir=" + server.directory() + ", pool=" +
             Sizes.formatSize(context.storeContext().poolSizeBytes()) + " (" + server.poolPath().getFileName() +
-            "), incarnation=" + Long.toHexString(context.incarnation()) + ", pid=" + ProcessHandle.current().pid());
+            "), incarnation=" + Long.toHexString(context.incarnation()) + ", pid=" + ProcessHandle.current().pid() +
+            String.format(java.util.Locale.ROOT, ", started in %.1f s", startedS));
         out.flush();
         stopped.await();
         return 0;

@@ -97,6 +97,7 @@ class ServeCommandTest
             final String ready = serve.awaitLine("kvstash ready:", 30_000);
             assertTrue(ready.contains("dir=" + dir), ready);
             assertTrue(ready.contains("incarnation="), ready);
+            assertTrue(ready.matches(".*, started in \\d+\\.\\d s$"), ready);
             assertTrue(Files.exists(dir.resolve(ControlFileDescriptor.FILE_NAME)));
 
             try (KvStashClient client = KvStashClient.connect(new ClientContext().directory(dir)))
