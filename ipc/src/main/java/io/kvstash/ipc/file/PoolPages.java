@@ -32,7 +32,7 @@ public final class PoolPages
     /** Bytes one read fault maps when the pages are in the page cache (Linux's default fault-around). */
     public static final int FAULT_AROUND_BYTES = 64 * 1024;
 
-    /** Most threads {@link #prepareNewPool} uses. */
+    /** Most threads {@link #prepareNewPool} and {@link #touchSegments} use. */
     public static final int MAX_THREADS = 8;
 
     private static final int ZERO_BLOCK_BYTES = 1024 * 1024;

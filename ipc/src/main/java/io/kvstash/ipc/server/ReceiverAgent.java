@@ -71,8 +71,8 @@ final class ReceiverAgent implements Agent
     private final TypeSampler sampler = new TypeSampler(RECEIVER_MIN_WEIGHT, LoadWeightedSampler.MAX_WEIGHT);
     private int usedCount;
     private long nextScanMs;
-    // The directory is listed (which allocates) only when inotify reports a new entry, and once a second as a
-    // safety net; polling an empty WatchService allocates nothing.
+    // The directory is listed (which allocates) only when inotify reports a new entry, again soon while a listed
+    // file is not yet published, and once a second as a safety net; polling an empty WatchService allocates nothing.
     private long nextFullScanMs;
     /** Whether the last scan left a client file neither attached nor rejected (not yet published). */
     private boolean unsettledFiles;
