@@ -262,14 +262,15 @@ public final class BenchWorker
                 {
                     final boolean measured = rep >= 0;
                     // Four pairs of loops, each a write and the read of what it wrote: the copy, then the serial,
-                    // the pipelined and the batched worker. Their order rotates from one repetition to the next:
-                    // a loop right after another pair's copies runs up to 15 % faster or slower than in another
-                    // place (the caches and pages the previous loop left), and a fixed order gave that bias to
-                    // the same contender every time.
+                    // the pipelined and the batched worker. A loop right after another pair's copies runs up to 15 %
+                    // faster or slower than in another place (the caches and pages the previous loop left), so
+                    // their order changes from one repetition to the next along a Williams square (UNIT_ORDER):
+                    // every four repetitions each contender runs once in each place and once right after each of
+                    // the others. A plain rotation put each contender in every place but always after the same one.
                     long gcLoops = 0;
                     for (int k = 0; k < 4; k++)
                     {
-                        final int unit = Math.floorMod(rep + k, 4);
+                        final int unit = UNIT_ORDER[Math.floorMod(rep, 4)][k];
                         if (0 == unit)
                         {
                             writeGbps[0] = loops.copyIn(chunksPerRep, measured ? writes[0].perChunk : null);
@@ -592,6 +593,12 @@ public final class BenchWorker
             return (double)chunks * chunkBytes / Math.max(1, ns);
         }
     }
+
+    /**
+     * The four loop pairs' order in repetition r is row r mod 4: a Williams square, so that over four repetitions every
+     * pair runs once in each place and follows each other pair exactly once (0 copy, 1 serial, 2 pipelined, 3 batched).
+     */
+    static final int[][] UNIT_ORDER = { { 0, 1, 3, 2 }, { 1, 2, 0, 3 }, { 2, 3, 1, 0 }, { 3, 0, 2, 1 } };
 
     /**
      * Checks the answers of commits sent without waiting: each must be OK.
