@@ -25,7 +25,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
  * A client file the server finds before its client published it is attached at a rescan a scan interval later,
- * not at the next full scan a second later. The server's clock is the test's, so the test controls when its
+ * not at the next full scan a second later; one that stays unpublished with its lock free is deleted. The server's clock is the test's, so the test controls when its
  * timers fire; the client file is written by hand, the way {@code KvStashClient} writes it, so the test decides
  * when it is published.
  */
@@ -108,6 +108,52 @@ class ClientAttachRescanTest
                 }
             }
         }
+    }
+
+    @Test
+    void shouldDeleteAFileLeftUnpublishedWithItsLockFreeButKeepALockedOne() throws Exception
+    {
+        dir = TestDirs.newDirectory("abandoned");
+        final ServerContext context = InvokedServer.context(dir).nanoClock(nowNs::get).scanIntervalMs(10);
+        try (KvStashServer server = KvStashServer.launch(context))
+        {
+            final AgentInvoker invoker = server.invoker();
+            cycles(invoker, 0);
+            final int length = ClientFileDescriptor.fileLength(context.requestRingCapacity(),
+                context.responseRingCapacity());
+            // A client that died after creating its file and before locking or publishing it...
+            final Path abandoned = dir.resolve(ClientFileDescriptor.fileName(ProcessHandle.current().pid(), 1));
+            Files.createFile(abandoned);
+            // ...and one that holds its lock but has not published yet (a slow but live client).
+            final Path slow = dir.resolve(ClientFileDescriptor.fileName(ProcessHandle.current().pid(), 2));
+            Files.createFile(slow);
+            try (FileChannel channel = FileChannel.open(slow, StandardOpenOption.READ, StandardOpenOption.WRITE);
+                FileLock lock = channel.lock())
+            {
+                assertTrue(lock.isValid());
+                channel.write(ByteBuffer.wrap(new byte[1]), length - 1);
+
+                cycles(invoker, 1_001);
+                assertTrue(Files.exists(abandoned), "deleted as soon as it was seen");
+                long waitedMs = 0;
+                while (Files.exists(abandoned) && waitedMs < 5_000)
+                {
+                    cycles(invoker, 50);
+                    waitedMs += 50;
+                }
+                assertTrue(!Files.exists(abandoned), "still there " + waitedMs + " ms of the server's clock later");
+                assertTrue(waitedMs >= 1_900, "deleted after only " + waitedMs + " ms");
+                assertTrue(Files.exists(slow), "a locked file was deleted");
+                assertEquals(ClientFileDescriptor.ATTACH_PENDING, readAttachState(channel));
+            }
+        }
+    }
+
+    private static int readAttachState(final FileChannel channel) throws java.io.IOException
+    {
+        final ByteBuffer state = ByteBuffer.allocate(4).order(java.nio.ByteOrder.LITTLE_ENDIAN);
+        channel.read(state, ClientFileDescriptor.ATTACH_STATE_OFFSET);
+        return state.getInt(0);
     }
 
     /**

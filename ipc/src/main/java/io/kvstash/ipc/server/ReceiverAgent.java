@@ -23,7 +23,9 @@ import java.nio.file.DirectoryStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
+import java.util.HashMap;
 import java.util.HashSet;
+import java.util.Map;
 import java.util.Set;
 
 /**
@@ -44,6 +46,11 @@ final class ReceiverAgent implements Agent
     static final int CYCLES_PER_CLOCK_READ = 16;
     /** A full scan of the directory for new client files runs this often even when no file event arrived. */
     static final long FULL_SCAN_INTERVAL_MS = 1000;
+    /**
+     * A client file still unpublished after this long with its lock free is a dead client's leftover and is deleted
+     * (a live client locks its file right after creating it, before it writes anything).
+     */
+    static final long ABANDONED_FILE_MS = 2000;
     /** Requests read by a duty cycle from which the next cycle reads the clock, however few cycles ago. */
     static final int REQUESTS_PER_CLOCK_READ = 32;
     /**
@@ -64,6 +71,8 @@ final class ReceiverAgent implements Agent
     private final NanoClock nanoClock;
     private final Set<String> knownFiles = new HashSet<>();
     private final Set<String> presentFiles = new HashSet<>();
+    /** Unsettled client files by name: when a scan first found each (server clock, ms). */
+    private final Map<String, Long> unsettledSinceMs = new HashMap<>();
     private final long[] reapSequence;
     // Indices of the sessions that are not FREE, dense: the duty cycle visits these, not every slot.
     private final int[] used;
@@ -241,7 +250,7 @@ final class ReceiverAgent implements Agent
         }
         if (nowMs - nextScanMs >= 0 && (nowMs - nextFullScanMs >= 0 || directoryChanged()))
         {
-            work += scan();
+            work += scan(nowMs);
             nextScanMs = nowMs + context.scanIntervalMs();
             if (unsettledFiles)
             {
@@ -403,7 +412,7 @@ final class ReceiverAgent implements Agent
         return read;
     }
 
-    private int scan()
+    private int scan(final long nowMs)
     {
         int attachedNow = 0;
         unsettledFiles = false;
@@ -420,7 +429,12 @@ final class ReceiverAgent implements Agent
                     if (tryAttach(file))
                     {
                         knownFiles.add(name);
+                        unsettledSinceMs.remove(name);
                         attachedNow++;
+                    }
+                    else if (deleteIfAbandoned(file, name, nowMs))
+                    {
+                        presentFiles.remove(name);
                     }
                     else
                     {
@@ -430,6 +444,7 @@ final class ReceiverAgent implements Agent
             }
             // Forget rejected files their clients have deleted, so the set stays as small as the directory.
             knownFiles.retainAll(presentFiles);
+            unsettledSinceMs.keySet().retainAll(presentFiles);
         }
         catch (final IOException ex)
         {
@@ -437,6 +452,42 @@ final class ReceiverAgent implements Agent
             errorHandler.onError(ex);
         }
         return attachedNow;
+    }
+
+    /**
+     * Deletes a client file that has stayed unpublished for {@link #ABANDONED_FILE_MS} with nobody holding its lock:
+     * its client died between creating it and publishing it, and nothing else would ever remove it.
+     *
+     * @return true when the file was deleted.
+     */
+    private boolean deleteIfAbandoned(final Path file, final String name, final long nowMs)
+    {
+        final Long since = unsettledSinceMs.putIfAbsent(name, nowMs);
+        if (null == since || nowMs - since < ABANDONED_FILE_MS)
+        {
+            return false;
+        }
+        try (FileChannel channel = FileChannel.open(file, StandardOpenOption.READ, StandardOpenOption.WRITE))
+        {
+            final java.nio.channels.FileLock probe = channel.tryLock();
+            if (null == probe)
+            {
+                return false;
+            }
+            probe.release();
+            Files.deleteIfExists(file);
+            unsettledSinceMs.remove(name);
+            return true;
+        }
+        catch (final java.nio.channels.OverlappingFileLockException ex)
+        {
+            // Locked by a client in this very process: alive.
+            return false;
+        }
+        catch (final IOException ex)
+        {
+            return false;
+        }
     }
 
     /**
