@@ -46,12 +46,10 @@ class ClientAttachRescanTest
     @Test
     void shouldAttachAFilePublishedAfterItsFirstScanWithinAFewScanIntervals() throws Exception
     {
-        dir = TestDirs.newDirectory("rescan");
-        final ServerContext context = InvokedServer.context(dir).nanoClock(nowNs::get).scanIntervalMs(10);
+        final ServerContext context = serverContext("rescan");
         try (KvStashServer server = KvStashServer.launch(context))
         {
-            final AgentInvoker invoker = server.invoker();
-            cycles(invoker, 0);
+            final AgentInvoker invoker = started(server);
 
             final int requestCapacity = context.requestRingCapacity();
             final int responseCapacity = context.responseRingCapacity();
@@ -113,12 +111,10 @@ class ClientAttachRescanTest
     @Test
     void shouldDeleteAFileLeftUnpublishedWithItsLockFreeButKeepALockedOne() throws Exception
     {
-        dir = TestDirs.newDirectory("abandoned");
-        final ServerContext context = InvokedServer.context(dir).nanoClock(nowNs::get).scanIntervalMs(10);
+        final ServerContext context = serverContext("abandoned");
         try (KvStashServer server = KvStashServer.launch(context))
         {
-            final AgentInvoker invoker = server.invoker();
-            cycles(invoker, 0);
+            final AgentInvoker invoker = started(server);
             final int length = ClientFileDescriptor.fileLength(context.requestRingCapacity(),
                 context.responseRingCapacity());
             // A client that died after creating its file and before locking or publishing it...
@@ -154,6 +150,25 @@ class ClientAttachRescanTest
         final ByteBuffer state = ByteBuffer.allocate(4).order(java.nio.ByteOrder.LITTLE_ENDIAN);
         channel.read(state, ClientFileDescriptor.ATTACH_STATE_OFFSET);
         return state.getInt(0);
+    }
+
+    /**
+     * An invoked server in a new directory on the test's clock, scanning every 10 ms.
+     */
+    private ServerContext serverContext(final String name)
+    {
+        dir = TestDirs.newDirectory(name);
+        return InvokedServer.context(dir).nanoClock(nowNs::get).scanIntervalMs(10);
+    }
+
+    /**
+     * The server's duty cycle, after the first cycles have run its start-up scan.
+     */
+    private AgentInvoker started(final KvStashServer server)
+    {
+        final AgentInvoker invoker = server.invoker();
+        cycles(invoker, 0);
+        return invoker;
     }
 
     /**
