@@ -124,6 +124,26 @@ final class ClientSession
     {
         try
         {
+            return isLockFree(channel);
+        }
+        catch (final IOException ex)
+        {
+            return true;
+        }
+    }
+
+    /**
+     * Whether nobody holds a client file's lock: the probe takes it and lets it go at once. A client in this very
+     * process holds the lock through the JVM, which reports an overlap: held.
+     *
+     * @param channel the client file, open for writing.
+     * @return true when the lock could be taken.
+     * @throws IOException when the probe fails.
+     */
+    static boolean isLockFree(final FileChannel channel) throws IOException
+    {
+        try
+        {
             final FileLock probe = channel.tryLock();
             if (null == probe)
             {
@@ -135,10 +155,6 @@ final class ClientSession
         catch (final OverlappingFileLockException ex)
         {
             return false;
-        }
-        catch (final IOException ex)
-        {
-            return true;
         }
     }
 

@@ -71,7 +71,10 @@ final class ReceiverAgent implements Agent
     private final NanoClock nanoClock;
     private final Set<String> knownFiles = new HashSet<>();
     private final Set<String> presentFiles = new HashSet<>();
-    /** Unsettled client files by name: when a scan first found each (server clock, ms). */
+    /**
+     * Client files the last scan left neither attached nor rejected (not yet published), by name: when a scan first
+     * found each (server clock, ms).
+     */
     private final Map<String, Long> unsettledSinceMs = new HashMap<>();
     private final long[] reapSequence;
     // Indices of the sessions that are not FREE, dense: the duty cycle visits these, not every slot.
@@ -83,8 +86,6 @@ final class ReceiverAgent implements Agent
     // The directory is listed (which allocates) only when inotify reports a new entry, again soon while a listed
     // file is not yet published, and once a second as a safety net; polling an empty WatchService allocates nothing.
     private long nextFullScanMs;
-    /** Whether the last scan left a client file neither attached nor rejected (not yet published). */
-    private boolean unsettledFiles;
     /** Delay of the next rescan while unsettled files remain: doubles from the scan interval, 0 when none. */
     private long unsettledRescanMs;
     private java.nio.file.WatchService watcher;
@@ -252,7 +253,7 @@ final class ReceiverAgent implements Agent
         {
             work += scan(nowMs);
             nextScanMs = nowMs + context.scanIntervalMs();
-            if (unsettledFiles)
+            if (!unsettledSinceMs.isEmpty())
             {
                 // A client file seen before its client published it: its creation's event is spent, so look again
                 // soon rather than at the next full scan, backing off to the full scan's second for a file that
@@ -415,7 +416,6 @@ final class ReceiverAgent implements Agent
     private int scan(final long nowMs)
     {
         int attachedNow = 0;
-        unsettledFiles = false;
         presentFiles.clear();
         try (DirectoryStream<Path> entries = Files.newDirectoryStream(files.directory(),
             ClientFileDescriptor.FILE_PREFIX + "*"))
@@ -435,10 +435,6 @@ final class ReceiverAgent implements Agent
                     else if (deleteIfAbandoned(file, name, nowMs))
                     {
                         presentFiles.remove(name);
-                    }
-                    else
-                    {
-                        unsettledFiles = true;
                     }
                 }
             }
@@ -469,20 +465,13 @@ final class ReceiverAgent implements Agent
         }
         try (FileChannel channel = FileChannel.open(file, StandardOpenOption.READ, StandardOpenOption.WRITE))
         {
-            final java.nio.channels.FileLock probe = channel.tryLock();
-            if (null == probe)
+            if (!ClientSession.isLockFree(channel))
             {
                 return false;
             }
-            probe.release();
             Files.deleteIfExists(file);
             unsettledSinceMs.remove(name);
             return true;
-        }
-        catch (final java.nio.channels.OverlappingFileLockException ex)
-        {
-            // Locked by a client in this very process: alive.
-            return false;
         }
         catch (final IOException ex)
         {
