@@ -71,17 +71,6 @@ public final class PoolPages
     }
 
     /**
-     * Maps every page of a mapped region for reading and writing now, leaving its bytes as they are.
-     *
-     * @param region mapped region, page aligned.
-     * @param length bytes of the region to touch.
-     */
-    public static void touch(final UnsafeBuffer region, final long length)
-    {
-        touch(region, 0, length);
-    }
-
-    /**
      * Fills a new pool's data region with zeros and touches every page of its mapped segments, the region split
      * among {@code threads} threads (the faults of different pages proceed in parallel: two threads take a 2 GiB
      * pool in 2.0 s instead of 3.0-3.7 s on this project's 2-vCPU VMs). Only for a pool no one uses yet.
@@ -110,8 +99,8 @@ public final class PoolPages
     }
 
     /**
-     * Touches every page of a pool's mapped segments as {@link #touch(UnsafeBuffer, long)} does, the region split
-     * among {@code threads} threads; every byte stays as it was.
+     * Maps every page of a pool's mapped segments for reading and writing now, the region split among
+     * {@code threads} threads; every byte stays as it was, so it is safe beside a running server and other clients.
      *
      * @param dataBytes    bytes of the data region.
      * @param segments     the data region's mapped segments, in order.

@@ -53,38 +53,6 @@ class PoolPagesTest
     }
 
     @Test
-    void touchLeavesEveryByteAsAnotherMappingWroteIt() throws IOException
-    {
-        final Path file = newFile();
-        try (FileChannel channel = FileChannel.open(file, StandardOpenOption.READ, StandardOpenOption.WRITE))
-        {
-            PoolPages.fillWithZeros(channel, 0, LENGTH);
-            final MappedByteBuffer writer = channel.map(FileChannel.MapMode.READ_WRITE, 0, LENGTH);
-            final MappedByteBuffer other = channel.map(FileChannel.MapMode.READ_WRITE, 0, LENGTH);
-            try
-            {
-                final UnsafeBuffer written = new UnsafeBuffer(writer);
-                for (int i = 0; i < LENGTH; i += 8)
-                {
-                    written.putLong(i, i * 0x9E3779B97F4A7C15L);
-                }
-                PoolPages.touch(new UnsafeBuffer(other), LENGTH);
-                final UnsafeBuffer touched = new UnsafeBuffer(other);
-                for (int i = 0; i < LENGTH; i += 8)
-                {
-                    assertEquals(i * 0x9E3779B97F4A7C15L, touched.getLong(i), "offset " + i);
-                    assertEquals(i * 0x9E3779B97F4A7C15L, written.getLong(i), "offset " + i);
-                }
-            }
-            finally
-            {
-                IoUtil.unmap(writer);
-                IoUtil.unmap(other);
-            }
-        }
-    }
-
-    @Test
     void aTouchedMappingTakesNoPageFaultOnItsFirstWrites() throws IOException
     {
         assumeTrue(Files.isReadable(Path.of("/proc/self/stat")), "needs Linux's /proc/self/stat");
@@ -220,7 +188,7 @@ class PoolPagesTest
             final UnsafeBuffer buffer = new UnsafeBuffer(mapped);
             if (touch)
             {
-                PoolPages.touch(buffer, LENGTH);
+                PoolPages.touchSegments(LENGTH, new UnsafeBuffer[]{ buffer }, LENGTH, 1);
             }
             final long before = minorFaults();
             for (int page = 0; page < PAGES; page++)
