@@ -213,6 +213,7 @@ public final class ChaosRunner
     {
         final ChildJvm jvm;
         final ChaosWorker.Failpoint failpoint;
+        boolean attached;
         long verified;
         long stale;
         long ops;
@@ -238,6 +239,48 @@ public final class ChaosRunner
             args.add(Integer.toString(20 + random.nextInt(400)));
         }
         return new Worker(ChildJvm.start(ChaosWorker.class, args.toArray(new String[0])), failpoint);
+    }
+
+    /**
+     * Takes one stdout line of a load worker.
+     *
+     * @return 1 for a mismatch line, else 0.
+     */
+    private long onLine(final Worker worker, final String line)
+    {
+        if (line.startsWith("P ") || line.startsWith("FINAL "))
+        {
+            parseProgress(worker, line);
+        }
+        else if ("ATTACHED".equals(line))
+        {
+            worker.attached = true;
+        }
+        else if (line.startsWith("MISMATCH"))
+        {
+            progress("worker " + worker.jvm.pid() + ": " + line);
+            return 1;
+        }
+        return 0;
+    }
+
+    /**
+     * Kills a load worker and reads what it printed before it died, so a mismatch or its attach printed just
+     * before the kill is not lost.
+     *
+     * @return mismatch lines among them.
+     */
+    private long kill(final Worker worker) throws InterruptedException
+    {
+        worker.jvm.kill9();
+        worker.jvm.awaitEndOfOutput(5_000);
+        long mismatches = 0;
+        String line;
+        while (null != (line = worker.jvm.pollNow()))
+        {
+            mismatches += onLine(worker, line);
+        }
+        return mismatches;
     }
 
     private static void parseProgress(final Worker worker, final String line)
@@ -273,6 +316,7 @@ public final class ChaosRunner
         final SplittableRandom random = new SplittableRandom(options.seed);
         final Map<ChaosWorker.Failpoint, Long> killsAt = new EnumMap<>(ChaosWorker.Failpoint.class);
         long kills = 0;
+        long killsAttached = 0;
         long randomKills = 0;
         long mismatches = 0;
         long crashes = 0;
@@ -315,23 +359,16 @@ public final class ChaosRunner
                     boolean respawn = false;
                     while (null != (line = worker.jvm.pollNow()))
                     {
-                        if (line.startsWith("P ") || line.startsWith("FINAL "))
+                        if (line.startsWith("AT "))
                         {
-                            parseProgress(worker, line);
-                        }
-                        else if (line.startsWith("MISMATCH"))
-                        {
-                            mismatches++;
-                            progress("worker " + worker.jvm.pid() + ": " + line);
-                        }
-                        else if (line.startsWith("AT "))
-                        {
-                            worker.jvm.kill9();
+                            mismatches += kill(worker);
                             kills++;
+                            killsAttached += worker.attached ? 1 : 0;
                             killsAt.merge(worker.failpoint, 1L, Long::sum);
                             respawn = true;
                             break;
                         }
+                        mismatches += onLine(worker, line);
                     }
                     if (!respawn && !worker.jvm.isAlive())
                     {
@@ -341,8 +378,9 @@ public final class ChaosRunner
                     }
                     if (!respawn && null == worker.failpoint && System.nanoTime() - nextRandomKill > 0)
                     {
-                        worker.jvm.kill9();
+                        mismatches += kill(worker);
                         kills++;
+                        killsAttached += worker.attached ? 1 : 0;
                         randomKills++;
                         respawn = true;
                         nextRandomKill = System.nanoTime() + TimeUnit.SECONDS.toNanos(3);
@@ -371,26 +409,24 @@ public final class ChaosRunner
                 {
                     if (line.startsWith("AT "))
                     {
-                        worker.jvm.kill9();
+                        mismatches += kill(worker);
                         kills++;
+                        killsAttached += worker.attached ? 1 : 0;
                         killsAt.merge(worker.failpoint, 1L, Long::sum);
                         finished = true;
                     }
-                    else if (line.startsWith("MISMATCH"))
+                    else
                     {
-                        mismatches++;
-                    }
-                    else if (line.startsWith("P ") || line.startsWith("FINAL "))
-                    {
-                        parseProgress(worker, line);
+                        mismatches += onLine(worker, line);
                         finished = line.startsWith("FINAL ");
                     }
                 }
                 if (!finished)
                 {
                     // A worker waiting at a failpoint never answers "stop": that is one more kill.
-                    worker.jvm.kill9();
+                    mismatches += kill(worker);
                     kills++;
+                    killsAttached += worker.attached ? 1 : 0;
                 }
                 else if (worker.jvm.waitFor(10_000) && !worker.jvm.killedByUs() && 0 != worker.jvm.exitValue())
                 {
@@ -406,6 +442,7 @@ public final class ChaosRunner
             awaitZero(server, StoreCounters.WIRE_CLIENTS, 5_000);
             final StoreCounters counters = server.counters();
             report.put("kills", kills);
+            report.put("kills_after_attach", killsAttached);
             final Map<String, Long> byFailpoint = new LinkedHashMap<>();
             for (final ChaosWorker.Failpoint failpoint : ChaosWorker.Failpoint.values())
             {
@@ -424,6 +461,7 @@ public final class ChaosRunner
                 counters.get(StoreCounters.FREE_SLOTS) + counters.get(StoreCounters.READABLE_CHUNKS) ==
                 counters.get(StoreCounters.SLOT_CAPACITY));
             report.put("dead_clients_reaped", counters.get(StoreCounters.DEAD_CLIENTS));
+            report.put("clients_left", counters.get(StoreCounters.WIRE_CLIENTS));
             report.put("reclaimed_leases", counters.get(StoreCounters.RECLAIMED_LEASES));
             report.put("evictions", counters.get(StoreCounters.EVICTIONS));
             report.put("worker_crashes", crashes);

@@ -21,7 +21,8 @@ import java.util.concurrent.TimeUnit;
  * A worker process of the chaos suites. It talks to its coordinator through stdout lines and stdin
  * commands:
  * <ul>
- *   <li>{@code load}: a mixed store/retrieve loop on a shared key space; every chunk written is sealed with
+ *   <li>{@code load}: a mixed store/retrieve loop on a shared key space; it prints {@code ATTACHED} once its
+ *   client is connected and registered, every chunk written is sealed with
  *   its key and slot generation ({@link ChunkSeal}) and every read is verified. Armed with a failpoint it
  *   prints {@code AT <failpoint>} there and waits to be killed. It reconnects when the server restarts.
  *   Prints {@code P ...} progress lines, {@code MISMATCH ...} at once, {@code FINAL ...} after {@code stop}
@@ -146,6 +147,8 @@ public final class ChaosWorker
         stdin.start();
 
         connect(30_000);
+        System.out.println("ATTACHED");
+        System.out.flush();
         final SplittableRandom random = new SplittableRandom(seed);
         final ChunkSeal seal = new ChunkSeal(chunkBytes);
         final UnsafeBuffer view = new UnsafeBuffer(0, 0);

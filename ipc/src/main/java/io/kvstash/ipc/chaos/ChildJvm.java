@@ -31,13 +31,14 @@ public final class ChildJvm implements AutoCloseable
     private final LinkedBlockingQueue<String> lines = new LinkedBlockingQueue<>();
     private final ArrayDeque<String> recent = new ArrayDeque<>(RECENT_LINES);
     private final OutputStream stdin;
+    private final Thread reader;
     private boolean killedByUs;
 
     private ChildJvm(final Process process)
     {
         this.process = process;
         this.stdin = process.getOutputStream();
-        final Thread reader = new Thread(() ->
+        this.reader = new Thread(() ->
         {
             try (BufferedReader in = new BufferedReader(new InputStreamReader(process.getInputStream(),
                 StandardCharsets.UTF_8)))
@@ -212,6 +213,20 @@ public final class ChildJvm implements AutoCloseable
         killedByUs = true;
         process.destroyForcibly();
         process.waitFor(10, TimeUnit.SECONDS);
+    }
+
+    /**
+     * Waits until everything the child wrote to stdout has been read into the line queue: after the child is
+     * gone, the lines it printed before it died can then be polled without missing any.
+     *
+     * @param timeoutMs longest wait.
+     * @return true when the output has ended.
+     * @throws InterruptedException when interrupted while waiting.
+     */
+    public boolean awaitEndOfOutput(final long timeoutMs) throws InterruptedException
+    {
+        reader.join(timeoutMs);
+        return !reader.isAlive();
     }
 
     /**

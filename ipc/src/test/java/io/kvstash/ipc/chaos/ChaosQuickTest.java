@@ -33,6 +33,12 @@ class ChaosQuickTest
         assertEquals(0L, report.get("pending_transfers"));
         assertEquals(true, report.get("free_plus_readable_equals_total"));
         assertEquals(0L, report.get("worker_crashes"));
+        // Every worker seen attached and then killed was reaped as a dead client; a kill may land before the
+        // worker attached (nothing to reap) or between its attach and its ATTACHED line, hence the range.
+        final long reaped = (Long)report.get("dead_clients_reaped");
+        assertTrue(reaped >= (Long)report.get("kills_after_attach"), "a killed worker was not reaped: " + reaped);
+        assertTrue(reaped <= (Long)report.get("kills"), "more dead clients than kills: " + reaped);
+        assertEquals(0L, report.get("clients_left"));
 
         assertEquals(report.get("late_commits_total"), report.get("late_commits_rejected"));
         assertEquals(0L, report.get("late_writes"));
