@@ -213,24 +213,31 @@ public final class ChaosRunner
     {
         final ChildJvm jvm;
         final ChaosWorker.Failpoint failpoint;
+        final boolean copyTransport;
         boolean attached;
         long verified;
         long stale;
         long ops;
 
-        Worker(final ChildJvm jvm, final ChaosWorker.Failpoint failpoint)
+        Worker(final ChildJvm jvm, final ChaosWorker.Failpoint failpoint, final boolean copyTransport)
         {
             this.jvm = jvm;
             this.failpoint = failpoint;
+            this.copyTransport = copyTransport;
         }
     }
 
-    private Worker spawnLoad(final Path dir, final int slot, final SplittableRandom random, final boolean arm)
+    private Worker spawnLoad(
+        final Path dir, final int slot, final SplittableRandom random, final boolean arm, final boolean copyTransport)
         throws IOException
     {
         final ChaosWorker.Failpoint[] failpoints = ChaosWorker.Failpoint.values();
         final List<String> args = new ArrayList<>(List.of("load", dir.toString(), Long.toString(100 + slot),
             Long.toString(random.nextLong()), "600", Integer.toString(CHUNK_BYTES)));
+        if (copyTransport)
+        {
+            args.add("copy");
+        }
         ChaosWorker.Failpoint failpoint = null;
         if (arm)
         {
@@ -238,7 +245,7 @@ public final class ChaosRunner
             args.add(failpoint.name());
             args.add(Integer.toString(20 + random.nextInt(400)));
         }
-        return new Worker(ChildJvm.start(ChaosWorker.class, args.toArray(new String[0])), failpoint);
+        return new Worker(ChildJvm.start(ChaosWorker.class, args.toArray(new String[0])), failpoint, copyTransport);
     }
 
     /**
@@ -270,7 +277,7 @@ public final class ChaosRunner
      *
      * @return mismatch lines among them.
      */
-    private long kill(final Worker worker) throws InterruptedException
+    private long kill(final Worker worker, final KillTally killed) throws InterruptedException
     {
         worker.jvm.kill9();
         worker.jvm.awaitEndOfOutput(5_000);
@@ -280,7 +287,18 @@ public final class ChaosRunner
         {
             mismatches += onLine(worker, line);
         }
+        killed.total++;
+        killed.afterAttach += worker.attached ? 1 : 0;
+        killed.copyTransport += worker.copyTransport ? 1 : 0;
         return mismatches;
+    }
+
+    /** Kills of load workers, counted by what the worker was doing. */
+    private static final class KillTally
+    {
+        long total;
+        long afterAttach;
+        long copyTransport;
     }
 
     private static void parseProgress(final Worker worker, final String line)
@@ -315,8 +333,9 @@ public final class ChaosRunner
         final Path dir = newDirectory("kill");
         final SplittableRandom random = new SplittableRandom(options.seed);
         final Map<ChaosWorker.Failpoint, Long> killsAt = new EnumMap<>(ChaosWorker.Failpoint.class);
-        long kills = 0;
-        long killsAttached = 0;
+        final KillTally killed = new KillTally();
+        long spawns = 0;
+        long verifiedCopy = 0;
         long randomKills = 0;
         long mismatches = 0;
         long crashes = 0;
@@ -329,7 +348,7 @@ public final class ChaosRunner
             final Worker[] workers = new Worker[options.workers];
             for (int i = 0; i < workers.length; i++)
             {
-                workers[i] = spawnLoad(dir, i, random, random.nextInt(4) != 0);
+                workers[i] = spawnLoad(dir, i, random, random.nextInt(4) != 0, spawns++ % 3 == 2);
             }
             final long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(options.killSeconds);
             long nextRandomKill = System.nanoTime() + TimeUnit.SECONDS.toNanos(3);
@@ -348,7 +367,7 @@ public final class ChaosRunner
                 }
                 if (System.nanoTime() - nextProgress > 0)
                 {
-                    progress("kill chaos: " + kills + " kills, " + verified + " verified reads, " + mismatches +
+                    progress("kill chaos: " + killed.total + " kills, " + verified + " verified reads, " + mismatches +
                         " mismatches");
                     nextProgress = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
                 }
@@ -361,9 +380,7 @@ public final class ChaosRunner
                     {
                         if (line.startsWith("AT "))
                         {
-                            mismatches += kill(worker);
-                            kills++;
-                            killsAttached += worker.attached ? 1 : 0;
+                            mismatches += kill(worker, killed);
                             killsAt.merge(worker.failpoint, 1L, Long::sum);
                             respawn = true;
                             break;
@@ -378,9 +395,7 @@ public final class ChaosRunner
                     }
                     if (!respawn && null == worker.failpoint && System.nanoTime() - nextRandomKill > 0)
                     {
-                        mismatches += kill(worker);
-                        kills++;
-                        killsAttached += worker.attached ? 1 : 0;
+                        mismatches += kill(worker, killed);
                         randomKills++;
                         respawn = true;
                         nextRandomKill = System.nanoTime() + TimeUnit.SECONDS.toNanos(3);
@@ -388,9 +403,10 @@ public final class ChaosRunner
                     if (respawn)
                     {
                         verifiedDone += worker.verified;
+                        verifiedCopy += worker.copyTransport ? worker.verified : 0;
                         staleDone += worker.stale;
                         opsDone += worker.ops;
-                        workers[i] = spawnLoad(dir, i, random, random.nextInt(4) != 0);
+                        workers[i] = spawnLoad(dir, i, random, random.nextInt(4) != 0, spawns++ % 3 == 2);
                     }
                 }
                 Thread.sleep(5);
@@ -409,9 +425,7 @@ public final class ChaosRunner
                 {
                     if (line.startsWith("AT "))
                     {
-                        mismatches += kill(worker);
-                        kills++;
-                        killsAttached += worker.attached ? 1 : 0;
+                        mismatches += kill(worker, killed);
                         killsAt.merge(worker.failpoint, 1L, Long::sum);
                         finished = true;
                     }
@@ -424,15 +438,14 @@ public final class ChaosRunner
                 if (!finished)
                 {
                     // A worker waiting at a failpoint never answers "stop": that is one more kill.
-                    mismatches += kill(worker);
-                    kills++;
-                    killsAttached += worker.attached ? 1 : 0;
+                    mismatches += kill(worker, killed);
                 }
                 else if (worker.jvm.waitFor(10_000) && !worker.jvm.killedByUs() && 0 != worker.jvm.exitValue())
                 {
                     crashes++;
                 }
                 verifiedDone += worker.verified;
+                verifiedCopy += worker.copyTransport ? worker.verified : 0;
                 staleDone += worker.stale;
                 opsDone += worker.ops;
             }
@@ -441,8 +454,9 @@ public final class ChaosRunner
             Thread.sleep(leaseMs + 500);
             awaitZero(server, StoreCounters.WIRE_CLIENTS, 5_000);
             final StoreCounters counters = server.counters();
-            report.put("kills", kills);
-            report.put("kills_after_attach", killsAttached);
+            report.put("kills", killed.total);
+            report.put("kills_after_attach", killed.afterAttach);
+            report.put("kills_copy_transport", killed.copyTransport);
             final Map<String, Long> byFailpoint = new LinkedHashMap<>();
             for (final ChaosWorker.Failpoint failpoint : ChaosWorker.Failpoint.values())
             {
@@ -452,6 +466,7 @@ public final class ChaosRunner
             report.put("kills_by_failpoint", byFailpoint);
             report.put("operations", opsDone);
             report.put("verified_reads", verifiedDone);
+            report.put("verified_reads_copy_transport", verifiedCopy);
             report.put("stale_reads", staleDone);
             report.put("checksum_mismatches", mismatches);
             report.put("leaked_reservations", counters.get(StoreCounters.RESERVED_CHUNKS));
@@ -465,7 +480,7 @@ public final class ChaosRunner
             report.put("reclaimed_leases", counters.get(StoreCounters.RECLAIMED_LEASES));
             report.put("evictions", counters.get(StoreCounters.EVICTIONS));
             report.put("worker_crashes", crashes);
-            progress("kill chaos done: " + kills + " kills, " + verifiedDone + " verified reads, " + mismatches +
+            progress("kill chaos done: " + killed.total + " kills, " + verifiedDone + " verified reads, " + mismatches +
                 " mismatches, " + crashes + " crashes");
         }
         finally
@@ -593,7 +608,7 @@ public final class ChaosRunner
             String incarnation = server.await("READY", 30_000).substring(6);
             for (int i = 0; i < options.workers; i++)
             {
-                workers.add(spawnLoad(dir, i, random, false));
+                workers.add(spawnLoad(dir, i, random, false, false));
             }
             for (int restart = 0; restart < options.restarts; restart++)
             {

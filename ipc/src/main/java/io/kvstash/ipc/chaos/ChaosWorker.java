@@ -26,7 +26,9 @@ import java.util.concurrent.TimeUnit;
  *   its key and slot generation ({@link ChunkSeal}) and every read is verified. Armed with a failpoint it
  *   prints {@code AT <failpoint>} there and waits to be killed. It reconnects when the server restarts.
  *   Prints {@code P ...} progress lines, {@code MISMATCH ...} at once, {@code FINAL ...} after {@code stop}
- *   on stdin;</li>
+ *   on stdin. With {@code copy} it does not map the pool and moves every byte in WRITE_DATA / READ_DATA
+ *   messages (the fallback copy transport), half a chunk a message, so its mid-write and mid-read
+ *   failpoints fall between two messages;</li>
  *   <li>{@code zombie}: repeatedly prepares a store, prints {@code PREPARED ...}, waits for {@code go} on stdin
  *   (the coordinator stops it with SIGSTOP past its lease meanwhile), then checks its slot is still its own,
  *   writes only if so, commits, and prints {@code COMMIT <status> wrote=<bool>}.</li>
@@ -54,7 +56,9 @@ public final class ChaosWorker
     private final int chunkBytes;
     private final Layout layout;
     private final int writerTag = (int)ProcessHandle.current().pid();
+    private boolean copyTransport;
     private KvStashClient client;
+    private ClientResponse dataResponse;
     private volatile boolean stop;
 
     private ChaosWorker(final Path dir, final long instance, final int chunkBytes)
@@ -77,7 +81,7 @@ public final class ChaosWorker
     }
 
     /**
-     * Entry point: {@code load DIR INSTANCE SEED KEYSPACE CHUNK_BYTES [FAILPOINT AFTER_OPS]} or
+     * Entry point: {@code load DIR INSTANCE SEED KEYSPACE CHUNK_BYTES [copy] [FAILPOINT AFTER_OPS]} or
      * {@code zombie DIR INSTANCE CHUNK_BYTES}.
      *
      * @param args arguments.
@@ -89,8 +93,14 @@ public final class ChaosWorker
             Integer.parseInt("load".equals(args[0]) ? args[5] : args[3]));
         if ("load".equals(args[0]))
         {
-            final Failpoint failpoint = args.length > 6 ? Failpoint.valueOf(args[6]) : null;
-            final long failAfter = args.length > 7 ? Long.parseLong(args[7]) : -1;
+            int next = 6;
+            if (args.length > next && "copy".equals(args[next]))
+            {
+                worker.copyTransport = true;
+                next++;
+            }
+            final Failpoint failpoint = args.length > next ? Failpoint.valueOf(args[next]) : null;
+            final long failAfter = args.length > next + 1 ? Long.parseLong(args[next + 1]) : -1;
             worker.load(Long.parseLong(args[3]), Integer.parseInt(args[4]), failpoint, failAfter);
         }
         else
@@ -106,8 +116,9 @@ public final class ChaosWorker
         {
             try
             {
-                client = KvStashClient.connect(new ClientContext().directory(dir)
+                client = KvStashClient.connect(new ClientContext().directory(dir).copyTransport(copyTransport)
                     .timeoutNs(TimeUnit.SECONDS.toNanos(5)).livenessCheckNs(TimeUnit.MILLISECONDS.toNanos(50)));
+                dataResponse = client.newResponse();
                 check(client.register(instance, layout));
                 return;
             }
@@ -184,16 +195,30 @@ public final class ChaosWorker
                             offset[i] = r.slotOffset(i);
                         }
                         failpoint(armed, failpoint, Failpoint.AFTER_PREPARE);
-                        for (int i = 0; i < slots; i++)
+                        boolean written = true;
+                        for (int i = 0; i < slots && written; i++)
                         {
                             final UnsafeBuffer sealed = seal.seal(0, first + rangeIndex[i], generation[i], writerTag);
-                            client.slotView(offset[i], chunkBytes, view);
-                            view.putBytes(0, sealed, 0, chunkBytes / 2);
-                            failpoint(armed, failpoint, Failpoint.MID_WRITE);
-                            view.putBytes(chunkBytes / 2, sealed, chunkBytes / 2, chunkBytes - chunkBytes / 2);
+                            if (copyTransport)
+                            {
+                                written = copyWrite(transfer, i, sealed, 0, chunkBytes / 2);
+                                failpoint(armed, failpoint, Failpoint.MID_WRITE);
+                                written = written && copyWrite(transfer, i, sealed, chunkBytes / 2, chunkBytes);
+                            }
+                            else
+                            {
+                                client.slotView(offset[i], chunkBytes, view);
+                                view.putBytes(0, sealed, 0, chunkBytes / 2);
+                                failpoint(armed, failpoint, Failpoint.MID_WRITE);
+                                view.putBytes(chunkBytes / 2, sealed, chunkBytes / 2, chunkBytes - chunkBytes / 2);
+                            }
                         }
                         failpoint(armed, failpoint, Failpoint.BEFORE_COMMIT);
-                        if (client.commitStore(instance, transfer).isOk())
+                        if (!written)
+                        {
+                            client.abortStore(instance, transfer);
+                        }
+                        else if (client.commitStore(instance, transfer).isOk())
                         {
                             stores += slots;
                         }
@@ -213,11 +238,22 @@ public final class ChaosWorker
                             {
                                 final int generation = r.slotGeneration(i);
                                 final long id = first + r.slotRangeIndex(i);
-                                client.slotView(r.slotOffset(i), chunkBytes, view);
-                                seal.scratch().putBytes(0, view, 0, chunkBytes / 2);
-                                failpoint(armed, failpoint, Failpoint.MID_READ);
-                                seal.scratch().putBytes(chunkBytes / 2, view, chunkBytes / 2, chunkBytes - chunkBytes / 2);
-                                if (!client.isStillReadable(r, i))
+                                boolean read = true;
+                                if (copyTransport)
+                                {
+                                    read = copyRead(transfer, i, seal.scratch(), 0, chunkBytes / 2);
+                                    failpoint(armed, failpoint, Failpoint.MID_READ);
+                                    read = read && copyRead(transfer, i, seal.scratch(), chunkBytes / 2, chunkBytes);
+                                }
+                                else
+                                {
+                                    client.slotView(r.slotOffset(i), chunkBytes, view);
+                                    seal.scratch().putBytes(0, view, 0, chunkBytes / 2);
+                                    failpoint(armed, failpoint, Failpoint.MID_READ);
+                                    seal.scratch().putBytes(
+                                        chunkBytes / 2, view, chunkBytes / 2, chunkBytes - chunkBytes / 2);
+                                }
+                                if (!read || !client.isStillReadable(r, i))
                                 {
                                     stale++;
                                 }
@@ -259,6 +295,45 @@ public final class ChaosWorker
         client.unregister(instance);
         client.close();
         progress("FINAL", ops, stores, verified, mismatches, stale, reconnects);
+    }
+
+    /**
+     * Writes bytes {@code [from, to)} of a chunk through WRITE_DATA (one message: the chaos chunks are far
+     * below the inline limit).
+     *
+     * @return whether the server took them (false: the lease ended).
+     */
+    private boolean copyWrite(
+        final long transfer, final int slotIndex, final UnsafeBuffer sealed, final int from, final int to)
+    {
+        final long id = client.sendWriteData(instance, transfer, slotIndex, from, sealed, from, to - from);
+        if (id < 0)
+        {
+            throw new IllegalStateException("request ring full with no request in flight");
+        }
+        return client.await(id, dataResponse).isOk();
+    }
+
+    /**
+     * Reads bytes {@code [from, to)} of a chunk through READ_DATA into the same place of a buffer.
+     *
+     * @return whether the server answered them.
+     */
+    private boolean copyRead(
+        final long transfer, final int slotIndex, final UnsafeBuffer destination, final int from, final int to)
+    {
+        final long id = client.sendReadData(instance, transfer, slotIndex, from, to - from);
+        if (id < 0)
+        {
+            throw new IllegalStateException("request ring full with no request in flight");
+        }
+        final ClientResponse r = client.await(id, dataResponse);
+        if (!r.isOk())
+        {
+            return false;
+        }
+        r.copyData(destination, from);
+        return true;
     }
 
     private static void progress(
