@@ -608,7 +608,7 @@ public final class ChaosRunner
             String incarnation = server.await("READY", 30_000).substring(6);
             for (int i = 0; i < options.workers; i++)
             {
-                workers.add(spawnLoad(dir, i, random, false, false));
+                workers.add(spawnLoad(dir, i, random, false, i % 3 == 2)); // every third on the copy transport
             }
             for (int restart = 0; restart < options.restarts; restart++)
             {
