@@ -64,6 +64,11 @@ public final class ServeCommand implements Callable<Integer>
         description = "Write per-request-type and per-stage latency as an HdrHistogram interval log to FILE.")
     Path latencyLogFile;
 
+    @Option(names = "--prometheus-port", paramLabel = "PORT", defaultValue = "-1",
+        description = "Serve the counters as Prometheus text at http://127.0.0.1:PORT/metrics (0: any free port; " +
+            "default: no endpoint).")
+    int prometheusPort;
+
     @Option(names = "--print-config", description = "Print the resolved configuration and exit without starting.")
     boolean printConfig;
 
@@ -114,6 +119,7 @@ public final class ServeCommand implements Callable<Integer>
         out.println("kvstash ready: dir=" + server.directory() + ", pool=" +
             Sizes.formatSize(context.storeContext().poolSizeBytes()) + " (" + server.poolPath().getFileName() +
             "), incarnation=" + Long.toHexString(context.incarnation()) + ", pid=" + ProcessHandle.current().pid() +
+            (server.prometheusPort() < 0 ? "" : ", metrics=http://127.0.0.1:" + server.prometheusPort() + "/metrics") +
             String.format(java.util.Locale.ROOT, ", started in %.1f s", startedS));
         out.flush();
         stopped.await();
@@ -133,6 +139,7 @@ public final class ServeCommand implements Callable<Integer>
                 .waitMode(waitMode)
                 .captureFile(captureFile)
                 .latencyLogFile(latencyLogFile)
+                .prometheusPort(prometheusPort)
                 .conclude();
         }
         catch (final IllegalArgumentException ex)
@@ -212,6 +219,8 @@ public final class ServeCommand implements Callable<Integer>
         line(out, "wait", Converters.spell(context.waitMode()));
         line(out, "capture", null == context.captureFile() ? "off" : context.captureFile().toString());
         line(out, "hlog", null == context.latencyLogFile() ? "off" : context.latencyLogFile().toString());
+        final int port = context.prometheusPort();
+        line(out, "prometheus-port", port < 0 ? "off" : (0 == port ? "0 (any free port)" : port) + " on 127.0.0.1");
         line(out, "max-transfers", String.valueOf(s.maxTransfers()));
         line(out, "max-instances", String.valueOf(s.maxInstances()));
         line(out, "max-inline-bytes", String.valueOf(s.maxInlineBytes()));

@@ -35,16 +35,22 @@ public final class KvStashServer implements AutoCloseable
     private final AgentInvoker invoker;
     private final IntervalLogger intervalLogger;
     private final DistinctErrorLog errorLog;
+    private final PrometheusEndpoint prometheus;
     private volatile boolean closed;
 
     private KvStashServer(final ServerContext context) throws IOException
     {
         this.context = context.conclude();
         files = new ServerFiles(context);
+        PrometheusEndpoint endpoint = null;
         try
         {
             errorLog = new DistinctErrorLog(files.errorLogBuffer(), context.epochClock());
             final StoreCounters counters = files.counters();
+            // Its own thread, reading the counters only; bound first so a port in use fails the launch early.
+            endpoint = context.prometheusPort() < 0 ? null : PrometheusEndpoint.start(
+                context.prometheusPort(), counters, context.incarnation(), context.epochClock().time());
+            prometheus = endpoint;
             // Logs only: the pipeline stages and the receiver count ERRORS where they catch, once each.
             final ErrorHandler errorHandler = (throwable) ->
             {
@@ -116,6 +122,7 @@ public final class KvStashServer implements AutoCloseable
         }
         catch (final IOException | RuntimeException ex)
         {
+            CloseHelper.quietClose(endpoint);
             files.close();
             throw ex;
         }
@@ -124,6 +131,16 @@ public final class KvStashServer implements AutoCloseable
     private static HistogramLogWriter openLatencyLog(final Path file) throws FileNotFoundException
     {
         return null == file ? null : new HistogramLogWriter(file.toFile());
+    }
+
+    /**
+     * The port of the Prometheus text endpoint.
+     *
+     * @return port on the loopback address, or -1 without an endpoint.
+     */
+    public int prometheusPort()
+    {
+        return null == prometheus ? -1 : prometheus.port();
     }
 
     /**
@@ -242,7 +259,7 @@ public final class KvStashServer implements AutoCloseable
             return;
         }
         closed = true;
-        CloseHelper.closeAll(invoker, receiverRunner);
+        CloseHelper.closeAll(prometheus, invoker, receiverRunner);
         if (null != latencyLogRunner)
         {
             // Its thread sleeps up to 100 ms between looks at the clock; waiting that out made a close take 4-89 ms

@@ -68,6 +68,7 @@ public final class ServerContext
     private long latencyIntervalMs = LATENCY_INTERVAL_MS_DEFAULT;
     private Path captureFile;
     private Path latencyLogFile;
+    private int prometheusPort = -1;
     private boolean latencyEnabled = true;
     private boolean pretouch = true;
     private EpochClock epochClock = SystemEpochClock.INSTANCE;
@@ -104,6 +105,11 @@ public final class ServerContext
         if (!storeContext.isConcluded())
         {
             storeContext.conclude();
+        }
+        if (prometheusPort < -1 || prometheusPort > 65535)
+        {
+            throw new IllegalArgumentException("prometheus port must be in [0, 65535], or -1 for none: " +
+                prometheusPort);
         }
         if (latencyIntervalMs <= 0)
         {
@@ -538,6 +544,28 @@ public final class ServerContext
     }
 
     /**
+     * Port of the Prometheus text endpoint on the loopback address ({@link PrometheusEndpoint}).
+     *
+     * @return port, 0 for any free port, or -1 for no endpoint (the default).
+     */
+    public int prometheusPort()
+    {
+        return prometheusPort;
+    }
+
+    /**
+     * Sets the port of the Prometheus text endpoint on the loopback address.
+     *
+     * @param prometheusPort port, 0 for any free port, or -1 for no endpoint.
+     * @return this.
+     */
+    public ServerContext prometheusPort(final int prometheusPort)
+    {
+        this.prometheusPort = prometheusPort;
+        return this;
+    }
+
+    /**
      * Whether latency is recorded.
      *
      * @return true when recording.
@@ -670,7 +698,8 @@ public final class ServerContext
             ", threadingMode=" + threadingMode + ", waitMode=" + waitMode + ", ringSize=" + ringSize +
             ", heartbeatIntervalMs=" + heartbeatIntervalMs + ", heartbeatTimeoutMs=" + heartbeatTimeoutMs +
             ", livenessIntervalMs=" + livenessIntervalMs + ", sweepIntervalMs=" + sweepIntervalMs +
-            ", captureFile=" + captureFile + ", latencyLogFile=" + latencyLogFile + ", incarnation=" +
+            ", captureFile=" + captureFile + ", latencyLogFile=" + latencyLogFile + ", prometheusPort=" +
+            prometheusPort + ", incarnation=" +
             Long.toHexString(incarnation) + '}';
     }
 }

@@ -15,10 +15,16 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 import java.util.stream.Stream;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -50,7 +56,10 @@ class ServeCommandTest
         assertTrue(cli.out.contains("wait:              busy-spin"), cli.out);
         assertTrue(cli.out.contains("chunk-tokens:      128"), cli.out);
         assertTrue(cli.out.contains("dir:               " + dir), cli.out);
+        assertTrue(cli.out.contains("prometheus-port:   off"), cli.out);
         assertFalse(Files.exists(dir), "nothing is created");
+        final Cli metrics = Cli.run("serve", "--print-config", "--dir", dir.toString(), "--prometheus-port", "9464");
+        assertTrue(metrics.out.contains("prometheus-port:   9464 on 127.0.0.1"), metrics.toString());
     }
 
     @Test
@@ -83,6 +92,7 @@ class ServeCommandTest
         assertEquals(2, Cli.run("serve", "--print-config", "--alignment", "3000").exitCode);
         assertEquals(2, Cli.run("serve", "--print-config", "--lease", "30").exitCode);
         assertEquals(2, Cli.run("serve", "--print-config", "--threading", "many").exitCode);
+        assertEquals(2, Cli.run("serve", "--print-config", "--prometheus-port", "70000").exitCode);
         assertEquals(2, Cli.run("serve", "--no-such-option").exitCode);
         assertEquals(2, Cli.run().exitCode);
         assertEquals(0, Cli.run("serve", "--help").exitCode);
@@ -92,9 +102,12 @@ class ServeCommandTest
     void shouldAnswerAClientAndRemoveItsFilesWhenServeRunsAsAProcessAndGetsSigterm() throws Exception
     {
         dir = TestDirs.newDirectory("cli-serve");
-        try (Cli.Child serve = Cli.Child.start("serve", "--dir", dir.toString(), "--pool-size", "16m"))
+        try (Cli.Child serve = Cli.Child.start("serve", "--dir", dir.toString(), "--pool-size", "16m",
+            "--prometheus-port", "0"))
         {
             final String ready = serve.awaitLine("kvstash ready:", 30_000);
+            final Matcher metrics = Pattern.compile("metrics=(http://127\\.0\\.0\\.1:\\d+/metrics)").matcher(ready);
+            assertTrue(metrics.find(), ready);
             assertTrue(ready.contains("dir=" + dir), ready);
             assertTrue(ready.contains("incarnation="), ready);
             assertTrue(ready.matches(".*, started in \\d+\\.\\d s$"), ready);
@@ -116,6 +129,11 @@ class ServeCommandTest
                 assertEquals("RUNNING", json.get("state"));
                 assertEquals(serve.process.pid(), json.get("pid"));
                 assertEquals(2L, ((Map<?, ?>)json.get("counters")).get("stored_chunks"));
+
+                final HttpResponse<String> scrape = HttpClient.newHttpClient().send(
+                    HttpRequest.newBuilder(URI.create(metrics.group(1))).build(), HttpResponse.BodyHandlers.ofString());
+                assertEquals(200, scrape.statusCode());
+                assertTrue(scrape.body().contains("\nkvstash_stored_chunks_total 2\n"), scrape.body());
             }
 
             // SIGTERM through the handle: Process.destroy() would also close the pipe we read the last line from.

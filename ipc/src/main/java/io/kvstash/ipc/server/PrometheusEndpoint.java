@@ -1,0 +1,233 @@
+package io.kvstash.ipc.server;
+
+import com.sun.net.httpserver.HttpExchange;
+import com.sun.net.httpserver.HttpServer;
+import io.kvstash.core.RequestType;
+import io.kvstash.core.Status;
+import io.kvstash.core.StoreCounters;
+
+import java.io.IOException;
+import java.io.OutputStream;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.nio.charset.StandardCharsets;
+import java.util.Locale;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+
+/**
+ * The optional Prometheus text endpoint (SPEC section 4): {@code GET /metrics} on the loopback address answers
+ * the server's counters in the text exposition format 0.0.4. Gauges keep their names ({@code kvstash_free_slots});
+ * everything that only grows is a counter with the suffix {@code _total}; responses are one series per request
+ * type and status that has happened ({@code kvstash_requests_total{type="lookup",status="ok"}}).
+ * <p>
+ * Owner: a thread of its own (the JDK's {@link HttpServer} with one daemon thread), idle between scrapes. A
+ * scrape reads the counters with acquire loads, as {@code kvstash stat} reads them from the mapped file, and
+ * never touches a request thread; it allocates its answer, off the request path.
+ */
+public final class PrometheusEndpoint implements AutoCloseable
+{
+    /** The one path answered. */
+    public static final String PATH = "/metrics";
+
+    /** Content type of the text exposition format. */
+    public static final String CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8";
+
+    private static final String[] HELP = new String[StoreCounters.COUNT];
+    private static final boolean[] GAUGE = new boolean[StoreCounters.COUNT];
+
+    static
+    {
+        help(StoreCounters.READABLE_CHUNKS, "Readable chunks.");
+        help(StoreCounters.RESERVED_CHUNKS, "Reserved chunks (being written).");
+        help(StoreCounters.PINNED_CHUNKS, "Readable chunks with at least one pin.");
+        help(StoreCounters.FREE_SLOTS, "Free slots.");
+        help(StoreCounters.SLOT_CAPACITY, "Slots in the pool at the current slot size.");
+        help(StoreCounters.PENDING_TRANSFERS, "Pending transfers (stores, pinned lookups, retrieves).");
+        help(StoreCounters.INSTANCES, "Registered instances.");
+        help(StoreCounters.WIRE_CLIENTS, "Attached client sessions.");
+        for (int id = StoreCounters.READABLE_CHUNKS; id <= StoreCounters.INSTANCES; id++)
+        {
+            GAUGE[id] = true;
+        }
+        GAUGE[StoreCounters.WIRE_CLIENTS] = true;
+        help(StoreCounters.LOOKUP_HIT_CHUNKS, "Chunks counted as hits by LOOKUP.");
+        help(StoreCounters.LOOKUP_MISS_CHUNKS, "Chunks of LOOKUP ranges that were not hits.");
+        help(StoreCounters.RETRIEVE_HIT_CHUNKS, "Chunks handed out by successful PREPARE_RETRIEVE.");
+        help(StoreCounters.RETRIEVE_MISSES, "PREPARE_RETRIEVE answered MISS.");
+        help(StoreCounters.STORED_CHUNKS, "Chunks made readable by COMMIT_STORE.");
+        help(StoreCounters.RETRIEVED_CHUNKS, "Chunks released by COMMIT_RETRIEVE.");
+        help(StoreCounters.EVICTIONS, "Readable chunks evicted to make room for a reservation.");
+        help(StoreCounters.BYTES_IN, "Bytes made readable by COMMIT_STORE.");
+        help(StoreCounters.BYTES_OUT, "Bytes handed out by COMMIT_RETRIEVE.");
+        help(StoreCounters.RECLAIMED_LEASES, "Transfers reclaimed after their lease.");
+        help(StoreCounters.ABORTED_CHUNKS, "Reserved chunks freed without being published.");
+        help(StoreCounters.NO_SPACE, "PREPARE_STORE answered NO_SPACE.");
+        help(StoreCounters.UNREGISTER_UNKNOWN, "UNREGISTER of an unknown instance.");
+        help(StoreCounters.EMPTY_PREPARES, "PREPARE_STORE with nothing to reserve (early return).");
+        help(StoreCounters.DEAD_CLIENTS, "Client sessions reaped because their process died.");
+        help(StoreCounters.CLEARED_CHUNKS, "Readable chunks removed by CLEAR.");
+        help(StoreCounters.COPY_BYTES_IN, "Bytes written into slots by WRITE_DATA (copy transport).");
+        help(StoreCounters.COPY_BYTES_OUT, "Bytes read from slots by READ_DATA (copy transport).");
+        help(StoreCounters.WIRE_RECORDS, "Records read from request rings.");
+        help(StoreCounters.WIRE_MALFORMED, "Records that failed decoding.");
+        help(StoreCounters.WIRE_CLIENTS_ATTACHED, "Client files attached.");
+        help(StoreCounters.WIRE_CLIENTS_DETACHED, "Client sessions freed (closed, dead, or corrupt ring).");
+        help(StoreCounters.WIRE_RESPONSES_DROPPED, "Responses that could not be written.");
+        help(StoreCounters.WIRE_BACK_PRESSURE, "Requests deferred because the response ring lacked room.");
+        help(StoreCounters.ERRORS, "Unexpected errors (see kvstash errors).");
+        help(StoreCounters.REQUESTS_INVALID_TYPE, "Responses to requests of an unknown type.");
+    }
+
+    private final HttpServer http;
+    private final ExecutorService executor;
+    private final StoreCounters counters;
+    private final String info;
+    private final double startTimeSeconds;
+
+    private PrometheusEndpoint(
+        final HttpServer http, final StoreCounters counters, final long incarnation, final long startTimeMs)
+    {
+        this.http = http;
+        this.counters = counters;
+        this.info = "kvstash_info{incarnation=\"" + Long.toHexString(incarnation) + "\",pid=\"" +
+            ProcessHandle.current().pid() + "\"} 1\n";
+        this.startTimeSeconds = startTimeMs / 1000.0;
+        executor = Executors.newSingleThreadExecutor(runnable ->
+        {
+            final Thread thread = new Thread(runnable, "kvstash-prometheus");
+            thread.setDaemon(true);
+            return thread;
+        });
+        http.setExecutor(executor);
+        http.createContext("/", this::handle);
+        http.start();
+    }
+
+    /**
+     * Starts the endpoint on the loopback address.
+     *
+     * @param port        TCP port; 0 picks a free one ({@link #port()} says which).
+     * @param counters    the server's counters.
+     * @param incarnation the server's incarnation, a label of {@code kvstash_info}.
+     * @param startTimeMs the server's start, epoch milliseconds.
+     * @return the running endpoint.
+     * @throws IOException when the port cannot be bound.
+     */
+    public static PrometheusEndpoint start(
+        final int port, final StoreCounters counters, final long incarnation, final long startTimeMs)
+        throws IOException
+    {
+        final HttpServer http = HttpServer.create(new InetSocketAddress(InetAddress.getLoopbackAddress(), port), 0);
+        return new PrometheusEndpoint(http, counters, incarnation, startTimeMs);
+    }
+
+    /**
+     * The address it listens on.
+     *
+     * @return loopback address and port.
+     */
+    public InetSocketAddress address()
+    {
+        return http.getAddress();
+    }
+
+    /**
+     * The port it listens on.
+     *
+     * @return port.
+     */
+    public int port()
+    {
+        return http.getAddress().getPort();
+    }
+
+    /**
+     * The exposition text of the counters now.
+     *
+     * @return text in the Prometheus text format 0.0.4.
+     */
+    public String render()
+    {
+        final StringBuilder out = new StringBuilder(8 * 1024);
+        out.append("# HELP kvstash_info The server's incarnation and process id.\n");
+        out.append("# TYPE kvstash_info gauge\n").append(info);
+        out.append("# HELP kvstash_start_time_seconds When the server started, seconds since the epoch.\n");
+        out.append("# TYPE kvstash_start_time_seconds gauge\n");
+        out.append("kvstash_start_time_seconds ").append(String.format(Locale.ROOT, "%.3f", startTimeSeconds))
+            .append('\n');
+        for (int id = 0; id < StoreCounters.COUNT; id++)
+        {
+            if (null == HELP[id])
+            {
+                continue;
+            }
+            final String name = "kvstash_" + StoreCounters.name(id).replace('.', '_') + (GAUGE[id] ? "" : "_total");
+            out.append("# HELP ").append(name).append(' ').append(HELP[id]).append('\n');
+            out.append("# TYPE ").append(name).append(GAUGE[id] ? " gauge\n" : " counter\n");
+            out.append(name).append(' ').append(counters.get(id)).append('\n');
+        }
+        out.append("# HELP kvstash_requests_total Responses by request type and status.\n");
+        out.append("# TYPE kvstash_requests_total counter\n");
+        for (int type = 0; type < RequestType.COUNT; type++)
+        {
+            for (int status = 0; status < Status.COUNT; status++)
+            {
+                final long value = counters.get(StoreCounters.requestId(type, status));
+                if (0 != value)
+                {
+                    out.append("kvstash_requests_total{type=\"").append(RequestType.name(type).toLowerCase(Locale.ROOT))
+                        .append("\",status=\"").append(Status.name(status).toLowerCase(Locale.ROOT)).append("\"} ")
+                        .append(value).append('\n');
+                }
+            }
+        }
+        return out.toString();
+    }
+
+    /**
+     * Stops answering and ends the endpoint's thread.
+     */
+    @Override
+    public void close()
+    {
+        http.stop(0);
+        executor.shutdownNow();
+    }
+
+    private void handle(final HttpExchange exchange) throws IOException
+    {
+        try (exchange)
+        {
+            final String method = exchange.getRequestMethod();
+            if (!PATH.equals(exchange.getRequestURI().getPath()))
+            {
+                exchange.sendResponseHeaders(404, -1);
+                return;
+            }
+            if (!"GET".equals(method) && !"HEAD".equals(method))
+            {
+                exchange.getResponseHeaders().set("Allow", "GET, HEAD");
+                exchange.sendResponseHeaders(405, -1);
+                return;
+            }
+            final byte[] body = render().getBytes(StandardCharsets.UTF_8);
+            exchange.getResponseHeaders().set("Content-Type", CONTENT_TYPE);
+            if ("HEAD".equals(method))
+            {
+                exchange.sendResponseHeaders(200, -1);
+                return;
+            }
+            exchange.sendResponseHeaders(200, body.length);
+            try (OutputStream out = exchange.getResponseBody())
+            {
+                out.write(body);
+            }
+        }
+    }
+
+    private static void help(final int id, final String text)
+    {
+        HELP[id] = text;
+    }
+}
