@@ -35,7 +35,7 @@ import java.util.concurrent.Callable;
     description = "kvstash: a KV-cache chunk store for LLM inference workers over shared memory.",
     subcommands = {
         ServeCommand.class, StatCommand.class, ErrorsCommand.class, ReplayCommand.class, DemoCommand.class,
-        ChaosCommand.class, WorkerCommand.class, CommandLine.HelpCommand.class })
+        LatencyCommand.class, ChaosCommand.class, WorkerCommand.class, CommandLine.HelpCommand.class })
 public final class KvStashCommand implements Callable<Integer>
 {
     @Spec

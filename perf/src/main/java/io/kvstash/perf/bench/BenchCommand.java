@@ -7,6 +7,7 @@ import io.kvstash.ipc.file.SecureDirectory;
 import io.kvstash.ipc.server.KvStashServer;
 import io.kvstash.ipc.server.ServerContext;
 import io.kvstash.ipc.tools.Json;
+import io.kvstash.ipc.tools.PercentilePlot;
 import io.kvstash.pipeline.ThreadingMode;
 import io.kvstash.pipeline.WaitMode;
 import org.HdrHistogram.Histogram;

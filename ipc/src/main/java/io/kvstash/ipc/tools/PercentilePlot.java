@@ -1,4 +1,4 @@
-package io.kvstash.perf.bench;
+package io.kvstash.ipc.tools;
 
 import org.HdrHistogram.Histogram;
 import org.HdrHistogram.HistogramIterationValue;
@@ -16,7 +16,7 @@ import java.util.Locale;
  * logarithmic axis against the percentile on HdrHistogram's usual axis, {@code log10(1 / (1 - p))}, so
  * 90%, 99%, 99.9% ... are evenly spaced.
  */
-final class PercentilePlot
+public final class PercentilePlot
 {
     private static final String[] COLORS =
         { "#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#7f7f7f", "#bcbd22",
@@ -39,7 +39,7 @@ final class PercentilePlot
      * @param title    page title.
      * @param preamble an HTML-escaped paragraph under the title (the machine and the command).
      */
-    PercentilePlot(final String title, final String preamble)
+    public PercentilePlot(final String title, final String preamble)
     {
         this.title = title;
         this.preamble = preamble;
@@ -48,12 +48,18 @@ final class PercentilePlot
     /**
      * One named histogram of a chart.
      */
-    static final class Series
+    public static final class Series
     {
         final String name;
         final Histogram histogram;
 
-        Series(final String name, final Histogram histogram)
+        /**
+         * A series.
+         *
+         * @param name      legend name.
+         * @param histogram values in nanoseconds.
+         */
+        public Series(final String name, final Histogram histogram)
         {
             this.name = name;
             this.histogram = histogram;
@@ -66,7 +72,7 @@ final class PercentilePlot
      * @param chartTitle title.
      * @param series     histograms in ns; empty ones are left out.
      */
-    void chart(final String chartTitle, final List<Series> series)
+    public void chart(final String chartTitle, final List<Series> series)
     {
         double minUs = Double.MAX_VALUE;
         double maxUs = 0;
@@ -151,7 +157,7 @@ final class PercentilePlot
      * @param file path.
      * @throws IOException when it cannot be written.
      */
-    void write(final Path file) throws IOException
+    public void write(final Path file) throws IOException
     {
         final StringBuilder html = new StringBuilder(64 * 1024);
         html.append("<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>").append(escape(title))
@@ -189,7 +195,13 @@ final class PercentilePlot
         return us >= 1 ? fmt("%.3g us", us) : fmt("%.2g us", us);
     }
 
-    static String escape(final String text)
+    /**
+     * Escapes text for HTML.
+     *
+     * @param text plain text.
+     * @return the text with {@code & < > "} escaped.
+     */
+    public static String escape(final String text)
     {
         return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace("\"", "&quot;");
     }
