@@ -68,6 +68,10 @@ public final class DemoCommand implements Callable<Integer>
     @Option(names = "--json", description = "Print the replay's JSON object instead of the report.")
     boolean json;
 
+    @Option(names = "--hlog", paramLabel = "FILE", description = "Write the latency as an HdrHistogram interval " +
+        "log: the server's by request type and stage, the workers' end to end (read it with 'kvstash latency').")
+    Path latencyLog;
+
     @Option(names = "--quiet", description = "No progress lines on standard error.")
     boolean quiet;
 
@@ -96,7 +100,7 @@ public final class DemoCommand implements Callable<Integer>
             err.flush();
         }
         final TraceReplay.Report report = ReplayCommand.run(spec, tracePath, capacityChunks, 0, payloadBytes, workers,
-            directory, threadingMode, waitMode, clientWait, false, quiet);
+            directory, threadingMode, waitMode, clientWait, false, quiet, latencyLog);
         final PrintWriter out = spec.commandLine().getOut();
         if (json)
         {

@@ -71,6 +71,10 @@ public final class ReplayCommand implements Callable<Integer>
     @Option(names = "--quiet", description = "No progress lines on standard error.")
     boolean quiet;
 
+    @Option(names = "--hlog", paramLabel = "FILE", description = "Write the latency as an HdrHistogram interval " +
+        "log: the server's by request type and stage, the workers' end to end (read it with 'kvstash latency').")
+    Path latencyLog;
+
     @Option(names = "--threading", paramLabel = "MODE", converter = Converters.Threading.class,
         defaultValue = "shared", description = "Server threading mode (default: ${DEFAULT-VALUE}).")
     ThreadingMode threadingMode;
@@ -123,6 +127,10 @@ public final class ReplayCommand implements Callable<Integer>
     {
         if ("kvstash".equals(format))
         {
+            if (null != latencyLog)
+            {
+                throw new CommandLine.ParameterException(spec.commandLine(), "--hlog applies to --format mooncake");
+            }
             return replayJournal();
         }
         if (!"mooncake".equals(format))
@@ -139,7 +147,7 @@ public final class ReplayCommand implements Callable<Integer>
             }
         }
         final TraceReplay.Report report = run(spec, trace, pool.capacityChunks, pool.poolSizeBytes, payloadBytes,
-            workers, directory, threadingMode, waitMode, clientWait, copyTransport, quiet);
+            workers, directory, threadingMode, waitMode, clientWait, copyTransport, quiet, latencyLog);
         final PrintWriter out = spec.commandLine().getOut();
         if (json)
         {
@@ -168,6 +176,7 @@ public final class ReplayCommand implements Callable<Integer>
      * @param clientWait     how the workers wait for responses, or null for the client's default.
      * @param copyTransport  workers use the copy transport.
      * @param quiet          no progress lines.
+     * @param latencyLog     interval log to write ({@link TraceReplay#latencyLog(Path)}), or null.
      * @return the report.
      * @throws Exception when the replay fails.
      */
@@ -183,7 +192,8 @@ public final class ReplayCommand implements Callable<Integer>
         final WaitMode waitMode,
         final WaitMode clientWait,
         final boolean copyTransport,
-        final boolean quiet) throws Exception
+        final boolean quiet,
+        final Path latencyLog) throws Exception
     {
         if (payloadBytes <= 0 || payloadBytes > Integer.MAX_VALUE)
         {
@@ -206,6 +216,7 @@ public final class ReplayCommand implements Callable<Integer>
             .waitMode(waitMode)
             .copyTransport(copyTransport)
             .clientWaitMode(clientWait)
+            .latencyLog(latencyLog)
             .progress(quiet ? null : spec.commandLine().getErr(), console);
         try
         {

@@ -9,13 +9,17 @@ import io.kvstash.ipc.server.KvStashServer;
 import io.kvstash.ipc.server.ServerContext;
 import io.kvstash.pipeline.ThreadingMode;
 import io.kvstash.pipeline.WaitMode;
+import org.HdrHistogram.EncodableHistogram;
 import org.HdrHistogram.Histogram;
+import org.HdrHistogram.HistogramLogReader;
+import org.HdrHistogram.HistogramLogWriter;
 
 import java.io.BufferedReader;
 import java.io.File;
 import java.io.IOException;
 import java.io.InputStreamReader;
 import java.io.OutputStream;
+import java.io.PrintStream;
 import java.io.PrintWriter;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.DirectoryStream;
@@ -73,6 +77,7 @@ public final class TraceReplay
     private WaitMode clientWaitMode;
     private List<String> workerJvmOptions = List.of("-XX:+UseSerialGC", "-Xms64m", "-Xmx256m");
     private PrintWriter progress;
+    private Path latencyLog;
     private boolean progressInPlace;
 
     /**
@@ -196,6 +201,20 @@ public final class TraceReplay
     }
 
     /**
+     * Writes the replay's latency as an HdrHistogram interval log: the server's intervals by request type and
+     * stage ({@code type.*}, {@code stage.*}) and each operation's end-to-end totals at the workers' clients
+     * ({@code client.*}, one interval spanning the replay), all in nanoseconds ({@code kvstash latency} reads it).
+     *
+     * @param latencyLog file to write, or null for none.
+     * @return this.
+     */
+    public TraceReplay latencyLog(final Path latencyLog)
+    {
+        this.latencyLog = latencyLog;
+        return this;
+    }
+
+    /**
      * Sets the JVM options of the worker processes (the Agrona export is always added).
      *
      * @param options options.
@@ -307,6 +326,10 @@ public final class TraceReplay
             .waitMode(waitMode)
             .responseRingCapacity(responseRing)
             .maxClients(Math.max(ServerContext.MAX_CLIENTS_DEFAULT, workers + 8));
+        // The server writes its intervals here; the final log adds the clients' totals to them (writeLatencyLog).
+        final Path serverLog = null == latencyLog ? null :
+            Files.createTempFile(latencyLog.toAbsolutePath().getParent(), ".kvstash-server-", ".hlog");
+        serverContext.latencyLogFile(serverLog);
 
         final AtomicReference<KvStashServer> launched = new AtomicReference<>();
         final Thread cleanup = new Thread(() -> cleanup(dir, ownDirectory, launched.get()), "kvstash-replay-cleanup");
@@ -328,16 +351,22 @@ public final class TraceReplay
             }
 
             final long start = System.nanoTime();
+            final long startMs = System.currentTimeMillis();
             for (final WorkerProcess process : processes)
             {
                 process.go();
             }
             final WorkerResult merged = awaitResults(processes, mooncake.requests().size(), start);
             final long wallNs = System.nanoTime() - start;
+            final long endMs = System.currentTimeMillis();
             server.awaitDrained(TimeUnit.SECONDS.toMillis(10));
             final long[] counters = new long[StoreCounters.COUNT];
             server.counters().snapshot(counters);
             server.close();
+            if (null != latencyLog)
+            {
+                writeLatencyLog(latencyLog, serverLog, merged, startMs, endMs);
+            }
 
             final Histogram[] serverLatency = new Histogram[RequestType.COUNT];
             if (null != server.latency())
@@ -358,6 +387,10 @@ public final class TraceReplay
                 process.destroy();
             }
             cleanup(dir, ownDirectory, launched.get());
+            if (null != serverLog)
+            {
+                Files.deleteIfExists(serverLog);
+            }
             try
             {
                 Runtime.getRuntime().removeShutdownHook(cleanup);
@@ -663,6 +696,55 @@ public final class TraceReplay
             catch (final IOException ignore)
             {
                 // Already closed.
+            }
+        }
+    }
+
+    /**
+     * Writes the replay's interval log: the server's intervals as it logged them, then one interval per client
+     * operation spanning the replay. The log's base time is the earliest start among them, so every interval's
+     * offset is non-negative.
+     */
+    static void writeLatencyLog(
+        final Path file, final Path serverLog, final WorkerResult clients, final long startMs, final long endMs)
+        throws IOException
+    {
+        final List<Histogram> intervals = new ArrayList<>();
+        final HistogramLogReader reader = new HistogramLogReader(serverLog.toFile());
+        EncodableHistogram interval;
+        long baseMs = startMs;
+        while (null != (interval = reader.nextIntervalHistogram()))
+        {
+            if (interval instanceof Histogram)
+            {
+                intervals.add((Histogram)interval);
+                baseMs = Math.min(baseMs, interval.getStartTimeStamp());
+            }
+        }
+        for (int op = 0; op < WorkerResult.OPERATION_TYPES; op++)
+        {
+            final Histogram total = clients.histogram(op);
+            if (total.getTotalCount() > 0)
+            {
+                final Histogram copy = total.copy();
+                copy.setTag("client." + WorkerResult.OPERATION_NAMES[op]);
+                copy.setStartTimeStamp(startMs);
+                copy.setEndTimeStamp(endMs);
+                intervals.add(copy);
+            }
+        }
+        try (PrintStream out = new PrintStream(file.toFile(), StandardCharsets.UTF_8))
+        {
+            final HistogramLogWriter writer = new HistogramLogWriter(out);
+            writer.outputComment("kvstash replay latency in ns: the server's intervals by request type and stage " +
+                "(type.*, stage.*), the workers' end-to-end totals over the replay (client.*)");
+            writer.outputLogFormatVersion();
+            writer.outputStartTime(baseMs);
+            writer.setBaseTime(baseMs);
+            writer.outputLegend();
+            for (final Histogram h : intervals)
+            {
+                writer.outputIntervalHistogram(h);
             }
         }
     }

@@ -24,6 +24,8 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.Map;
+import java.util.stream.Collectors;
+import java.util.stream.Stream;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -98,8 +100,9 @@ class ReplayCommandTest
     {
         final Path trace = temp.resolve("head.jsonl");
         Files.write(trace, Files.readAllLines(Cli.TRACE).subList(0, 600));
+        final Path hlog = temp.resolve("replay.hlog");
         final Cli cli = Cli.run("replay", "--trace", trace.toString(), "--capacity-chunks", "2048",
-            "--payload-bytes", "40k", "--workers", "2", "--copy-transport", "--json");
+            "--payload-bytes", "40k", "--workers", "2", "--copy-transport", "--json", "--hlog", hlog.toString());
         assertEquals(0, cli.exitCode, cli.toString());
         final Map<String, Object> json = cli.json();
         assertEquals(600L, json.get("requests"));
@@ -107,6 +110,19 @@ class ReplayCommandTest
         assertTrue(((Number)json.get("retrieved_chunks")).longValue() > 0, cli.out);
         assertEquals(json.get("hit_chunks"), json.get("retrieved_chunks"), cli.out);
         assertFalse(json.containsKey("reference_hit_chunks"), "not the bundled trace");
+
+        // The interval log holds the workers' end-to-end latency of every request and the server's by type.
+        final Cli latency = Cli.run("latency", "--json", hlog.toString());
+        assertEquals(0, latency.exitCode, latency.toString());
+        final Map<?, ?> tags = (Map<?, ?>)latency.json().get("latency_us");
+        assertEquals(600L, ((Map<?, ?>)tags.get("client.request")).get("count"), tags.toString());
+        assertEquals(600L, ((Map<?, ?>)tags.get("client.lookup")).get("count"), tags.toString());
+        assertTrue(((Number)((Map<?, ?>)tags.get("type.LOOKUP")).get("count")).longValue() > 0, tags.toString());
+        try (Stream<Path> left = Files.list(temp))
+        {
+            assertEquals(List.of(hlog), left.filter((f) -> f.toString().endsWith(".hlog")).collect(Collectors.toList()),
+                "the server's own log is gone");
+        }
     }
 
     @Test
