@@ -18,6 +18,7 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
+import org.junit.jupiter.params.provider.ValueSource;
 
 import java.nio.file.Path;
 
@@ -207,6 +208,51 @@ class InProcessSmokeTest
             assertEquals(0, r.hitChunks());
             assertEquals(4, client.lookup(10, ChunkKeys.ofIds(1, 2, 3, 4), false).hitChunks());
             assertEquals(6, server.counters().get(StoreCounters.READABLE_CHUNKS));
+        }
+    }
+
+    @ParameterizedTest
+    @ValueSource(booleans = { false, true })
+    void shouldWriteAndReadAChunkInPartsOnEitherTransport(final boolean copyTransport) throws Exception
+    {
+        final ServerContext serverContext = serverContext("parts", ThreadingMode.SHARED, 16L << 20);
+        try (KvStashServer server = KvStashServer.launch(serverContext);
+            KvStashClient client = KvStashClient.connect(
+                new ClientContext().directory(dir).copyTransport(copyTransport)))
+        {
+            assertEquals(copyTransport, client.isCopyTransport());
+            final long chunkBytes = client.register(1, Layout.of("llama", 1, 0, 1, 64, Dtype.UINT8, true)).chunkBytes();
+            final int length = (int)chunkBytes;
+            final UnsafeBuffer source = new UnsafeBuffer(new byte[length]);
+            for (int i = 0; i < length; i++)
+            {
+                source.putByte(i, (byte)(i * 31 + 7));
+            }
+            final ClientResponse prepared = client.prepareStore(1, ChunkKeys.ofIds(5));
+            assertEquals(Status.OK, prepared.status(), prepared.toString());
+            final long storeTransfer = prepared.transferId();
+            final long storeOffset = prepared.slotOffset(0);
+            // Written back to front in two uneven parts.
+            final int cut = length / 3;
+            assertEquals(Status.OK,
+                client.writeChunk(1, storeTransfer, 0, cut, length - cut, storeOffset, source, cut));
+            assertEquals(Status.OK, client.writeChunk(1, storeTransfer, 0, 0, cut, storeOffset, source, 0));
+            assertEquals(Status.OK, client.commitStore(1, storeTransfer).status());
+
+            final ClientResponse retrieve = client.prepareRetrieve(1, ChunkKeys.ofIds(5));
+            assertEquals(Status.OK, retrieve.status(), retrieve.toString());
+            final long retrieveTransfer = retrieve.transferId();
+            final long retrieveOffset = retrieve.slotOffset(0);
+            final UnsafeBuffer read = new UnsafeBuffer(new byte[length]);
+            final int[] cuts = { 0, 100, length / 2, length };
+            for (int k = 0; k + 1 < cuts.length; k++)
+            {
+                assertEquals(Status.OK, client.readChunk(1, retrieveTransfer, 0, cuts[k], cuts[k + 1] - cuts[k],
+                    retrieveOffset, read, cuts[k]));
+            }
+            assertEquals(Status.OK, client.commitRetrieve(1, retrieveTransfer).status());
+            assertEquals(source, read, "every byte read back where it was written");
+            assertEquals(copyTransport ? chunkBytes : 0, server.counters().get(StoreCounters.COPY_BYTES_IN));
         }
     }
 

@@ -26,9 +26,9 @@ import java.util.concurrent.TimeUnit;
  *   its key and slot generation ({@link ChunkSeal}) and every read is verified. Armed with a failpoint it
  *   prints {@code AT <failpoint>} there and waits to be killed. It reconnects when the server restarts.
  *   Prints {@code P ...} progress lines, {@code MISMATCH ...} at once, {@code FINAL ...} after {@code stop}
- *   on stdin. With {@code copy} it does not map the pool and moves every byte in WRITE_DATA / READ_DATA
- *   messages (the fallback copy transport), half a chunk a message, so its mid-write and mid-read
- *   failpoints fall between two messages;</li>
+ *   on stdin. It writes and reads each chunk in two halves through the client's {@code writeChunk} and
+ *   {@code readChunk}; with {@code copy} it does not map the pool, so each half is a WRITE_DATA / READ_DATA
+ *   message (the fallback copy transport) and the mid-write and mid-read failpoints fall between two;</li>
  *   <li>{@code zombie}: repeatedly prepares a store, prints {@code PREPARED ...}, waits for {@code go} on stdin
  *   (the coordinator stops it with SIGSTOP past its lease meanwhile), then checks its slot is still its own,
  *   writes only if so, commits, and prints {@code COMMIT <status> wrote=<bool>}.</li>
@@ -58,7 +58,6 @@ public final class ChaosWorker
     private final int writerTag = (int)ProcessHandle.current().pid();
     private boolean copyTransport;
     private KvStashClient client;
-    private ClientResponse dataResponse;
     private volatile boolean stop;
 
     private ChaosWorker(final Path dir, final long instance, final int chunkBytes)
@@ -118,7 +117,6 @@ public final class ChaosWorker
             {
                 client = KvStashClient.connect(new ClientContext().directory(dir).copyTransport(copyTransport)
                     .timeoutNs(TimeUnit.SECONDS.toNanos(5)).livenessCheckNs(TimeUnit.MILLISECONDS.toNanos(50)));
-                dataResponse = client.newResponse();
                 check(client.register(instance, layout));
                 return;
             }
@@ -162,7 +160,7 @@ public final class ChaosWorker
         System.out.flush();
         final SplittableRandom random = new SplittableRandom(seed);
         final ChunkSeal seal = new ChunkSeal(chunkBytes);
-        final UnsafeBuffer view = new UnsafeBuffer(0, 0);
+        final int half = chunkBytes / 2;
         long ops = 0;
         long stores = 0;
         long verified = 0;
@@ -199,19 +197,12 @@ public final class ChaosWorker
                         for (int i = 0; i < slots && written; i++)
                         {
                             final UnsafeBuffer sealed = seal.seal(0, first + rangeIndex[i], generation[i], writerTag);
-                            if (copyTransport)
-                            {
-                                written = copyWrite(transfer, i, sealed, 0, chunkBytes / 2);
-                                failpoint(armed, failpoint, Failpoint.MID_WRITE);
-                                written = written && copyWrite(transfer, i, sealed, chunkBytes / 2, chunkBytes);
-                            }
-                            else
-                            {
-                                client.slotView(offset[i], chunkBytes, view);
-                                view.putBytes(0, sealed, 0, chunkBytes / 2);
-                                failpoint(armed, failpoint, Failpoint.MID_WRITE);
-                                view.putBytes(chunkBytes / 2, sealed, chunkBytes / 2, chunkBytes - chunkBytes / 2);
-                            }
+                            // In two halves through the client (the pool, or a WRITE_DATA each with copy).
+                            written = Status.OK ==
+                                client.writeChunk(instance, transfer, i, 0, half, offset[i], sealed, 0);
+                            failpoint(armed, failpoint, Failpoint.MID_WRITE);
+                            written = written && Status.OK == client.writeChunk(
+                                instance, transfer, i, half, chunkBytes - half, offset[i], sealed, half);
                         }
                         failpoint(armed, failpoint, Failpoint.BEFORE_COMMIT);
                         if (!written)
@@ -238,21 +229,13 @@ public final class ChaosWorker
                             {
                                 final int generation = r.slotGeneration(i);
                                 final long id = first + r.slotRangeIndex(i);
-                                boolean read = true;
-                                if (copyTransport)
-                                {
-                                    read = copyRead(transfer, i, seal.scratch(), 0, chunkBytes / 2);
-                                    failpoint(armed, failpoint, Failpoint.MID_READ);
-                                    read = read && copyRead(transfer, i, seal.scratch(), chunkBytes / 2, chunkBytes);
-                                }
-                                else
-                                {
-                                    client.slotView(r.slotOffset(i), chunkBytes, view);
-                                    seal.scratch().putBytes(0, view, 0, chunkBytes / 2);
-                                    failpoint(armed, failpoint, Failpoint.MID_READ);
-                                    seal.scratch().putBytes(
-                                        chunkBytes / 2, view, chunkBytes / 2, chunkBytes - chunkBytes / 2);
-                                }
+                                final long slotOffset = r.slotOffset(i);
+                                boolean read = Status.OK ==
+                                    client.readChunk(instance, transfer, i, 0, half, slotOffset, seal.scratch(), 0);
+                                failpoint(armed, failpoint, Failpoint.MID_READ);
+                                read = read && Status.OK == client.readChunk(
+                                    instance, transfer, i, half, chunkBytes - half, slotOffset, seal.scratch(), half);
+                                // A refused READ_DATA (copy transport) or a reclaimed pin: the bytes prove nothing.
                                 if (!read || !client.isStillReadable(r, i))
                                 {
                                     stale++;
@@ -295,45 +278,6 @@ public final class ChaosWorker
         client.unregister(instance);
         client.close();
         progress("FINAL", ops, stores, verified, mismatches, stale, reconnects);
-    }
-
-    /**
-     * Writes bytes {@code [from, to)} of a chunk through WRITE_DATA (one message: the chaos chunks are far
-     * below the inline limit).
-     *
-     * @return whether the server took them (false: the lease ended).
-     */
-    private boolean copyWrite(
-        final long transfer, final int slotIndex, final UnsafeBuffer sealed, final int from, final int to)
-    {
-        final long id = client.sendWriteData(instance, transfer, slotIndex, from, sealed, from, to - from);
-        if (id < 0)
-        {
-            throw new IllegalStateException("request ring full with no request in flight");
-        }
-        return client.await(id, dataResponse).isOk();
-    }
-
-    /**
-     * Reads bytes {@code [from, to)} of a chunk through READ_DATA into the same place of a buffer.
-     *
-     * @return whether the server answered them.
-     */
-    private boolean copyRead(
-        final long transfer, final int slotIndex, final UnsafeBuffer destination, final int from, final int to)
-    {
-        final long id = client.sendReadData(instance, transfer, slotIndex, from, to - from);
-        if (id < 0)
-        {
-            throw new IllegalStateException("request ring full with no request in flight");
-        }
-        final ClientResponse r = client.await(id, dataResponse);
-        if (!r.isOk())
-        {
-            return false;
-        }
-        r.copyData(destination, from);
-        return true;
     }
 
     private static void progress(

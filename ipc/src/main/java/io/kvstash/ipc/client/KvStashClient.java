@@ -1184,19 +1184,47 @@ public final class KvStashClient implements AutoCloseable
         final DirectBuffer source,
         final int sourceOffset)
     {
+        return writeChunk(instanceId, transferId, slotIndex, 0, chunkBytes, slotOffset, source, sourceOffset);
+    }
+
+    /**
+     * Writes bytes {@code [from, from + length)} of a chunk for slot {@code i} of a PREPARE_STORE (a chunk written
+     * in parts, a layer at a time for example): straight into the mapped pool, or in WRITE_DATA messages with the
+     * copy transport. The chunk becomes readable only at COMMIT_STORE, whatever parts were written.
+     *
+     * @param instanceId   instance.
+     * @param transferId   the store.
+     * @param slotIndex    slot entry in the prepare response.
+     * @param from         first byte of the chunk to write.
+     * @param length       bytes to write.
+     * @param slotOffset   the slot's pool offset (from the prepare response).
+     * @param source       the bytes.
+     * @param sourceOffset offset in the source of the chunk's byte {@code from}.
+     * @return OK, or the status of the failed WRITE_DATA (UNKNOWN_TRANSFER when the lease ended).
+     */
+    public int writeChunk(
+        final long instanceId,
+        final long transferId,
+        final int slotIndex,
+        final int from,
+        final int length,
+        final long slotOffset,
+        final DirectBuffer source,
+        final int sourceOffset)
+    {
         if (null != pool)
         {
             final UnsafeBuffer view = scratchView;
-            pool.wrap(view, slotOffset - dataOffset, chunkBytes);
-            view.putBytes(0, source, sourceOffset, chunkBytes);
+            pool.wrap(view, slotOffset - dataOffset + from, length);
+            view.putBytes(0, source, sourceOffset, length);
             return Status.OK;
         }
-        for (int done = 0; done < chunkBytes; )
+        for (int done = 0; done < length; )
         {
-            final int n = Math.min(maxInlineBytes, chunkBytes - done);
+            final int n = Math.min(maxInlineBytes, length - done);
             final int at = done;
-            final ClientResponse r = await(sendOrWait(
-                () -> sendWriteData(instanceId, transferId, slotIndex, at, source, sourceOffset + at, n)), dataResponse);
+            final ClientResponse r = await(sendOrWait(() -> sendWriteData(
+                instanceId, transferId, slotIndex, from + at, source, sourceOffset + at, n)), dataResponse);
             if (!r.isOk())
             {
                 return r.status();
@@ -1228,19 +1256,46 @@ public final class KvStashClient implements AutoCloseable
         final MutableDirectBuffer destination,
         final int destinationOffset)
     {
+        return readChunk(instanceId, transferId, slotIndex, 0, chunkBytes, slotOffset, destination, destinationOffset);
+    }
+
+    /**
+     * Reads bytes {@code [from, from + length)} of a chunk for slot {@code i} of a PREPARE_RETRIEVE: straight from
+     * the mapped pool, or in READ_DATA messages with the copy transport.
+     *
+     * @param instanceId        instance.
+     * @param transferId        the retrieve.
+     * @param slotIndex         slot entry in the prepare response.
+     * @param from              first byte of the chunk to read.
+     * @param length            bytes to read.
+     * @param slotOffset        the slot's pool offset (from the prepare response).
+     * @param destination       where the bytes go.
+     * @param destinationOffset offset in the destination of the chunk's byte {@code from}.
+     * @return OK, or the status of the failed READ_DATA.
+     */
+    public int readChunk(
+        final long instanceId,
+        final long transferId,
+        final int slotIndex,
+        final int from,
+        final int length,
+        final long slotOffset,
+        final MutableDirectBuffer destination,
+        final int destinationOffset)
+    {
         if (null != pool)
         {
             final UnsafeBuffer view = scratchView;
-            pool.wrap(view, slotOffset - dataOffset, chunkBytes);
-            destination.putBytes(destinationOffset, view, 0, chunkBytes);
+            pool.wrap(view, slotOffset - dataOffset + from, length);
+            destination.putBytes(destinationOffset, view, 0, length);
             return Status.OK;
         }
-        for (int done = 0; done < chunkBytes; )
+        for (int done = 0; done < length; )
         {
-            final int n = Math.min(maxInlineBytes, chunkBytes - done);
+            final int n = Math.min(maxInlineBytes, length - done);
             final int at = done;
-            final ClientResponse r = await(sendOrWait(() -> sendReadData(instanceId, transferId, slotIndex, at, n)),
-                dataResponse);
+            final ClientResponse r = await(sendOrWait(() -> sendReadData(
+                instanceId, transferId, slotIndex, from + at, n)), dataResponse);
             if (!r.isOk())
             {
                 return r.status();
