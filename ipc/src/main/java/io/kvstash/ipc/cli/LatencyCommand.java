@@ -1,18 +1,16 @@
 package io.kvstash.ipc.cli;
 
+import io.kvstash.ipc.tools.IntervalLogs;
 import io.kvstash.ipc.tools.Json;
 import io.kvstash.ipc.tools.PercentilePlot;
 import io.kvstash.ipc.tools.TraceReplay;
-import org.HdrHistogram.EncodableHistogram;
 import org.HdrHistogram.Histogram;
-import org.HdrHistogram.HistogramLogReader;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Parameters;
 import picocli.CommandLine.Spec;
 
-import java.io.FileNotFoundException;
 import java.io.IOException;
 import java.io.PrintWriter;
 import java.nio.file.Path;
@@ -37,6 +35,9 @@ import java.util.stream.Collectors;
         "count, p50, p90, p99, p99.9 and max per tag, in microseconds; --plot writes a percentile plot." })
 public final class LatencyCommand implements Callable<Integer>
 {
+    /** Width of the tag column: the longest tags the bench writes fit. */
+    private static final int TAG_WIDTH = 34;
+
     @Spec
     CommandSpec spec;
 
@@ -73,28 +74,21 @@ public final class LatencyCommand implements Callable<Integer>
         double lastSec = 0;
         for (final Path file : files)
         {
-            final HistogramLogReader reader = open(file);
-            long read = 0;
-            EncodableHistogram interval;
-            while (null != (interval = reader.nextIntervalHistogram()))
+            final List<Histogram> read = IntervalLogs.read(file);
+            for (final Histogram h : read)
             {
-                if (interval instanceof Histogram)
-                {
-                    final Histogram h = (Histogram)interval;
-                    final String tag = null == h.getTag() ? "untagged" : h.getTag();
-                    totals.computeIfAbsent(tag, (t) -> new Histogram(3)).add(h);
-                    firstSec = Math.min(firstSec, h.getStartTimeStamp() / 1000.0);
-                    lastSec = Math.max(lastSec, h.getEndTimeStamp() / 1000.0);
-                    read++;
-                }
+                final String tag = null == h.getTag() ? "untagged" : h.getTag();
+                totals.computeIfAbsent(tag, (t) -> new Histogram(3)).add(h);
+                firstSec = Math.min(firstSec, h.getStartTimeStamp() / 1000.0);
+                lastSec = Math.max(lastSec, h.getEndTimeStamp() / 1000.0);
             }
-            if (0 == read)
+            if (read.isEmpty())
             {
                 err.println("kvstash latency: no interval histogram in " + file);
                 err.flush();
                 return 1;
             }
-            intervals += read;
+            intervals += read.size();
         }
         final double spanSec = Math.max(0, lastSec - firstSec);
         if (json)
@@ -111,11 +105,8 @@ public final class LatencyCommand implements Callable<Integer>
         else
         {
             out.printf(Locale.ROOT, "%d intervals over %.1f s from %s%n", intervals, spanSec, files);
-            out.printf(Locale.ROOT, "%-34s %12s %9s %9s %9s %9s %9s%n",
-                "latency (us)", "count", "p50", "p90", "p99", "p99.9", "max");
-            totals.forEach((tag, h) -> out.printf(Locale.ROOT, "%-34s %,12d %9.1f %9.1f %9.1f %9.1f %9.1f%n",
-                tag, h.getTotalCount(), h.getValueAtPercentile(50) / 1e3, h.getValueAtPercentile(90) / 1e3,
-                h.getValueAtPercentile(99) / 1e3, h.getValueAtPercentile(99.9) / 1e3, h.getMaxValue() / 1e3));
+            ReportPrinter.latencyHeader(out, "latency (us)", TAG_WIDTH);
+            totals.forEach((tag, h) -> ReportPrinter.latencyLine(out, tag, h, TAG_WIDTH));
         }
         if (null != plot)
         {
@@ -140,10 +131,5 @@ public final class LatencyCommand implements Callable<Integer>
         });
         groups.forEach((group, series) -> page.chart(group, series));
         page.write(plot);
-    }
-
-    private static HistogramLogReader open(final Path file) throws FileNotFoundException
-    {
-        return new HistogramLogReader(file.toFile());
     }
 }

@@ -16,8 +16,8 @@ import java.util.Locale;
  */
 final class ReportPrinter
 {
-    private static final String LATENCY_HEADER = "%-22s %10s %9s %9s %9s %9s %9s%n";
-    private static final String LATENCY_LINE = "%-22s %,10d %9.1f %9.1f %9.1f %9.1f %9.1f%n";
+    /** Width of the name column of the replay report's latency tables. */
+    private static final int NAME_WIDTH = 22;
 
     private static final int[] SERVER_TYPES =
     {
@@ -88,12 +88,12 @@ final class ReportPrinter
         }
 
         out.println();
-        out.printf(l, LATENCY_HEADER, "client latency (us)", "count", "p50", "p90", "p99", "p99.9", "max");
+        latencyHeader(out, "client latency (us)", NAME_WIDTH);
         for (int op = 0; op < WorkerResult.OPERATION_TYPES; op++)
         {
-            line(out, "  " + WorkerResult.OPERATION_NAMES[op], r.histogram(op));
+            latencyLine(out, "  " + WorkerResult.OPERATION_NAMES[op], r.histogram(op), NAME_WIDTH);
         }
-        line(out, "  all round trips", r.roundTrips());
+        latencyLine(out, "  all round trips", r.roundTrips(), NAME_WIDTH);
 
         boolean header = false;
         for (final int type : SERVER_TYPES)
@@ -103,10 +103,10 @@ final class ReportPrinter
             {
                 if (!header)
                 {
-                    out.printf(l, LATENCY_HEADER, "server latency (us)", "count", "p50", "p90", "p99", "p99.9", "max");
+                    latencyHeader(out, "server latency (us)", NAME_WIDTH);
                     header = true;
                 }
-                line(out, "  " + RequestType.name(type).toLowerCase(l), h);
+                latencyLine(out, "  " + RequestType.name(type).toLowerCase(l), h, NAME_WIDTH);
             }
         }
         if (header)
@@ -115,14 +115,26 @@ final class ReportPrinter
         }
     }
 
-    private static void line(final PrintWriter out, final String name, final Histogram h)
+    /**
+     * The header of a latency table: a title in the name column, then count, p50, p90, p99, p99.9 and max.
+     */
+    static void latencyHeader(final PrintWriter out, final String title, final int nameWidth)
+    {
+        out.printf(Locale.ROOT, "%-" + nameWidth + "s %12s %9s %9s %9s %9s %9s%n",
+            title, "count", "p50", "p90", "p99", "p99.9", "max");
+    }
+
+    /**
+     * A row of a latency table in microseconds from a histogram in nanoseconds; nothing for an empty histogram.
+     */
+    static void latencyLine(final PrintWriter out, final String name, final Histogram h, final int nameWidth)
     {
         if (h.getTotalCount() == 0)
         {
             return;
         }
-        out.printf(Locale.ROOT, LATENCY_LINE, name, h.getTotalCount(), h.getValueAtPercentile(50) / 1000.0,
-            h.getValueAtPercentile(90) / 1000.0, h.getValueAtPercentile(99) / 1000.0,
-            h.getValueAtPercentile(99.9) / 1000.0, h.getMaxValue() / 1000.0);
+        out.printf(Locale.ROOT, "%-" + nameWidth + "s %,12d %9.1f %9.1f %9.1f %9.1f %9.1f%n", name, h.getTotalCount(),
+            h.getValueAtPercentile(50) / 1000.0, h.getValueAtPercentile(90) / 1000.0,
+            h.getValueAtPercentile(99) / 1000.0, h.getValueAtPercentile(99.9) / 1000.0, h.getMaxValue() / 1000.0);
     }
 }

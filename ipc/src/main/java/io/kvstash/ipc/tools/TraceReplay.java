@@ -9,9 +9,7 @@ import io.kvstash.ipc.server.KvStashServer;
 import io.kvstash.ipc.server.ServerContext;
 import io.kvstash.pipeline.ThreadingMode;
 import io.kvstash.pipeline.WaitMode;
-import org.HdrHistogram.EncodableHistogram;
 import org.HdrHistogram.Histogram;
-import org.HdrHistogram.HistogramLogReader;
 import org.HdrHistogram.HistogramLogWriter;
 
 import java.io.BufferedReader;
@@ -709,17 +707,11 @@ public final class TraceReplay
         final Path file, final Path serverLog, final WorkerResult clients, final long startMs, final long endMs)
         throws IOException
     {
-        final List<Histogram> intervals = new ArrayList<>();
-        final HistogramLogReader reader = new HistogramLogReader(serverLog.toFile());
-        EncodableHistogram interval;
+        final List<Histogram> intervals = IntervalLogs.read(serverLog);
         long baseMs = startMs;
-        while (null != (interval = reader.nextIntervalHistogram()))
+        for (final Histogram interval : intervals)
         {
-            if (interval instanceof Histogram)
-            {
-                intervals.add((Histogram)interval);
-                baseMs = Math.min(baseMs, interval.getStartTimeStamp());
-            }
+            baseMs = Math.min(baseMs, interval.getStartTimeStamp());
         }
         for (int op = 0; op < WorkerResult.OPERATION_TYPES; op++)
         {
