@@ -97,6 +97,7 @@ public final class StoreCounters
     public static final int LENGTH = COUNT * Long.BYTES;
 
     private static final String[] NAMES = new String[COUNT];
+    private static final String[] DESCRIPTIONS = new String[COUNT];
 
     static
     {
@@ -128,6 +129,33 @@ public final class StoreCounters
         }
         NAMES[ERRORS] = "errors";
         NAMES[REQUESTS_INVALID_TYPE] = "requests.invalid_type";
+
+        final String[] bookDescriptions =
+        {
+            "Readable chunks.", "Reserved chunks (being written).", "Readable chunks with at least one pin.",
+            "Free slots.", "Slots in the pool at the current slot size.",
+            "Pending transfers (stores, pinned lookups, retrieves).", "Registered instances.",
+            "Chunks counted as hits by LOOKUP.", "Chunks of LOOKUP ranges that were not hits.",
+            "Chunks handed out by successful PREPARE_RETRIEVE.", "PREPARE_RETRIEVE answered MISS.",
+            "Chunks made readable by COMMIT_STORE.", "Chunks released by COMMIT_RETRIEVE.",
+            "Readable chunks evicted to make room for a reservation.", "Bytes made readable by COMMIT_STORE.",
+            "Bytes handed out by COMMIT_RETRIEVE.", "Transfers reclaimed after their lease.",
+            "Reserved chunks freed without being published.", "PREPARE_STORE answered NO_SPACE.",
+            "UNREGISTER of an unknown instance.", "PREPARE_STORE with nothing to reserve (early return).",
+            "Client sessions reaped because their process died.", "Readable chunks removed by CLEAR."
+        };
+        System.arraycopy(bookDescriptions, 0, DESCRIPTIONS, 0, bookDescriptions.length);
+        DESCRIPTIONS[COPY_BYTES_IN] = "Bytes written into slots by WRITE_DATA (copy transport).";
+        DESCRIPTIONS[COPY_BYTES_OUT] = "Bytes read from slots by READ_DATA (copy transport).";
+        DESCRIPTIONS[WIRE_RECORDS] = "Records read from request rings.";
+        DESCRIPTIONS[WIRE_MALFORMED] = "Records that failed decoding.";
+        DESCRIPTIONS[WIRE_CLIENTS_ATTACHED] = "Client files attached.";
+        DESCRIPTIONS[WIRE_CLIENTS_DETACHED] = "Client sessions freed (closed, dead, or corrupt ring).";
+        DESCRIPTIONS[WIRE_CLIENTS] = "Attached client sessions.";
+        DESCRIPTIONS[WIRE_RESPONSES_DROPPED] = "Responses that could not be written.";
+        DESCRIPTIONS[WIRE_BACK_PRESSURE] = "Requests deferred because the response ring lacked room.";
+        DESCRIPTIONS[ERRORS] = "Unexpected errors (see kvstash errors).";
+        DESCRIPTIONS[REQUESTS_INVALID_TYPE] = "Responses to requests of an unknown type.";
     }
 
     private final AtomicBuffer buffer;
@@ -167,6 +195,29 @@ public final class StoreCounters
     public static int requestId(final int type, final int status)
     {
         return REQUESTS_BASE + type * Status.COUNT + status;
+    }
+
+    /**
+     * What a counter counts, one sentence; null for an unused id and for the responses table (whose meaning is in
+     * its name: request type and status).
+     *
+     * @param id counter id.
+     * @return description or null.
+     */
+    public static String description(final int id)
+    {
+        return id >= 0 && id < COUNT ? DESCRIPTIONS[id] : null;
+    }
+
+    /**
+     * Whether a counter is a gauge, a current value that goes up and down; every other counter only grows.
+     *
+     * @param id counter id.
+     * @return true for the chunk book's gauges and the attached clients.
+     */
+    public static boolean isGauge(final int id)
+    {
+        return (id >= READABLE_CHUNKS && id <= INSTANCES) || WIRE_CLIENTS == id;
     }
 
     /**

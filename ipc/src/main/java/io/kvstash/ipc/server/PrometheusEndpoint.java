@@ -33,52 +33,6 @@ public final class PrometheusEndpoint implements AutoCloseable
     /** Content type of the text exposition format. */
     public static final String CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8";
 
-    private static final String[] HELP = new String[StoreCounters.COUNT];
-    private static final boolean[] GAUGE = new boolean[StoreCounters.COUNT];
-
-    static
-    {
-        help(StoreCounters.READABLE_CHUNKS, "Readable chunks.");
-        help(StoreCounters.RESERVED_CHUNKS, "Reserved chunks (being written).");
-        help(StoreCounters.PINNED_CHUNKS, "Readable chunks with at least one pin.");
-        help(StoreCounters.FREE_SLOTS, "Free slots.");
-        help(StoreCounters.SLOT_CAPACITY, "Slots in the pool at the current slot size.");
-        help(StoreCounters.PENDING_TRANSFERS, "Pending transfers (stores, pinned lookups, retrieves).");
-        help(StoreCounters.INSTANCES, "Registered instances.");
-        help(StoreCounters.WIRE_CLIENTS, "Attached client sessions.");
-        for (int id = StoreCounters.READABLE_CHUNKS; id <= StoreCounters.INSTANCES; id++)
-        {
-            GAUGE[id] = true;
-        }
-        GAUGE[StoreCounters.WIRE_CLIENTS] = true;
-        help(StoreCounters.LOOKUP_HIT_CHUNKS, "Chunks counted as hits by LOOKUP.");
-        help(StoreCounters.LOOKUP_MISS_CHUNKS, "Chunks of LOOKUP ranges that were not hits.");
-        help(StoreCounters.RETRIEVE_HIT_CHUNKS, "Chunks handed out by successful PREPARE_RETRIEVE.");
-        help(StoreCounters.RETRIEVE_MISSES, "PREPARE_RETRIEVE answered MISS.");
-        help(StoreCounters.STORED_CHUNKS, "Chunks made readable by COMMIT_STORE.");
-        help(StoreCounters.RETRIEVED_CHUNKS, "Chunks released by COMMIT_RETRIEVE.");
-        help(StoreCounters.EVICTIONS, "Readable chunks evicted to make room for a reservation.");
-        help(StoreCounters.BYTES_IN, "Bytes made readable by COMMIT_STORE.");
-        help(StoreCounters.BYTES_OUT, "Bytes handed out by COMMIT_RETRIEVE.");
-        help(StoreCounters.RECLAIMED_LEASES, "Transfers reclaimed after their lease.");
-        help(StoreCounters.ABORTED_CHUNKS, "Reserved chunks freed without being published.");
-        help(StoreCounters.NO_SPACE, "PREPARE_STORE answered NO_SPACE.");
-        help(StoreCounters.UNREGISTER_UNKNOWN, "UNREGISTER of an unknown instance.");
-        help(StoreCounters.EMPTY_PREPARES, "PREPARE_STORE with nothing to reserve (early return).");
-        help(StoreCounters.DEAD_CLIENTS, "Client sessions reaped because their process died.");
-        help(StoreCounters.CLEARED_CHUNKS, "Readable chunks removed by CLEAR.");
-        help(StoreCounters.COPY_BYTES_IN, "Bytes written into slots by WRITE_DATA (copy transport).");
-        help(StoreCounters.COPY_BYTES_OUT, "Bytes read from slots by READ_DATA (copy transport).");
-        help(StoreCounters.WIRE_RECORDS, "Records read from request rings.");
-        help(StoreCounters.WIRE_MALFORMED, "Records that failed decoding.");
-        help(StoreCounters.WIRE_CLIENTS_ATTACHED, "Client files attached.");
-        help(StoreCounters.WIRE_CLIENTS_DETACHED, "Client sessions freed (closed, dead, or corrupt ring).");
-        help(StoreCounters.WIRE_RESPONSES_DROPPED, "Responses that could not be written.");
-        help(StoreCounters.WIRE_BACK_PRESSURE, "Requests deferred because the response ring lacked room.");
-        help(StoreCounters.ERRORS, "Unexpected errors (see kvstash errors).");
-        help(StoreCounters.REQUESTS_INVALID_TYPE, "Responses to requests of an unknown type.");
-    }
-
     private final HttpServer http;
     private final ExecutorService executor;
     private final StoreCounters counters;
@@ -158,13 +112,15 @@ public final class PrometheusEndpoint implements AutoCloseable
             .append('\n');
         for (int id = 0; id < StoreCounters.COUNT; id++)
         {
-            if (null == HELP[id])
+            final String help = StoreCounters.description(id);
+            if (null == help)
             {
                 continue;
             }
-            final String name = "kvstash_" + StoreCounters.name(id).replace('.', '_') + (GAUGE[id] ? "" : "_total");
-            out.append("# HELP ").append(name).append(' ').append(HELP[id]).append('\n');
-            out.append("# TYPE ").append(name).append(GAUGE[id] ? " gauge\n" : " counter\n");
+            final boolean gauge = StoreCounters.isGauge(id);
+            final String name = "kvstash_" + StoreCounters.name(id).replace('.', '_') + (gauge ? "" : "_total");
+            out.append("# HELP ").append(name).append(' ').append(help).append('\n');
+            out.append("# TYPE ").append(name).append(gauge ? " gauge\n" : " counter\n");
             out.append(name).append(' ').append(counters.get(id)).append('\n');
         }
         out.append("# HELP kvstash_requests_total Responses by request type and status.\n");
@@ -224,10 +180,5 @@ public final class PrometheusEndpoint implements AutoCloseable
                 out.write(body);
             }
         }
-    }
-
-    private static void help(final int id, final String text)
-    {
-        HELP[id] = text;
     }
 }

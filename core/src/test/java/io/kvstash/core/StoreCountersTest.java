@@ -1,0 +1,44 @@
+package io.kvstash.core;
+
+import org.junit.jupiter.api.Test;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * The counters' names and meanings, which {@code kvstash stat} and the Prometheus endpoint print: every named
+ * counter outside the responses table says what it counts, and only named counters are gauges.
+ */
+class StoreCountersTest
+{
+    @Test
+    void shouldDescribeEveryNamedCounterOutsideTheResponsesTable()
+    {
+        int described = 0;
+        for (int id = 0; id < StoreCounters.COUNT; id++)
+        {
+            final boolean response = id >= StoreCounters.REQUESTS_BASE && id < StoreCounters.ERRORS;
+            if (null == StoreCounters.name(id) || response)
+            {
+                assertNull(StoreCounters.description(id), "id " + id);
+                assertFalse(StoreCounters.isGauge(id), "id " + id);
+            }
+            else
+            {
+                assertNotNull(StoreCounters.description(id), "no description for " + StoreCounters.name(id));
+                described++;
+            }
+        }
+        assertEquals(34, described, "book 23, data 2, wire 7, errors and invalid types 2");
+        for (final int gauge : new int[]{ StoreCounters.READABLE_CHUNKS, StoreCounters.FREE_SLOTS,
+            StoreCounters.INSTANCES, StoreCounters.WIRE_CLIENTS })
+        {
+            assertTrue(StoreCounters.isGauge(gauge), StoreCounters.name(gauge));
+        }
+        assertFalse(StoreCounters.isGauge(StoreCounters.EVICTIONS));
+        assertFalse(StoreCounters.isGauge(StoreCounters.WIRE_CLIENTS_ATTACHED));
+    }
+}
