@@ -196,6 +196,14 @@ def wait_until(predicate, timeout, interval=0.01):
     return predicate()
 
 
+def counter(client, counter_id):
+    """A counter once every request this client was answered has been counted: the server updates some counters
+    and gauges just after an answer (PROTOCOL.md 2.3), and it decides a PING only after that work of every earlier
+    request."""
+    client.ping()
+    return client.counter(counter_id)
+
+
 class ServerTestCase(__import__("unittest").TestCase):
     """One server per test class (started in setUpClass, stopped and its directory removed after)."""
 

@@ -5,7 +5,7 @@ import itertools
 import os
 import unittest
 
-from support import ServerTestCase, wait_until
+from support import ServerTestCase, counter, wait_until
 
 import kvstash
 from kvstash import Status
@@ -70,10 +70,10 @@ class ClientTest(ServerTestCase):
         self.assertEqual((info.incarnation, info.chunk_tokens, info.pool_file_name),
                          (c.incarnation, 16, c.pool_file_name))
         tokens = list(range(5000, 5000 + 4 * 16 + 5))                 # 4 full chunks and a partial one
-        stored_before = c.counter(11)
+        stored_before = counter(c, 11)
         written = self.store(c, instance, tokens)
         self.assertEqual(sorted(written), [0, 1, 2, 3])
-        self.assertEqual(c.counter(11) - stored_before, 4)
+        self.assertEqual(counter(c, 11) - stored_before, 4)
         read = self.retrieve(c, instance, kvstash.chunk_hashes(tokens, c.chunk_tokens))
         self.assertEqual(read, written)
         lookup = c.lookup(instance, tokens=tokens)
@@ -100,7 +100,7 @@ class ClientTest(ServerTestCase):
         pinned = c.lookup(instance, tokens=tokens, pin=True)
         self.assertEqual((pinned.status, pinned.hit_chunks), (Status.OK, 3))
         self.assertNotEqual(pinned.transfer_id, 0)
-        self.assertGreaterEqual(c.counter(2), 3)                             # pinned_chunks gauge
+        self.assertGreaterEqual(counter(c, 2), 3)                            # pinned_chunks gauge
         retrieve = c.prepare_retrieve(instance, lookup=pinned)
         self.assertEqual(retrieve.status, Status.OK, retrieve)
         self.assertNotEqual(retrieve.transfer_id, pinned.transfer_id)

@@ -9,7 +9,7 @@ import textwrap
 import time
 import unittest
 
-from support import CLIENT_ROOT, Server, ServerTestCase, wait_until
+from support import CLIENT_ROOT, Server, ServerTestCase, counter, wait_until
 
 import kvstash
 from kvstash import Status
@@ -49,8 +49,8 @@ class DeadWorkerTest(ServerTestCase):
             line = worker.stdout.readline().split()
             self.assertEqual(line[:3], ["PREPARED", "5", "4"], line)
             client_file = line[3]
-            self.assertEqual(observer.counter(RESERVED), 5)
-            self.assertEqual(observer.counter(PINNED), 4)
+            self.assertEqual(counter(observer, RESERVED), 5)
+            self.assertEqual(counter(observer, PINNED), 4)
             worker.send_signal(signal.SIGKILL)
             worker.wait()
             killed = time.monotonic()
