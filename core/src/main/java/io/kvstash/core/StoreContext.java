@@ -54,33 +54,35 @@ public final class StoreContext
     {
         if (alignment <= 0 || Integer.bitCount(alignment) != 1)
         {
-            throw new IllegalArgumentException("alignment must be a power of two: " + alignment);
+            throw new IllegalArgumentException("alignment " + alignment + " is not a power of two: give e.g. 4096");
         }
         if (poolSizeBytes < alignment)
         {
-            throw new IllegalArgumentException("pool size " + poolSizeBytes + " below one alignment unit");
+            throw new IllegalArgumentException("pool size " + poolSizeBytes + " bytes is smaller than one alignment unit: give at least " + alignment);
         }
         if ((long)Integer.MAX_VALUE * alignment < poolSizeBytes)
         {
-            throw new IllegalArgumentException("pool size " + poolSizeBytes + " has more than 2^31 units");
+            throw new IllegalArgumentException("pool size " + poolSizeBytes + " bytes has more than 2^31 alignment units of " + alignment +
+                " bytes: give at most " + (long)Integer.MAX_VALUE * alignment + " or a larger alignment");
         }
         if (chunkTokens <= 0 || chunkTokens > (1 << 20))
         {
-            throw new IllegalArgumentException("chunk tokens must be in [1, 2^20]: " + chunkTokens);
+            throw new IllegalArgumentException("chunk tokens " + chunkTokens + " is out of range: give 1 to " + (1 << 20));
         }
         if (leaseNs <= 0)
         {
-            throw new IllegalArgumentException("lease must be positive: " + leaseNs);
+            throw new IllegalArgumentException("lease " + leaseNs + " ns is not positive: give e.g. 30s");
         }
         if (slotBytes < 0 || slotBytes > poolSizeBytes ||
             ((slotBytes + alignment - 1) & -(long)alignment) > poolSizeBytes)
         {
             throw new IllegalArgumentException(
-                "slot bytes rounded up to the alignment must be in [0, pool size]: " + slotBytes);
+                "slot bytes " + slotBytes + " rounded up to the alignment is larger than the pool (" + poolSizeBytes +
+                " bytes): give 0 (sized by the first layout) to " + (poolSizeBytes & -(long)alignment));
         }
         if (maxChunksPerRequest <= 0 || maxChunksPerRequest > (1 << 20))
         {
-            throw new IllegalArgumentException("max chunks per request must be in [1, 2^20]");
+            throw new IllegalArgumentException("max chunks per request " + maxChunksPerRequest + " is out of range: give 1 to " + (1 << 20));
         }
         if (maxTransfers <= 0 || maxTransfers > (1 << 30) || maxInstances <= 0 || maxInstances > (1 << 20))
         {

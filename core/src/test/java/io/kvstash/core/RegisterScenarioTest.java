@@ -111,6 +111,26 @@ class RegisterScenarioTest
     }
 
     @Test
+    void shouldNameTheReasonWhenALayoutIsInvalid()
+    {
+        final Object[][] cases = {
+            { Layout.of("m", 2, 2, 1, 4, Dtype.FLOAT16, false), "rank must be at least 0 and below the world size" },
+            { Layout.of("m", 1, 0, 0, 4, Dtype.FLOAT16, false), "layers must be at least 1" },
+            { Layout.of("m", 1, 0, 1, 0, Dtype.FLOAT16, false), "hidden size (heads x head size) must be at least 1" },
+            { Layout.of("m", 0, 0, 1, 4, Dtype.FLOAT16, false), "world size must be 1 to 4096" },
+            { Layout.of("", 1, 0, 1, 4, Dtype.FLOAT16, false), "model name must be 1 to 255 UTF-8 bytes" },
+            { new Layout(bytes("m"), 1, 0, 1, 4, 99, false), "unknown dtype code" },
+            { Layout.of("m", 1, 0, 1, 33, Dtype.FLOAT16, false), "one chunk of this layout is larger than the whole pool" },
+        };
+        for (final Object[] c : cases)
+        {
+            final StoreCommand command = h.store.register(A, (Layout)c[0]);
+            assertEquals(Status.INVALID_LAYOUT, command.status, c[0].toString());
+            assertEquals(c[1], command.message, c[0].toString());
+        }
+    }
+
+    @Test
     void shouldAnswerInvalidLayoutWhenChunkIsLargerThanThePool()
     {
         // 8 slots of 64 bytes: a 2 x 1 x 4 x 32 x 2 = 512 byte chunk fits exactly, one more hidden unit does not.

@@ -262,7 +262,7 @@ public final class ChunkBook
     {
         if (command.modelLength <= 0 || command.modelLength > Layout.MAX_MODEL_LENGTH)
         {
-            command.fail(Status.INVALID_LAYOUT, "model name must be 1..255 UTF-8 bytes");
+            command.fail(Status.INVALID_LAYOUT, "model name must be 1 to 255 UTF-8 bytes");
             return;
         }
         final Layout layout = new Layout(
@@ -273,10 +273,10 @@ public final class ChunkBook
             command.hidden,
             command.dtypeCode,
             command.mla);
-        if (Status.OK != layout.validate(context.chunkTokens(), context.poolSizeBytes()))
+        final String invalid = layout.invalidReason(context.chunkTokens(), context.poolSizeBytes());
+        if (null != invalid)
         {
-            command.fail(Status.INVALID_LAYOUT,
-                "invalid layout: unknown dtype, a size out of range, or a chunk larger than the pool");
+            command.fail(Status.INVALID_LAYOUT, invalid);
             return;
         }
         final long chunkBytes = layout.chunkBytes(context.chunkTokens());
@@ -305,22 +305,27 @@ public final class ChunkBook
             return;
         }
         final long neededSlotBytes = alignUp(chunkBytes);
-        if (neededSlotBytes > context.poolSizeBytes() || neededSlotBytes > StoreContext.SEGMENT_BYTES)
+        if (neededSlotBytes > context.poolSizeBytes())
         {
             // The chunk fits the pool but its aligned slot does not: the pool would have no slot at all.
             command.fail(Status.INVALID_LAYOUT, "chunk slot (chunk rounded up to the alignment) larger than the pool");
+            return;
+        }
+        if (neededSlotBytes > StoreContext.SEGMENT_BYTES)
+        {
+            command.fail(Status.INVALID_LAYOUT, "chunk slot larger than a pool segment (1 GiB): a chunk must fit one");
             return;
         }
         if (neededSlotBytes > slotBytes)
         {
             if (context.slotBytes() > 0)
             {
-                command.fail(Status.INVALID_LAYOUT, "chunk larger than the configured slot size");
+                command.fail(Status.INVALID_LAYOUT, "chunk larger than the fixed slot size (--slot-bytes)");
                 return;
             }
             if (readableChunks + reservedChunks > 0)
             {
-                command.fail(Status.INVALID_LAYOUT, "chunk larger than the slot size and the pool is not empty");
+                command.fail(Status.INVALID_LAYOUT, "chunk larger than the slot size of the layouts registered first, and the pool is not empty");
                 return;
             }
         }

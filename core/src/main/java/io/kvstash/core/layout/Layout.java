@@ -88,14 +88,49 @@ public final class Layout
      */
     public int validate(final int chunkTokens, final long poolBytes)
     {
-        if (model.length == 0 || model.length > MAX_MODEL_LENGTH ||
-            worldSize <= 0 || worldSize > MAX_WORLD_SIZE || rank < 0 || rank >= worldSize ||
-            layers <= 0 || hidden <= 0 || null == Dtype.fromCode(dtypeCode))
+        return null == invalidReason(chunkTokens, poolBytes) ? Status.OK : Status.INVALID_LAYOUT;
+    }
+
+    /**
+     * Why the layout is invalid for the server's chunk size and pool: one constant sentence per reason, so that
+     * an INVALID_LAYOUT answer says which field to fix.
+     *
+     * @param chunkTokens tokens per chunk.
+     * @param poolBytes   pool size in bytes.
+     * @return the reason, or null when the layout is valid.
+     */
+    public String invalidReason(final int chunkTokens, final long poolBytes)
+    {
+        if (model.length == 0 || model.length > MAX_MODEL_LENGTH)
         {
-            return Status.INVALID_LAYOUT;
+            return "model name must be 1 to 255 UTF-8 bytes";
+        }
+        if (worldSize <= 0 || worldSize > MAX_WORLD_SIZE)
+        {
+            return "world size must be 1 to 4096";
+        }
+        if (rank < 0 || rank >= worldSize)
+        {
+            return "rank must be at least 0 and below the world size";
+        }
+        if (layers <= 0)
+        {
+            return "layers must be at least 1";
+        }
+        if (hidden <= 0)
+        {
+            return "hidden size (heads x head size) must be at least 1";
+        }
+        if (null == Dtype.fromCode(dtypeCode))
+        {
+            return "unknown dtype code";
         }
         final long bytes = chunkBytes(chunkTokens);
-        return bytes <= 0 || bytes > poolBytes ? Status.INVALID_LAYOUT : Status.OK;
+        if (bytes <= 0)
+        {
+            return "chunk bytes (layers x chunk tokens x hidden x item size, x2 without MLA) overflow 2^63";
+        }
+        return bytes > poolBytes ? "one chunk of this layout is larger than the whole pool" : null;
     }
 
     /**

@@ -2,6 +2,7 @@ package io.kvstash.core.trace;
 
 import java.io.BufferedReader;
 import java.io.IOException;
+import java.nio.charset.CharacterCodingException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -39,10 +40,15 @@ public final class MooncakeTrace
      * @param path JSON lines file.
      * @return the trace.
      * @throws IOException when the file cannot be read.
-     * @throws IllegalArgumentException when a line is not a trace record; the message names the line.
+     * @throws IllegalArgumentException when a line is not a trace record (the message names the file, the line and
+     *                                  what is wrong) or the file holds no request.
      */
     public static MooncakeTrace read(final Path path) throws IOException
     {
+        if (Files.isDirectory(path))
+        {
+            throw new IOException(path + " is a directory, not a trace file");
+        }
         final List<Request> requests = new ArrayList<>();
         try (BufferedReader reader = Files.newBufferedReader(path, StandardCharsets.UTF_8))
         {
@@ -61,9 +67,19 @@ public final class MooncakeTrace
                 }
                 catch (final RuntimeException ex)
                 {
-                    throw new IllegalArgumentException(path + ":" + lineNumber + ": " + ex.getMessage(), ex);
+                    throw new IllegalArgumentException(path + ":" + lineNumber + ": " + ex.getMessage() +
+                        " (a line is one JSON object with \"hash_ids\": [integers, ...])", ex);
                 }
             }
+        }
+        catch (final CharacterCodingException ex)
+        {
+            throw new IOException(path + " is not a text file of JSON lines (a journal of 'kvstash serve --capture' " +
+                "replays with --format kvstash)", ex);
+        }
+        if (requests.isEmpty())
+        {
+            throw new IllegalArgumentException(path + " holds no requests (an empty trace replays nothing)");
         }
         return new MooncakeTrace(requests);
     }
@@ -82,13 +98,17 @@ public final class MooncakeTrace
         final int key = line.indexOf("\"hash_ids\"");
         if (key < 0)
         {
-            throw new IllegalArgumentException("no hash_ids");
+            throw new IllegalArgumentException("no \"hash_ids\" field");
         }
         final int open = line.indexOf('[', key);
         final int close = line.indexOf(']', open);
-        if (open < 0 || close < 0)
+        if (open < 0)
         {
-            throw new IllegalArgumentException("hash_ids is not an array");
+            throw new IllegalArgumentException("\"hash_ids\" is not an array");
+        }
+        if (close < 0)
+        {
+            throw new IllegalArgumentException("the \"hash_ids\" array has no closing ']' (is the line cut off?)");
         }
         final String body = line.substring(open + 1, close).trim();
         final long[] ids;
@@ -102,7 +122,15 @@ public final class MooncakeTrace
             ids = new long[parts.length];
             for (int i = 0; i < parts.length; i++)
             {
-                ids[i] = Long.parseLong(parts[i].trim());
+                final String id = parts[i].trim();
+                try
+                {
+                    ids[i] = Long.parseLong(id);
+                }
+                catch (final NumberFormatException ex)
+                {
+                    throw new IllegalArgumentException("hash id " + (i + 1) + " is '" + id + "', not an integer", ex);
+                }
             }
         }
         return new Request(timestamp, inputLength, outputLength, ids);
@@ -125,7 +153,15 @@ public final class MooncakeTrace
         {
             end++;
         }
-        return (long)Double.parseDouble(line.substring(i, end));
+        final String value = line.substring(i, end);
+        try
+        {
+            return (long)Double.parseDouble(value);
+        }
+        catch (final NumberFormatException ex)
+        {
+            throw new IllegalArgumentException("\"" + name + "\" is not a number", ex);
+        }
     }
 
     /**

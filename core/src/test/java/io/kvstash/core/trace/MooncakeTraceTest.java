@@ -100,6 +100,39 @@ class MooncakeTraceTest
     }
 
     @Test
+    void shouldSayWhatIsWrongWithALineWhenARecordIsBroken(@TempDir final Path dir) throws Exception
+    {
+        final Path file = dir.resolve("bad.jsonl");
+        Files.writeString(file, "{\"hash_ids\": [1, \"x\"]}\n", StandardCharsets.UTF_8);
+        String message = assertThrows(IllegalArgumentException.class, () -> MooncakeTrace.read(file)).getMessage();
+        assertTrue(message.startsWith(file + ":1: hash id 2 is '\"x\"', not an integer"), message);
+
+        Files.writeString(file, "{\"hash_ids\": [1]}\n{\"timestamp\": 5, \"hash_ids\": [1, 2, 3\n", StandardCharsets.UTF_8);
+        message = assertThrows(IllegalArgumentException.class, () -> MooncakeTrace.read(file)).getMessage();
+        assertTrue(message.startsWith(file + ":2: the \"hash_ids\" array has no closing ']' (is the line cut off?)"),
+            message);
+
+        Files.writeString(file, "{\"timestamp\": \"soon\", \"hash_ids\": [1]}\n", StandardCharsets.UTF_8);
+        message = assertThrows(IllegalArgumentException.class, () -> MooncakeTrace.read(file)).getMessage();
+        assertTrue(message.startsWith(file + ":1: \"timestamp\" is not a number"), message);
+    }
+
+    @Test
+    void shouldRefuseAFileWhenItHoldsNoRequestOrIsNotATrace(@TempDir final Path dir) throws Exception
+    {
+        final Path empty = Files.writeString(dir.resolve("empty.jsonl"), "\n\n", StandardCharsets.UTF_8);
+        final String message = assertThrows(IllegalArgumentException.class, () -> MooncakeTrace.read(empty)).getMessage();
+        assertEquals(empty + " holds no requests (an empty trace replays nothing)", message);
+
+        final String directory = assertThrows(java.io.IOException.class, () -> MooncakeTrace.read(dir)).getMessage();
+        assertEquals(dir + " is a directory, not a trace file", directory);
+
+        final Path binary = Files.write(dir.resolve("cap.journal"), new byte[]{ 'K', (byte)0xff, (byte)0xfe, 0, 1 });
+        final String notText = assertThrows(java.io.IOException.class, () -> MooncakeTrace.read(binary)).getMessage();
+        assertTrue(notText.startsWith(binary + " is not a text file of JSON lines"), notText);
+    }
+
+    @Test
     void shouldNotExposeInternalIdsWhenCallerChangesTheCopy()
     {
         final MooncakeTrace.Request r = MooncakeTrace.parse("{\"hash_ids\": [1, 2]}");
