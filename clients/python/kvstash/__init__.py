@@ -17,13 +17,14 @@ from .client import Client, Response, connect, default_directory
 from .errors import (BadFilesError, ClosedError, DetachedError, KvStashError, KvStashTimeoutError, Reason,
                      RejectedError, ServerGoneError, ServerRestartedError)
 from .hashing import chunk_hashes, namespace, salt_value
+from .tensors import CudaUnavailableError, PagedKV, PinInfo, TensorTransfer     # torch imported on first use
 from .types import Dtype, Layout, RegisterInfo, RequestType, SlotEntry, Status
 
 __all__ = [
-    "BadFilesError", "Client", "ClosedError", "DetachedError", "Dtype", "KvStashError", "KvStashTimeoutError",
-    "Layout", "Reason", "RegisterInfo", "RejectedError", "RequestType", "Response", "ServerGoneError",
-    "ServerRestartedError", "SlotEntry", "Status", "chunk_hashes", "connect", "default_directory",
-    "namespace", "salt_value",
+    "BadFilesError", "Client", "ClosedError", "CudaUnavailableError", "DetachedError", "Dtype", "KvStashError",
+    "KvStashTimeoutError", "Layout", "PagedKV", "PinInfo", "Reason", "RegisterInfo", "RejectedError",
+    "RequestType", "Response", "ServerGoneError", "ServerRestartedError", "SlotEntry", "Status",
+    "TensorTransfer", "chunk_hashes", "connect", "default_directory", "namespace", "salt_value",
 ]
 
 __version__ = "0.1.0"

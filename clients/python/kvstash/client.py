@@ -47,16 +47,17 @@ def default_directory():
     return os.path.join(base, "kvstash-" + user)
 
 
-def connect(directory=None, timeout=TIMEOUT_DEFAULT_S, copy_transport=False, pretouch=True):
+def connect(directory=None, timeout=TIMEOUT_DEFAULT_S, copy_transport=False, pretouch=True, cuda=False):
     """Connects to the server of ``directory`` (default: ``default_directory()``).
 
     ``timeout`` (seconds) bounds the attach handshake and every wait for a response. With
     ``copy_transport=True`` the pool is not mapped and chunk bytes travel in WRITE_DATA / READ_DATA
     messages. ``pretouch`` maps the pool with MAP_POPULATE so that no page fault lands on a chunk copy
     (the first write to each page of an unpopulated mapping faults: a cold 32 MiB store runs at ~1.5 GB/s
-    instead of ~20). Raises a ``KvStashError`` subclass when no live server accepts the client.
+    instead of ~20). ``cuda=True`` registers the pool mapping with CUDA at once (``Client.pin_pool()``;
+    needs torch with CUDA). Raises a ``KvStashError`` subclass when no live server accepts the client.
     """
-    return Client(directory, timeout, copy_transport, pretouch)
+    return Client(directory, timeout, copy_transport, pretouch, cuda)
 
 
 def _wall_ms():
@@ -79,7 +80,7 @@ class Response:
     """One response record (§6.8). ``status`` is a ``Status``; on an error status ``message`` says why."""
 
     __slots__ = ("correlation_id", "status", "request_type", "transfer_id", "hit_chunks", "slots",
-                 "count", "chunk_bytes", "slot_bytes", "slot_capacity", "extra", "instance_id")
+                 "count", "chunk_bytes", "slot_bytes", "slot_capacity", "extra", "instance_id", "deadline_ns")
 
     def __init__(self, payload, instance_id=0):
         if len(payload) < d.RESPONSE_HEADER_LENGTH:
@@ -102,6 +103,7 @@ class Response:
                       for r, g, o in d.SLOT_ENTRY.iter_unpack(payload[d.RESPONSE_HEADER_LENGTH:end])]
         self.extra = payload[end:end + extra_length]
         self.instance_id = instance_id
+        self.deadline_ns = 0
 
     @property
     def ok(self):
@@ -142,7 +144,8 @@ class Response:
 class Client:
     """A connected worker client. Use ``connect()``; close with ``close()`` or a ``with`` block."""
 
-    def __init__(self, directory=None, timeout=TIMEOUT_DEFAULT_S, copy_transport=False, pretouch=True):
+    def __init__(self, directory=None, timeout=TIMEOUT_DEFAULT_S, copy_transport=False, pretouch=True,
+                 cuda=False):
         if not _LITTLE_X86 and os.environ.get("KVSTASH_ALLOW_WEAK_MEMORY") != "1":
             raise RuntimeError("the pure-Python kvstash client is correct on x86-64 only (see ring.py); "
                                "set KVSTASH_ALLOW_WEAK_MEMORY=1 to run it anyway")
@@ -160,6 +163,7 @@ class Client:
         self._stash = {}
         self._next_correlation = 1
         self._layouts = {}
+        self._tensors = None
         self.client_file = None
         try:
             self._open_control()
@@ -167,6 +171,8 @@ class Client:
                 self._open_pool()
             self._create_client_file()
             self._await_attach()
+            if cuda:
+                self.pin_pool()
         except BaseException:
             self._release(delete_file=True)
             raise
@@ -562,7 +568,11 @@ class Client:
     def prepare_store(self, instance, keys=None, *, tokens=None, from_chunk=0, to_chunk=-1, salt=None):
         """PREPARE_STORE: transfer id and one slot per reserved chunk; transfer id 0 = nothing to store."""
         mode, body = self._key_range(keys, tokens, from_chunk, to_chunk)
-        return self._call(RequestType.PREPARE_STORE, instance, salt=salt_value(salt), key_mode=mode, body=body)
+        sent_ns = time.monotonic_ns()
+        response = self._call(RequestType.PREPARE_STORE, instance, salt=salt_value(salt), key_mode=mode, body=body)
+        if response.transfer_id:
+            response.deadline_ns = sent_ns + self.lease_ns      # the reservation ends no earlier (§3.3)
+        return response
 
     def commit_store(self, instance, transfer):
         return self._call(RequestType.COMMIT_STORE, instance, _transfer_id(transfer))
@@ -751,6 +761,85 @@ class Client:
                 status = r.status if not r.ok else Status.SERVER_ERROR
         return status
 
+    # ---------------------------------------------------------------------------------------- tensors
+    def pin_pool(self):
+        """Registers the whole pool mapping with CUDA (``cudaHostRegister``) once, so copies between GPU
+        memory and slots run at the PCIe limit; ``close()`` unregisters it. Returns a ``PinInfo``
+        (``bytes``, ``seconds``). Raises ``CudaUnavailableError`` without CUDA, ImportError without torch."""
+        from . import tensors
+        return tensors.state(self).pin()
+
+    @property
+    def pin_info(self):
+        """The ``PinInfo`` of ``pin_pool()``, or None while the pool is not registered with CUDA."""
+        return self._tensors.pin_info if self._tensors is not None else None
+
+    def slot_tensor(self, response, i):
+        """A CPU ``torch.Tensor`` over slot ``i`` of a PREPARE answer, zero copy, with the layout's shape
+        (``[2, L, C, H]`` or ``[L, C, H]``) and real torch dtype. Drop it before ``close()``."""
+        from . import tensors
+        return tensors.state(self).slot_tensor(response, i)
+
+    def write_tensors(self, response, tensors):
+        """Copies ``tensors[range index]`` (chunk-shaped or flat, the layout's dtype, any device) into each
+        reserved slot of a PREPARE_STORE answer, fenced, non-blocking on a CUDA stream, one
+        synchronisation. Returns a Status per slot entry (UNKNOWN_TRANSFER: reservation ended, not written)."""
+        from . import tensors as t
+        return t.state(self).write(response, tensors)
+
+    def read_tensors(self, response, out):
+        """Copies each slot of a PREPARE_RETRIEVE answer into ``out[range index]``, one synchronisation,
+        then checks each slot (§3.3). Returns a Status per slot entry (UNKNOWN_TRANSFER: recompute it)."""
+        from . import tensors
+        return tensors.state(self).read(response, out)
+
+    def store_tensors(self, instance, tensors, keys=None, *, tokens=None, from_chunk=0, to_chunk=-1, salt=None):
+        """PREPARE_STORE + ``write_tensors`` + COMMIT_STORE (ABORT_STORE when a reservation ended).
+        ``tensors[k]`` is chunk ``k`` of the key range. Returns a ``TensorTransfer``."""
+        from . import tensors as t
+        state = t.state(self)
+        return t.store(self, instance, lambda p: state.write(p, tensors), keys, tokens, from_chunk, to_chunk, salt)
+
+    def retrieve_tensors(self, instance, out, keys=None, *, tokens=None, from_chunk=0, to_chunk=-1, salt=None,
+                         lookup=None):
+        """PREPARE_RETRIEVE (keys, tokens, or ``lookup`` = a pinned LOOKUP) + ``read_tensors`` +
+        COMMIT_RETRIEVE. ``out[k]`` receives chunk ``k`` of the range. Returns a ``TensorTransfer``."""
+        from . import tensors as t
+        state = t.state(self)
+        return t.retrieve(self, instance, lambda p: state.read(p, out), keys, tokens, from_chunk, to_chunk, salt,
+                          lookup)
+
+    def write_paged(self, response, paged, block_ids, *, staging_bytes=None, staging_buffers=None):
+        """Gathers chunk ``k`` of a PREPARE_STORE's range from blocks ``block_ids[k*n:(k+1)*n]`` of every
+        layer of ``paged`` (a ``PagedKV``; n = chunk tokens / block size) into its slot. Statuses as
+        ``write_tensors``."""
+        from . import tensors as t
+        return t.state(self).write_paged(response, paged, block_ids, *t.staging_options(staging_bytes,
+                                                                                      staging_buffers))
+
+    def read_paged(self, response, paged, block_ids, *, staging_bytes=None, staging_buffers=None):
+        """Scatters each slot of a PREPARE_RETRIEVE answer into blocks ``block_ids[k*n:(k+1)*n]`` of every
+        layer. Statuses as ``read_tensors``; the blocks of a failed chunk hold undefined data."""
+        from . import tensors as t
+        return t.state(self).read_paged(response, paged, block_ids, *t.staging_options(staging_bytes,
+                                                                                     staging_buffers))
+
+    def store_paged(self, instance, paged, block_ids, keys=None, *, tokens=None, from_chunk=0, to_chunk=-1,
+                    salt=None, staging_bytes=None, staging_buffers=None):
+        """PREPARE_STORE + ``write_paged`` + COMMIT_STORE. Returns a ``TensorTransfer``."""
+        from . import tensors as t
+        state, options = t.state(self), t.staging_options(staging_bytes, staging_buffers)
+        return t.store(self, instance, lambda p: state.write_paged(p, paged, block_ids, *options), keys, tokens,
+                       from_chunk, to_chunk, salt)
+
+    def retrieve_paged(self, instance, paged, block_ids, keys=None, *, tokens=None, from_chunk=0, to_chunk=-1,
+                       salt=None, lookup=None, staging_bytes=None, staging_buffers=None):
+        """PREPARE_RETRIEVE + ``read_paged`` + COMMIT_RETRIEVE. Returns a ``TensorTransfer``."""
+        from . import tensors as t
+        state, options = t.state(self), t.staging_options(staging_bytes, staging_buffers)
+        return t.retrieve(self, instance, lambda p: state.read_paged(p, paged, block_ids, *options), keys, tokens,
+                          from_chunk, to_chunk, salt, lookup)
+
     # ---------------------------------------------------------------------------------------- close
     def close(self):
         """Orderly close (§4.4): Closing = 1, unlock, close, unmap; the server reaps the session and
@@ -768,6 +857,9 @@ class Client:
         self._release(delete_file=not alive)
 
     def _release(self, delete_file):
+        if self._tensors is not None:
+            tensors, self._tensors = self._tensors, None
+            tensors.release()                   # CUDA unregistration before the unmap
         if self._file_fd is not None:
             try:
                 fcntl.lockf(self._file_fd, fcntl.LOCK_UN)

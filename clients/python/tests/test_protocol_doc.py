@@ -85,7 +85,9 @@ class _LoopbackClient(Client):
         self._next_correlation = 1
         self._layouts = {}
         self._pool = None
+        self._tensors = None
         self.chunk_tokens = 16
+        self.lease_ns = 30_000_000_000
         self.timeout = 1.0
         self.request_buffer = bytearray(128 + 4096)
         self.response_buffer = bytearray(128 + 4096)
