@@ -1,9 +1,13 @@
 package io.kvstash.ipc.chaos;
 
+import picocli.CommandLine;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
+import picocli.CommandLine.Spec;
 
 import java.nio.file.Path;
+import java.util.List;
 import java.util.Map;
 import java.util.concurrent.Callable;
 
@@ -19,6 +23,12 @@ import java.util.concurrent.Callable;
             "zombie fencing, server restarts, wire fuzzing, pool exhaustion; or a soak." })
 public final class ChaosCommand implements Callable<Integer>
 {
+    /** The suites {@code --only} accepts. */
+    static final List<String> SUITES = List.of("kill", "zombie", "restart", "fuzz", "exhaustion");
+
+    @Spec
+    CommandSpec spec;
+
     @Option(names = "--quick", description = "The quick profile (default): under two minutes.")
     boolean quick;
 
@@ -39,7 +49,7 @@ public final class ChaosCommand implements Callable<Integer>
 
     @Option(names = "--only", paramLabel = "SUITES", split = ",",
         description = "Run only these suites: kill, zombie, restart, fuzz, exhaustion.")
-    java.util.List<String> only;
+    List<String> only;
 
     @Option(names = "--json", description = "Print one JSON object on standard output.")
     boolean json;
@@ -53,6 +63,7 @@ public final class ChaosCommand implements Callable<Integer>
     @Override
     public Integer call() throws Exception
     {
+        validate();
         final Map<String, Object> report;
         if (soakMinutes > 0)
         {
@@ -93,6 +104,47 @@ public final class ChaosCommand implements Callable<Integer>
             }
         }
         return broken(report) ? 1 : 0;
+    }
+
+    private void validate()
+    {
+        final CommandLine.ParseResult parsed = spec.commandLine().getParseResult();
+        final boolean soak = parsed.hasMatchedOption("--soak");
+        if (quick && longProfile)
+        {
+            throw new CommandLine.ParameterException(spec.commandLine(),
+                "--quick and --long are two profiles: give one of them");
+        }
+        if (soak && (quick || longProfile))
+        {
+            throw new CommandLine.ParameterException(spec.commandLine(),
+                "--soak runs instead of the suites: give it without " + (quick ? "--quick" : "--long"));
+        }
+        if (soak && !(soakMinutes > 0))
+        {
+            throw new CommandLine.ParameterException(spec.commandLine(),
+                "--soak " + parsed.matchedOptionValue("--soak", soakMinutes) + " is not a duration: give minutes > 0");
+        }
+        if (null != workers && workers < 1)
+        {
+            throw new CommandLine.ParameterException(spec.commandLine(),
+                "--workers " + workers + " is out of range: give at least 1");
+        }
+        if (null != only)
+        {
+            for (final String suite : only)
+            {
+                if (!SUITES.contains(suite))
+                {
+                    throw new CommandLine.ParameterException(spec.commandLine(),
+                        "--only: '" + suite + "' is not a suite: give some of " + String.join(", ", SUITES));
+                }
+            }
+            if (soak)
+            {
+                throw new CommandLine.ParameterException(spec.commandLine(), "--only selects suites, not the soak");
+            }
+        }
     }
 
     /**

@@ -91,6 +91,7 @@ public final class DemoCommand implements Callable<Integer>
     @Override
     public Integer call() throws Exception
     {
+        ReplayCommand.validate(spec, capacityChunks, payloadBytes, workers);
         final Path tracePath = null != trace ? trace : BundledTrace.locate();
         final PrintWriter err = spec.commandLine().getErr();
         if (!quiet)

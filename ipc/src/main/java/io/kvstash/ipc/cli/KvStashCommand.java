@@ -10,6 +10,8 @@ import picocli.CommandLine.Spec;
 import java.io.IOException;
 import java.io.PrintWriter;
 import java.io.UncheckedIOException;
+import java.nio.file.AccessDeniedException;
+import java.nio.file.FileSystemException;
 import java.nio.file.NoSuchFileException;
 import java.util.concurrent.Callable;
 
@@ -17,7 +19,8 @@ import java.util.concurrent.Callable;
  * The {@code kvstash} command line: {@code serve}, {@code stat}, {@code errors}, {@code replay},
  * {@code demo} (and the hidden {@code worker} that replays start). {@code --help} works on every command.
  * Exit codes: 0 success, 1 failure (a one-line {@code kvstash <command>: error: ...} on standard error), 2
- * usage error (unknown option, bad value, no command).
+ * usage error (unknown option, bad value, no command): the error in one line naming the value and what would be
+ * accepted, and a second line pointing at {@code --help}; the usage itself only with {@code --help}.
  * <p>
  * Reuse: {@link #newCommandLine()} builds the whole command line; another module adds its own subcommands
  * and runs it the same way, e.g. the perf module's launcher:
@@ -38,6 +41,8 @@ import java.util.concurrent.Callable;
         LatencyCommand.class, ChaosCommand.class, WorkerCommand.class, CommandLine.HelpCommand.class })
 public final class KvStashCommand implements Callable<Integer>
 {
+    private static final String HELP_HINT_PREFIX = "Try '";
+
     @Spec
     CommandSpec spec;
 
@@ -57,8 +62,8 @@ public final class KvStashCommand implements Callable<Integer>
     public Integer call()
     {
         final PrintWriter err = spec.commandLine().getErr();
-        err.println("kvstash: a command is required");
-        spec.commandLine().usage(err);
+        err.println("kvstash: error: a command is required (serve, stat, errors, latency, replay, demo, chaos, bench)");
+        err.println(HELP_HINT_PREFIX + "kvstash --help' for the commands.");
         err.flush();
         return CommandLine.ExitCode.USAGE;
     }
@@ -74,6 +79,7 @@ public final class KvStashCommand implements Callable<Integer>
         final CommandLine commandLine = new CommandLine(new KvStashCommand());
         commandLine.setCaseInsensitiveEnumValuesAllowed(true);
         commandLine.setExecutionExceptionHandler(KvStashCommand::handleExecutionException);
+        commandLine.setParameterExceptionHandler(KvStashCommand::handleParameterException);
         return commandLine;
     }
 
@@ -94,7 +100,7 @@ public final class KvStashCommand implements Callable<Integer>
         final String name = commandLine.getCommandSpec().qualifiedName();
         if (isExpected(ex))
         {
-            err.println(name + ": error: " + message(ex));
+            err.println(name + ": error: " + oneLine(message(ex)));
         }
         else
         {
@@ -103,6 +109,36 @@ public final class KvStashCommand implements Callable<Integer>
         }
         err.flush();
         return CommandLine.ExitCode.SOFTWARE;
+    }
+
+    /**
+     * A usage error in at most two lines: {@code kvstash <command>: error: <what and the value>} and where the
+     * options are documented. picocli's default prints the whole usage after the message, which buries it.
+     */
+    private static int handleParameterException(final CommandLine.ParameterException ex, final String[] args)
+    {
+        final CommandLine commandLine = ex.getCommandLine();
+        final PrintWriter err = commandLine.getErr();
+        final String name = commandLine.getCommandSpec().qualifiedName();
+        String message = null == ex.getMessage() ? ex.toString() : ex.getMessage().trim();
+        if (ex instanceof CommandLine.UnmatchedArgumentException)
+        {
+            final java.util.List<String> suggestions = ((CommandLine.UnmatchedArgumentException)ex).getSuggestions();
+            if (!suggestions.isEmpty())
+            {
+                message += " (did you mean " + String.join(" or ", suggestions.subList(0,
+                    Math.min(3, suggestions.size()))) + "?)";
+            }
+        }
+        err.println(name + ": error: " + oneLine(message));
+        err.println(HELP_HINT_PREFIX + name + " --help' for the options.");
+        err.flush();
+        return CommandLine.ExitCode.USAGE;
+    }
+
+    private static String oneLine(final String message)
+    {
+        return message.replaceAll("\\s*[\\r\\n]+\\s*", "; ");
     }
 
     private static boolean isExpected(final Exception ex)
@@ -115,7 +151,21 @@ public final class KvStashCommand implements Callable<Integer>
     {
         if (ex instanceof NoSuchFileException)
         {
-            return "no such file: " + ex.getMessage();
+            final NoSuchFileException noSuchFile = (NoSuchFileException)ex;
+            return null != noSuchFile.getReason() ? noSuchFile.getReason() :
+                "no such file or directory: " + noSuchFile.getFile();
+        }
+        if (ex instanceof AccessDeniedException)
+        {
+            return "permission denied: " + ((AccessDeniedException)ex).getFile() +
+                " (check the owner and mode of it and of its directory)";
+        }
+        if (ex instanceof FileSystemException)
+        {
+            // The JDK's message is often the bare path or the reason alone: give both.
+            final FileSystemException fs = (FileSystemException)ex;
+            return (null == fs.getReason() ? fs.getClass().getSimpleName() : fs.getReason()) + ": " + fs.getFile() +
+                (null == fs.getOtherFile() ? "" : " -> " + fs.getOtherFile());
         }
         final String message = ex.getMessage();
         return null == message ? ex.toString() : message;

@@ -1,6 +1,7 @@
 package io.kvstash.ipc.cli;
 
 import io.kvstash.core.StoreContext;
+import io.kvstash.ipc.tools.ChunkPattern;
 import io.kvstash.ipc.tools.Json;
 import io.kvstash.ipc.tools.TraceReplay;
 import io.kvstash.pipeline.ThreadingMode;
@@ -195,14 +196,7 @@ public final class ReplayCommand implements Callable<Integer>
         final boolean quiet,
         final Path latencyLog) throws Exception
     {
-        if (payloadBytes <= 0 || payloadBytes > Integer.MAX_VALUE)
-        {
-            throw new CommandLine.ParameterException(spec.commandLine(), "--payload-bytes out of range");
-        }
-        if (capacityChunks < 0 || workers < 1)
-        {
-            throw new CommandLine.ParameterException(spec.commandLine(), "--capacity-chunks and --workers must be positive");
-        }
+        validate(spec, capacityChunks, payloadBytes, workers);
         ServeCommand.warnIfSpinningOversubscribes(spec, threadingMode, waitMode);
         final boolean console = null != System.console();
         final TraceReplay replay = new TraceReplay()
@@ -225,6 +219,34 @@ public final class ReplayCommand implements Callable<Integer>
         catch (final IllegalArgumentException ex)
         {
             throw new CommandLine.ParameterException(spec.commandLine(), ex.getMessage(), ex);
+        }
+    }
+
+    /**
+     * The checks {@code replay} and {@code demo} share, each a usage error naming the value and what is accepted.
+     *
+     * @param spec           the calling command.
+     * @param capacityChunks exact slots, or 0 to size the pool by bytes.
+     * @param payloadBytes   bytes of one chunk.
+     * @param workers        worker processes.
+     */
+    static void validate(final CommandSpec spec, final int capacityChunks, final long payloadBytes, final int workers)
+    {
+        if (payloadBytes < ChunkPattern.MIN_LENGTH || payloadBytes > Integer.MAX_VALUE)
+        {
+            throw new CommandLine.ParameterException(spec.commandLine(), "--payload-bytes " + payloadBytes +
+                " is out of range: give " + ChunkPattern.MIN_LENGTH + " to " + Integer.MAX_VALUE + " bytes");
+        }
+        if (capacityChunks < 0 ||
+            (0 == capacityChunks && spec.commandLine().getParseResult().hasMatchedOption("--capacity-chunks")))
+        {
+            throw new CommandLine.ParameterException(spec.commandLine(),
+                "--capacity-chunks " + capacityChunks + " is not a pool: give at least 1 chunk");
+        }
+        if (workers < 1 || workers > TraceReplay.MAX_WORKERS)
+        {
+            throw new CommandLine.ParameterException(spec.commandLine(),
+                "--workers " + workers + " is out of range: give 1 to " + TraceReplay.MAX_WORKERS);
         }
     }
 

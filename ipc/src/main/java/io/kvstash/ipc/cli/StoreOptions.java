@@ -48,7 +48,7 @@ public final class StoreOptions
     {
         if (alignment <= 0 || alignment > Integer.MAX_VALUE)
         {
-            throw new IllegalArgumentException("alignment out of range: " + alignment);
+            throw new IllegalArgumentException("alignment " + alignment + " is out of range: give a power of two up to 2^30");
         }
         return new StoreContext()
             .poolSizeBytes(poolSizeBytes)

@@ -72,7 +72,16 @@ public final class PrometheusEndpoint implements AutoCloseable
         final int port, final StoreCounters counters, final long incarnation, final long startTimeMs)
         throws IOException
     {
-        final HttpServer http = HttpServer.create(new InetSocketAddress(InetAddress.getLoopbackAddress(), port), 0);
+        final HttpServer http;
+        try
+        {
+            http = HttpServer.create(new InetSocketAddress(InetAddress.getLoopbackAddress(), port), 0);
+        }
+        catch (final java.net.BindException ex)
+        {
+            throw new IOException("--prometheus-port " + port + ": 127.0.0.1:" + port + " is not free (" +
+                ex.getMessage() + "): give another port, or 0 for any free one", ex);
+        }
         return new PrometheusEndpoint(http, counters, incarnation, startTimeMs);
     }
 

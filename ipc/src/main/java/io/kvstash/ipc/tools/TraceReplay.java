@@ -44,6 +44,8 @@ import java.util.concurrent.atomic.AtomicReference;
  */
 public final class TraceReplay
 {
+    /** Most worker processes of one replay. */
+    public static final int MAX_WORKERS = 64;
     /** Default chunk payload of a replay: 4 KiB. */
     public static final int PAYLOAD_BYTES_DEFAULT = 4096;
     /** Alignment of replay pools; a capacity in chunks sizes slots to the payload rounded up to it. */
@@ -267,9 +269,9 @@ public final class TraceReplay
         {
             throw new IllegalArgumentException("no trace");
         }
-        if (workers < 1 || workers > 64)
+        if (workers < 1 || workers > MAX_WORKERS)
         {
-            throw new IllegalArgumentException("workers must be in [1, 64]: " + workers);
+            throw new IllegalArgumentException("--workers " + workers + " is out of range: give 1 to " + MAX_WORKERS);
         }
         if (payloadBytes < ChunkPattern.MIN_LENGTH)
         {
@@ -290,9 +292,17 @@ public final class TraceReplay
             throw new IOException("not a Mooncake trace: " + ex.getMessage(), ex);
         }
         int maxChunks = StoreContext.MAX_CHUNKS_PER_REQUEST_DEFAULT;
+        int largestRequest = 0;
         for (final MooncakeTrace.Request request : mooncake.requests())
         {
-            maxChunks = Math.max(maxChunks, request.blockCount());
+            largestRequest = Math.max(largestRequest, request.blockCount());
+        }
+        maxChunks = Math.max(maxChunks, largestRequest);
+        if (capacityChunks > 0 && capacityChunks < largestRequest)
+        {
+            throw new IllegalArgumentException("--capacity-chunks " + capacityChunks + " is smaller than the " +
+                "largest request of " + tracePath.getFileName() + " (" + largestRequest + " chunks): give at least " +
+                largestRequest);
         }
 
         final StoreContext store = new StoreContext()
@@ -343,6 +353,12 @@ public final class TraceReplay
             }
             awaitReady(processes);
             final long slotCapacity = server.counters().get(StoreCounters.SLOT_CAPACITY);
+            if (slotCapacity < largestRequest)
+            {
+                throw new IllegalArgumentException("a pool of " + Sizes.formatSize(store.poolSizeBytes()) + " holds " +
+                    slotCapacity + " chunks of " + payloadBytes + " bytes, fewer than the largest request of " +
+                    tracePath.getFileName() + " (" + largestRequest + " chunks): give a larger --pool-size");
+            }
             if (capacityChunks > 0 && slotCapacity != capacityChunks)
             {
                 throw new IllegalStateException("the pool holds " + slotCapacity + " slots, not " + capacityChunks);
