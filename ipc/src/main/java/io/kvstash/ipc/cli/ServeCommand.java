@@ -17,6 +17,8 @@ import java.io.PrintWriter;
 import java.nio.file.Path;
 import java.util.concurrent.Callable;
 import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicReference;
 
 /**
  * {@code kvstash serve}: the server in the foreground until SIGINT or SIGTERM, which close it cleanly (its
@@ -29,6 +31,9 @@ import java.util.concurrent.CountDownLatch;
         "Prints 'kvstash ready: ...' once workers can connect." })
 public final class ServeCommand implements Callable<Integer>
 {
+    /** How long a signal's shutdown waits for an interrupted launch to remove its files. */
+    static final long LAUNCH_ABORT_WAIT_MS = 30_000;
+
     @Spec
     CommandSpec spec;
 
@@ -97,25 +102,60 @@ public final class ServeCommand implements Callable<Integer>
             out.flush();
             return 0;
         }
-        if (context.pretouch())
+        final PrintWriter err = spec.commandLine().getErr();
+        context.startupLog((line) ->
         {
-            // Preparing the pool takes about a second per GiB on a small VM: say so before the wait, not after.
-            spec.commandLine().getErr().println("kvstash: preparing a " +
-                Sizes.formatSize(context.storeContext().poolSizeBytes()) +
-                " pool (every page mapped before the first client connects)");
-            spec.commandLine().getErr().flush();
-        }
+            err.println(line);
+            err.flush();
+        });
         final long startNs = System.nanoTime();
-        final KvStashServer server = KvStashServer.launch(context);
-        final double startedS = (System.nanoTime() - startNs) / 1e9;
+        final AtomicReference<KvStashServer> launched = new AtomicReference<>();
+        final CountDownLatch launchEnded = new CountDownLatch(1);
         final CountDownLatch stopped = new CountDownLatch(1);
-        Runtime.getRuntime().addShutdownHook(new Thread(() ->
+        // Registered before the launch: a signal while the pool is prepared stops the preparation, and the
+        // launch removes what it made before the JVM exits.
+        final Thread shutdown = new Thread(() ->
         {
-            server.close();
-            out.println("kvstash stopped: dir=" + server.directory());
-            out.flush();
+            context.abortStart();
+            awaitQuietly(launchEnded, LAUNCH_ABORT_WAIT_MS);
+            final KvStashServer running = launched.get();
+            if (null != running)
+            {
+                running.close();
+                out.println("kvstash stopped: dir=" + running.directory());
+                out.flush();
+            }
+            else
+            {
+                err.println("kvstash: start interrupted; its files are removed");
+                err.flush();
+            }
             stopped.countDown();
-        }, "kvstash-shutdown"));
+        }, "kvstash-shutdown");
+        Runtime.getRuntime().addShutdownHook(shutdown);
+        final KvStashServer server;
+        try
+        {
+            server = KvStashServer.launch(context);
+            launched.set(server);
+        }
+        catch (final Exception ex)
+        {
+            if (context.isStartAborted())
+            {
+                // The JVM is exiting on a signal; the hook ends it once this thread's cleanup is done.
+                launchEnded.countDown();
+                stopped.await();
+                return 0;
+            }
+            removeHookQuietly(shutdown);
+            throw ex;
+        }
+        finally
+        {
+            launchEnded.countDown();
+        }
+        final double startedS = (System.nanoTime() - startNs) / 1e9;
         out.println("kvstash ready: dir=" + server.directory() + ", pool=" +
             Sizes.formatSize(context.storeContext().poolSizeBytes()) + " (" + server.poolPath().getFileName() +
             "), incarnation=" + Long.toHexString(context.incarnation()) + ", pid=" + ProcessHandle.current().pid() +
@@ -124,6 +164,30 @@ public final class ServeCommand implements Callable<Integer>
         out.flush();
         stopped.await();
         return 0;
+    }
+
+    private static void awaitQuietly(final CountDownLatch latch, final long timeoutMs)
+    {
+        try
+        {
+            latch.await(timeoutMs, TimeUnit.MILLISECONDS);
+        }
+        catch (final InterruptedException ex)
+        {
+            Thread.currentThread().interrupt();
+        }
+    }
+
+    private static void removeHookQuietly(final Thread hook)
+    {
+        try
+        {
+            Runtime.getRuntime().removeShutdownHook(hook);
+        }
+        catch (final IllegalStateException ignore)
+        {
+            // The JVM is shutting down: the hook runs and finds no server.
+        }
     }
 
     private ServerContext serverContext()

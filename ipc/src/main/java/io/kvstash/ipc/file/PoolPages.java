@@ -5,6 +5,7 @@ import org.agrona.concurrent.UnsafeBuffer;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
+import java.util.function.BooleanSupplier;
 
 /**
  * Gets the pool's pages ready before the first chunk moves, so that no page fault lands on a chunk copy.
@@ -34,6 +35,9 @@ public final class PoolPages
 
     /** Most threads {@link #prepareNewPool} and {@link #touchSegments} use. */
     public static final int MAX_THREADS = 8;
+
+    /** Bytes prepared between two looks at the abort flag: a few milliseconds of work. */
+    public static final long ABORT_CHECK_BYTES = 16L * 1024 * 1024;
 
     private static final int ZERO_BLOCK_BYTES = 1024 * 1024;
 
@@ -91,10 +95,44 @@ public final class PoolPages
         final long segmentBytes,
         final int threads) throws IOException
     {
+        prepareNewPool(channel, dataOffset, dataBytes, segments, segmentBytes, threads, () -> false);
+    }
+
+    /**
+     * {@link #prepareNewPool(FileChannel, long, long, UnsafeBuffer[], long, int)} that stops between blocks of
+     * {@link #ABORT_CHECK_BYTES} once {@code aborted} says so (a signal during a start), failing with an
+     * {@link IOException}.
+     *
+     * @param channel      the pool file, open for writing.
+     * @param dataOffset   file offset of the data region.
+     * @param dataBytes    bytes of the data region.
+     * @param segments     the data region's mapped segments, in order.
+     * @param segmentBytes bytes of every segment but the last.
+     * @param threads      threads to use (1 to {@link #MAX_THREADS}; the caller's thread is one of them).
+     * @param aborted      read by every thread between blocks; true stops the preparation.
+     * @throws IOException when a write fails or the preparation was aborted.
+     */
+    public static void prepareNewPool(
+        final FileChannel channel,
+        final long dataOffset,
+        final long dataBytes,
+        final UnsafeBuffer[] segments,
+        final long segmentBytes,
+        final int threads,
+        final BooleanSupplier aborted) throws IOException
+    {
         split(dataBytes, segmentBytes, threads, (from, to) ->
         {
-            fillWithZeros(channel, dataOffset + from, to - from);
-            touchRange(segments, segmentBytes, from, to);
+            for (long block = from; block < to; block += ABORT_CHECK_BYTES)
+            {
+                if (aborted.getAsBoolean())
+                {
+                    throw new IOException("the pool's preparation was interrupted");
+                }
+                final long end = Math.min(to, block + ABORT_CHECK_BYTES);
+                fillWithZeros(channel, dataOffset + block, end - block);
+                touchRange(segments, segmentBytes, block, end);
+            }
         });
     }
 

@@ -4,6 +4,7 @@ import java.io.IOException;
 import java.nio.file.FileAlreadyExistsException;
 import java.nio.file.Files;
 import java.nio.file.LinkOption;
+import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.nio.file.attribute.FileAttribute;
 import java.nio.file.attribute.PosixFileAttributes;
@@ -42,7 +43,7 @@ public final class SecureDirectory
     }
 
     /**
-     * Creates the directory 0700 when absent, then checks it.
+     * Creates the directory 0700 when absent (its parent must exist), then checks it.
      *
      * @param dir directory.
      * @return the directory.
@@ -54,7 +55,13 @@ public final class SecureDirectory
         {
             try
             {
-                Files.createDirectories(dir.toAbsolutePath().getParent());
+                final Path parent = dir.toAbsolutePath().getParent();
+                if (null != parent && !Files.isDirectory(parent))
+                {
+                    // Creating a whole chain from / on a typo would scatter directories: only the last one is ours.
+                    throw new NoSuchFileException(parent.toString(), null,
+                        "cannot create " + dir + ": its parent directory does not exist (create it first)");
+                }
                 Files.createDirectory(dir, PosixFilePermissions.asFileAttribute(DIRECTORY_PERMISSIONS));
                 Files.setPosixFilePermissions(dir, DIRECTORY_PERMISSIONS);
             }

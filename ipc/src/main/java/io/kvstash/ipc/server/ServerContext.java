@@ -71,6 +71,8 @@ public final class ServerContext
     private int prometheusPort = -1;
     private boolean latencyEnabled = true;
     private boolean pretouch = true;
+    private java.util.function.Consumer<String> startupLog;
+    private volatile boolean startAborted;
     private EpochClock epochClock = SystemEpochClock.INSTANCE;
     private NanoClock nanoClock = new SystemNanoClock();
     private long incarnation;
@@ -95,7 +97,7 @@ public final class ServerContext
         RingDescriptor.checkCapacity(responseRingCapacity);
         if (maxClients <= 0 || maxClients > 65536)
         {
-            throw new IllegalArgumentException("max clients must be in [1, 65536]");
+            throw new IllegalArgumentException("max clients " + maxClients + " is out of range: give 1 to 65536");
         }
         if (0 == incarnation)
         {
@@ -108,8 +110,8 @@ public final class ServerContext
         }
         if (prometheusPort < -1 || prometheusPort > 65535)
         {
-            throw new IllegalArgumentException("prometheus port must be in [0, 65535], or -1 for none: " +
-                prometheusPort);
+            throw new IllegalArgumentException("prometheus port " + prometheusPort +
+                " is out of range: give 1 to 65535, or 0 for any free port");
         }
         if (latencyIntervalMs <= 0)
         {
@@ -608,6 +610,48 @@ public final class ServerContext
     {
         this.pretouch = pretouch;
         return this;
+    }
+
+    /**
+     * Where the server says, one line each, what it does during start-up that an operator should know of: a dead
+     * server's files reclaimed, the pool being prepared (after every check that could refuse the start).
+     *
+     * @return the log, or null for none.
+     */
+    public java.util.function.Consumer<String> startupLog()
+    {
+        return startupLog;
+    }
+
+    /**
+     * Sets the start-up log.
+     *
+     * @param startupLog called on the launching thread with one line at a time; null for none.
+     * @return this.
+     */
+    public ServerContext startupLog(final java.util.function.Consumer<String> startupLog)
+    {
+        this.startupLog = startupLog;
+        return this;
+    }
+
+    /**
+     * Asks a start in progress to stop: the launch fails soon (the pool's preparation checks between blocks)
+     * and removes every file it made. Safe from any thread, e.g. a shutdown hook; no effect after the launch.
+     */
+    public void abortStart()
+    {
+        startAborted = true;
+    }
+
+    /**
+     * Whether {@link #abortStart()} was called.
+     *
+     * @return true when the start is to stop.
+     */
+    public boolean isStartAborted()
+    {
+        return startAborted;
     }
 
     /**

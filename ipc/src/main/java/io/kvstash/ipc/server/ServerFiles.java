@@ -9,6 +9,7 @@ import io.kvstash.ipc.file.ControlFileDescriptor;
 import io.kvstash.ipc.file.PoolFileDescriptor;
 import io.kvstash.ipc.file.PoolPages;
 import io.kvstash.ipc.file.SecureDirectory;
+import io.kvstash.ipc.tools.Sizes;
 import org.agrona.IoUtil;
 import org.agrona.concurrent.AtomicBuffer;
 import org.agrona.concurrent.UnsafeBuffer;
@@ -20,7 +21,9 @@ import java.nio.channels.FileLock;
 import java.nio.channels.OverlappingFileLockException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.DirectoryStream;
+import java.nio.file.FileStore;
 import java.nio.file.Files;
+import java.nio.file.LinkOption;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.nio.file.StandardOpenOption;
@@ -33,13 +36,21 @@ import java.util.List;
  * server on the same directory is refused while the first lives), the pool file and the control file,
  * created fresh every start. At start the files of a dead server are reclaimed: its pool and client files
  * deleted, its control file kept as {@code dead-control-<incarnation>} (the error log survives; the three
- * newest are kept). At a clean shutdown every file but the lock file is removed.
+ * newest are kept, and each is said on the start-up log). At a clean shutdown every file but the lock file is
+ * removed: the lock file stays, so that the directory keeps one lock file for every server that ever starts on it.
+ * A start that fails or is interrupted (a signal while the pool is prepared) removes everything it made, the lock
+ * file included, and the directory when it created it. The pool must fit the free space of the directory's file
+ * system, checked before anything is written.
  */
 final class ServerFiles implements AutoCloseable
 {
     static final String LOCK_FILE = "server.lock";
     static final String DEAD_CONTROL_PREFIX = "dead-control-";
     static final int DEAD_CONTROLS_KEPT = 3;
+    /** Times a start opens the lock file again when the one it locked was removed meanwhile. */
+    static final int LOCK_ATTEMPTS = 3;
+    /** File system types whose files live in memory: a pool elsewhere is written back to disk. */
+    static final java.util.Set<String> IN_MEMORY_FILE_SYSTEMS = java.util.Set.of("tmpfs", "hugetlbfs", "ramfs");
 
     private final ServerContext context;
     private final Path directory;
@@ -64,8 +75,162 @@ final class ServerFiles implements AutoCloseable
     ServerFiles(final ServerContext context) throws IOException
     {
         this.context = context;
-        this.directory = SecureDirectory.ensure(context.directory());
+        final Path requested = context.directory();
+        final boolean directoryExisted = Files.exists(requested, LinkOption.NOFOLLOW_LINKS);
+        checkFreeSpace(requested, directoryExisted);
+        this.directory = SecureDirectory.ensure(requested);
+        final String fileSystem = Files.getFileStore(directory).type();
+        if (!IN_MEMORY_FILE_SYSTEMS.contains(fileSystem))
+        {
+            log("kvstash: warning: " + directory + " is on a " + fileSystem + " file system, not in memory " +
+                "(tmpfs): the pool's pages will be written back to disk; a directory under /dev/shm is the usual place");
+        }
         final Path lockPath = directory.resolve(LOCK_FILE);
+        FileChannel channel = null;
+        FileLock acquired = null;
+        // A server whose start failed removes the lock file while it holds the lock; a server that opened the
+        // file before that would lock a file no longer in the directory. Locking the path's current file is
+        // checked by reading back the owner written after the lock: a stale file is given up and the path opened
+        // again.
+        for (int attempt = 0; null == acquired; attempt++)
+        {
+            channel = openLockFile(lockPath);
+            try
+            {
+                acquired = channel.tryLock();
+            }
+            catch (final OverlappingFileLockException ex)
+            {
+                acquired = null;
+            }
+            if (null == acquired)
+            {
+                final String owner = readLockOwner(channel);
+                channel.close();
+                throw new IllegalStateException("a kvstash server is already running on " + directory +
+                    (owner.isEmpty() ? "" : " (" + owner + ")"));
+            }
+            final byte[] owner = writeLockOwner(channel);
+            if (!isCurrentLockFile(lockPath, owner))
+            {
+                acquired.release();
+                channel.close();
+                acquired = null;
+                if (attempt >= LOCK_ATTEMPTS)
+                {
+                    throw new IllegalStateException("could not lock " + lockPath + ": it was replaced " +
+                        LOCK_ATTEMPTS + " times while locking");
+                }
+            }
+        }
+        lockChannel = channel;
+        lock = acquired;
+        controlPath = directory.resolve(ControlFileDescriptor.FILE_NAME);
+        poolPath = directory.resolve(PoolFileDescriptor.fileName(context.incarnation()));
+        try
+        {
+            reclaim();
+            checkAborted();
+            createPool();
+            checkAborted();
+            createControl();
+        }
+        catch (final IOException | RuntimeException ex)
+        {
+            removeAfterFailedStart(lockPath, directoryExisted);
+            throw ex;
+        }
+    }
+
+    /**
+     * A failed or interrupted start leaves nothing: its files, the lock file (removed while still locked, see the
+     * constructor), and the directory when this start created it and nothing else is in it.
+     */
+    private void removeAfterFailedStart(final Path lockPath, final boolean directoryExisted)
+    {
+        try
+        {
+            Files.deleteIfExists(lockPath);
+        }
+        catch (final IOException ignore)
+        {
+            // The lock file is empty but for its owner; a later start reuses it.
+        }
+        close();
+        if (!directoryExisted)
+        {
+            try
+            {
+                Files.deleteIfExists(directory);
+            }
+            catch (final IOException ignore)
+            {
+                // Not empty: something else was put there meanwhile; leave it.
+            }
+        }
+    }
+
+    private void checkAborted() throws IOException
+    {
+        if (context.isStartAborted())
+        {
+            throw new IOException("the start was interrupted");
+        }
+    }
+
+    private void log(final String line)
+    {
+        final java.util.function.Consumer<String> startupLog = context.startupLog();
+        if (null != startupLog)
+        {
+            startupLog.accept(line);
+        }
+    }
+
+    /**
+     * Refuses a pool that its file system cannot hold, before anything is written: tmpfs would otherwise fill the
+     * machine's memory until a page fault fails. What a dead server's pool files hold counts as free: the start
+     * reclaims them first.
+     */
+    private void checkFreeSpace(final Path requested, final boolean directoryExisted) throws IOException
+    {
+        Path existing = requested.toAbsolutePath();
+        while (!directoryExisted && null != existing && !Files.exists(existing))
+        {
+            existing = existing.getParent();
+        }
+        if (null == existing)
+        {
+            return;
+        }
+        final FileStore store = Files.getFileStore(existing);
+        long reclaimable = 0;
+        if (directoryExisted && Files.isDirectory(requested, LinkOption.NOFOLLOW_LINKS))
+        {
+            try (DirectoryStream<Path> files = Files.newDirectoryStream(requested, PoolFileDescriptor.FILE_PREFIX + "*"))
+            {
+                for (final Path file : files)
+                {
+                    reclaimable += Files.size(file);
+                }
+            }
+        }
+        final StoreContext storeContext = context.storeContext();
+        final long tableLength = SlotTableDescriptor.tableLength(storeContext.poolSizeBytes(), storeContext.alignment());
+        final long needed = PoolFileDescriptor.dataOffset(tableLength, storeContext.alignment()) +
+            storeContext.poolSizeBytes() + ControlFileDescriptor.fileLength(StoreCounters.LENGTH, context.errorLogLength());
+        final long free = store.getUsableSpace() + reclaimable;
+        if (needed > free)
+        {
+            throw new IOException("a pool of " + Sizes.formatSize(storeContext.poolSizeBytes()) + " (" +
+                storeContext.poolSizeBytes() + " bytes, " + needed + " with its tables) does not fit in " +
+                requested + ": its file system (" + store.type() + ") has " + Sizes.formatSize(free) + " (" + free +
+                " bytes) free; give a smaller pool size or free some space");
+        }
+    }
+
+    private static FileChannel openLockFile(final Path lockPath) throws IOException
+    {
         if (!Files.exists(lockPath))
         {
             try
@@ -77,37 +242,18 @@ final class ServerFiles implements AutoCloseable
                 // Another server is starting too: the lock decides.
             }
         }
-        lockChannel = FileChannel.open(lockPath, StandardOpenOption.READ, StandardOpenOption.WRITE);
-        FileLock acquired;
+        return FileChannel.open(lockPath, StandardOpenOption.READ, StandardOpenOption.WRITE);
+    }
+
+    private static boolean isCurrentLockFile(final Path lockPath, final byte[] owner)
+    {
         try
         {
-            acquired = lockChannel.tryLock();
+            return java.util.Arrays.equals(owner, Files.readAllBytes(lockPath));
         }
-        catch (final OverlappingFileLockException ex)
+        catch (final IOException ex)
         {
-            acquired = null;
-        }
-        if (null == acquired)
-        {
-            final String owner = readLockOwner(lockChannel);
-            lockChannel.close();
-            throw new IllegalStateException("a kvstash server is already running on " + directory +
-                (owner.isEmpty() ? "" : " (" + owner + ")"));
-        }
-        lock = acquired;
-        writeLockOwner();
-        controlPath = directory.resolve(ControlFileDescriptor.FILE_NAME);
-        poolPath = directory.resolve(PoolFileDescriptor.fileName(context.incarnation()));
-        try
-        {
-            reclaim();
-            createPool();
-            createControl();
-        }
-        catch (final IOException | RuntimeException ex)
-        {
-            close();
-            throw ex;
+            return false;
         }
     }
 
@@ -125,12 +271,13 @@ final class ServerFiles implements AutoCloseable
         }
     }
 
-    private void writeLockOwner() throws IOException
+    private byte[] writeLockOwner(final FileChannel channel) throws IOException
     {
         final byte[] owner = ("pid " + ProcessHandle.current().pid() + " incarnation " +
             Long.toHexString(context.incarnation()) + "\n").getBytes(StandardCharsets.US_ASCII);
-        lockChannel.truncate(0);
-        lockChannel.write(java.nio.ByteBuffer.wrap(owner), 0);
+        channel.truncate(0);
+        channel.write(java.nio.ByteBuffer.wrap(owner), 0);
+        return owner;
     }
 
     /**
@@ -144,7 +291,14 @@ final class ServerFiles implements AutoCloseable
             for (final Path file : files)
             {
                 final String name = file.getFileName().toString();
-                if (name.startsWith(PoolFileDescriptor.FILE_PREFIX) || name.startsWith(ClientFileDescriptor.FILE_PREFIX) ||
+                if (name.startsWith(PoolFileDescriptor.FILE_PREFIX))
+                {
+                    final long bytes = Files.size(file);
+                    Files.deleteIfExists(file);
+                    log("kvstash: removed " + file + " (" + Sizes.formatSize(bytes) + "), the pool of a server that " +
+                        "did not shut down cleanly");
+                }
+                else if (name.startsWith(ClientFileDescriptor.FILE_PREFIX) ||
                     name.startsWith(ControlFileDescriptor.FILE_NAME + ".new-"))
                 {
                     Files.deleteIfExists(file);
@@ -160,6 +314,8 @@ final class ServerFiles implements AutoCloseable
             final long oldIncarnation = readIncarnation(controlPath);
             final Path kept = directory.resolve(DEAD_CONTROL_PREFIX + Long.toHexString(oldIncarnation));
             Files.move(controlPath, kept, StandardCopyOption.REPLACE_EXISTING);
+            log("kvstash: kept the control file of the server before (incarnation " + Long.toHexString(oldIncarnation) +
+                ") as " + kept + " for 'kvstash errors' and 'kvstash stat --file'");
             deadControls.add(kept);
         }
         deadControls.sort(Comparator.comparingLong(ServerFiles::modifiedMs).reversed());
@@ -223,8 +379,10 @@ final class ServerFiles implements AutoCloseable
         }
         if (context.pretouch())
         {
+            log("kvstash: preparing a " + Sizes.formatSize(store.poolSizeBytes()) + " pool in " + poolPath +
+                " (every page mapped before the first client connects)");
             PoolPages.prepareNewPool(poolChannel, dataOffset, store.poolSizeBytes(), segments, segmentBytes,
-                Runtime.getRuntime().availableProcessors());
+                Runtime.getRuntime().availableProcessors(), context::isStartAborted);
         }
         pool = PoolRegion.ofSegments(addresses, segmentBytes, store.poolSizeBytes(), poolSegments);
         meta.putLong(PoolFileDescriptor.MAGIC_OFFSET, PoolFileDescriptor.MAGIC);

@@ -150,4 +150,82 @@ class ServeCommandTest
         assertEquals(1, stat.exitCode, stat.toString());
         assertTrue(stat.err.contains("no control file"), stat.err);
     }
+
+    @Test
+    @Timeout(120)
+    void shouldLeaveNoFileWhenSignalledWhileThePoolIsPrepared() throws Exception
+    {
+        for (final String signal : new String[]{ "INT", "TERM" })
+        {
+            dir = TestDirs.newDirectory("cli-interrupt");
+            try (Cli.Child serve = Cli.Child.start("serve", "--dir", dir.toString(), "--pool-size", "3g"))
+            {
+                final long deadline = System.currentTimeMillis() + 30_000;
+                while (!hasPoolFile(dir))
+                {
+                    assertTrue(System.currentTimeMillis() < deadline, "no pool file: " + serve.lines());
+                    assertTrue(serve.process.isAlive(), "exited: " + serve.lines());
+                    Thread.sleep(5);
+                }
+                final Process kill = new ProcessBuilder("kill", "-" + signal, String.valueOf(serve.process.pid())).start();
+                assertEquals(0, kill.waitFor());
+                assertTrue(serve.process.waitFor(30, TimeUnit.SECONDS), "exits on SIG" + signal);
+                assertTrue(serve.lines().stream().noneMatch((l) -> l.startsWith("kvstash ready")),
+                    "interrupted before ready: " + serve.lines());
+            }
+            assertFalse(Files.exists(dir), "SIG" + signal + " during preparation leaves no pool, lock or directory");
+        }
+    }
+
+    private static boolean hasPoolFile(final Path dir) throws java.io.IOException
+    {
+        if (!Files.isDirectory(dir))
+        {
+            return false;
+        }
+        try (Stream<Path> files = Files.list(dir))
+        {
+            return files.anyMatch((f) -> f.getFileName().toString().startsWith("pool-"));
+        }
+        catch (final java.nio.file.NoSuchFileException ex)
+        {
+            return false;
+        }
+    }
+
+    @Test
+    void shouldRefuseAPoolLargerThanTheFreeSpaceBeforeWritingAnything() throws Exception
+    {
+        dir = TestDirs.newDirectory("cli-too-big");
+        final long free = Files.getFileStore(dir.getParent()).getUsableSpace();
+        final long poolBytes = (free / (1 << 30) + 2) << 30;
+        final Cli cli = Cli.run("serve", "--dir", dir.toString(), "--pool-size", String.valueOf(poolBytes));
+        assertEquals(1, cli.exitCode, cli.toString());
+        assertEquals(1, cli.err.strip().split("\n").length, cli.toString());
+        assertTrue(cli.err.contains("(" + poolBytes + " bytes"), cli.err);
+        assertTrue(cli.err.matches("(?s).*has [0-9.]+ GiB \\(\\d+ bytes\\) free.*"), cli.err);
+        assertTrue(cli.err.contains(dir.toString()), cli.err);
+        assertFalse(cli.err.contains("preparing"), cli.err);
+        assertFalse(Files.exists(dir), "nothing written");
+    }
+
+    @Test
+    void shouldNameThePathOrPortWhenTheServerCannotStart() throws Exception
+    {
+        dir = TestDirs.newDirectory("cli-deep");
+        final Path deep = dir.resolve("not").resolve("there");
+        final Cli missingParent = Cli.run("serve", "--dir", deep.toString(), "--pool-size", "16m");
+        assertEquals(1, missingParent.exitCode, missingParent.toString());
+        assertTrue(missingParent.err.contains(deep + ": its parent directory does not exist"), missingParent.err);
+        assertFalse(Files.exists(dir), "no parent created");
+
+        try (java.net.ServerSocket taken = new java.net.ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress()))
+        {
+            final Cli portInUse = Cli.run("serve", "--dir", dir.toString(), "--pool-size", "16m",
+                "--prometheus-port", String.valueOf(taken.getLocalPort()));
+            assertEquals(1, portInUse.exitCode, portInUse.toString());
+            assertTrue(portInUse.err.contains("--prometheus-port " + taken.getLocalPort() + ": 127.0.0.1:" +
+                taken.getLocalPort() + " is not free"), portInUse.err);
+        }
+    }
 }
