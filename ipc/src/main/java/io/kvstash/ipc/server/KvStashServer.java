@@ -49,7 +49,8 @@ public final class KvStashServer implements AutoCloseable
             final StoreCounters counters = files.counters();
             // Its own thread, reading the counters only; bound first so a port in use fails the launch early.
             endpoint = context.prometheusPort() < 0 ? null : PrometheusEndpoint.start(
-                context.prometheusPort(), counters, context.incarnation(), context.epochClock().time());
+                context.prometheusPort(), counters, context.incarnation(), context.epochClock().time(),
+                context.storeContext().poolSizeBytes());
             prometheus = endpoint;
             // Logs only: the pipeline stages and the receiver count ERRORS where they catch, once each.
             final ErrorHandler errorHandler = (throwable) ->

@@ -40,12 +40,20 @@ public final class PrometheusEndpoint implements AutoCloseable
     private final double startTimeSeconds;
 
     private PrometheusEndpoint(
-        final HttpServer http, final StoreCounters counters, final long incarnation, final long startTimeMs)
+        final HttpServer http,
+        final StoreCounters counters,
+        final long incarnation,
+        final long startTimeMs,
+        final long poolBytes)
     {
         this.http = http;
         this.counters = counters;
+        // The pool's size is known from the start, before a layout cuts it into slots (slot_capacity is 0 until then).
         this.info = "kvstash_info{incarnation=\"" + Long.toHexString(incarnation) + "\",pid=\"" +
-            ProcessHandle.current().pid() + "\"} 1\n";
+            ProcessHandle.current().pid() + "\"} 1\n" +
+            "# HELP kvstash_pool_bytes Bytes of the pool's data region, from the start.\n" +
+            "# TYPE kvstash_pool_bytes gauge\n" +
+            "kvstash_pool_bytes " + poolBytes + "\n";
         this.startTimeSeconds = startTimeMs / 1000.0;
         executor = Executors.newSingleThreadExecutor(runnable ->
         {
@@ -65,11 +73,16 @@ public final class PrometheusEndpoint implements AutoCloseable
      * @param counters    the server's counters.
      * @param incarnation the server's incarnation, a label of {@code kvstash_info}.
      * @param startTimeMs the server's start, epoch milliseconds.
+     * @param poolBytes   bytes of the pool's data region ({@code kvstash_pool_bytes}).
      * @return the running endpoint.
      * @throws IOException when the port cannot be bound.
      */
     public static PrometheusEndpoint start(
-        final int port, final StoreCounters counters, final long incarnation, final long startTimeMs)
+        final int port,
+        final StoreCounters counters,
+        final long incarnation,
+        final long startTimeMs,
+        final long poolBytes)
         throws IOException
     {
         final HttpServer http;
@@ -82,7 +95,7 @@ public final class PrometheusEndpoint implements AutoCloseable
             throw new IOException("--prometheus-port " + port + ": 127.0.0.1:" + port + " is not free (" +
                 ex.getMessage() + "): give another port, or 0 for any free one", ex);
         }
-        return new PrometheusEndpoint(http, counters, incarnation, startTimeMs);
+        return new PrometheusEndpoint(http, counters, incarnation, startTimeMs, poolBytes);
     }
 
     /**

@@ -148,7 +148,7 @@ class ServeCommandTest
         }
         final Cli stat = Cli.run("stat", "--dir", dir.toString());
         assertEquals(1, stat.exitCode, stat.toString());
-        assertTrue(stat.err.contains("no control file"), stat.err);
+        assertTrue(stat.err.contains("no server"), stat.err);
     }
 
     @Test

@@ -46,7 +46,7 @@ class StatErrorsCommandTest
     }
 
     @Test
-    void shouldReadCountersAndAnEmptyErrorLogWhenTheServerRuns() throws Exception
+    void shouldSummariseFirstThenListCountersWhenTheServerRuns() throws Exception
     {
         dir = TestDirs.newDirectory("cli-stat");
         final ServerContext context = new ServerContext()
@@ -62,10 +62,35 @@ class StatErrorsCommandTest
 
             final Cli stat = Cli.run("stat", "--dir", dir.toString());
             assertEquals(0, stat.exitCode, stat.toString());
-            assertTrue(stat.out.contains("RUNNING, alive"), stat.out);
-            assertTrue(stat.out.contains("incarnation      " + Long.toHexString(context.incarnation())), stat.out);
-            assertTrue(stat.out.matches("(?s).*stored_chunks +3\\n.*"), stat.out);
+            final String[] lines = stat.out.split("\n");
+            assertTrue(lines[0].startsWith("kvstash server: alive, pid " + ProcessHandle.current().pid()), stat.out);
+            // The summary first, in the order an operator asks, then the counters.
+            final String[] rows = { "uptime", "clients", "pool", "chunks", "hit ratio", "evictions", "bytes in/out",
+                "errors" };
+            for (int i = 0; i < rows.length; i++)
+            {
+                assertTrue(lines[i + 1].startsWith("  " + rows[i] + " "), "row " + rows[i] + " in\n" + stat.out);
+            }
+            assertTrue(stat.out.contains("incarnation " + Long.toHexString(context.incarnation())), stat.out);
+            assertTrue(stat.out.contains("  clients        1 connected"), stat.out);
+            assertTrue(stat.out.contains("  chunks         3 readable, 0 being written, 0 pinned; 1 instances"), stat.out);
+            assertTrue(stat.out.contains("  hit ratio      no lookups yet"), stat.out);
+            assertTrue(stat.out.contains("  errors         none"), stat.out);
+            assertTrue(stat.out.matches("(?s).*  pool           8 MiB in pool-\\w+: [0-9.]+ % used \\(3 of [0-9,]+ chunk " +
+                "slots\\), about [0-9.]+ MiB free\\n.*"), stat.out);
+            assertTrue(stat.out.indexOf("counters (non-zero)") > stat.out.indexOf("  errors "), stat.out);
+            assertTrue(stat.out.matches("(?s).*stored_chunks +3  Chunks made readable by COMMIT_STORE\\.\\n.*"),
+                stat.out);
             assertTrue(stat.out.contains("requests.commit_store.ok"), stat.out);
+            assertTrue(stat.out.contains("Answers to COMMIT_STORE with OK."), stat.out);
+
+            assertEquals(Status.OK, client.lookup(5, ChunkKeys.ofIds(1, 2, 3, 4), false).status());
+            assertTrue(server.awaitDrained(5000));
+            final Map<?, ?> summary = (Map<?, ?>)Cli.run("stat", "--dir", dir.toString(), "--json").json().get("summary");
+            assertEquals(0.75, (Double)summary.get("hit_ratio"), 1e-9);
+            assertEquals(8L << 20, summary.get("pool_bytes"));
+            assertEquals(3L, summary.get("used_slots"));
+            assertEquals(1L, summary.get("clients"));
 
             final Map<String, Object> json = Cli.run("stat", "--dir", dir.toString(), "--json").json();
             final Map<?, ?> counters = (Map<?, ?>)json.get("counters");
@@ -79,7 +104,7 @@ class StatErrorsCommandTest
     }
 
     @Test
-    void shouldReadTheErrorLogOfADeadServerAndOfTheDeadControlFileTheNextServerKeeps() throws Exception
+    void shouldExitTwoForADeadServerAndReadItsErrorLogAndTheDeadControlFileTheNextServerKeeps() throws Exception
     {
         dir = TestDirs.newDirectory("cli-errors");
         final long deadPid;
@@ -95,10 +120,13 @@ class StatErrorsCommandTest
         recordError(control, new IllegalStateException("disk on fire"));
 
         final Cli stat = Cli.run("stat", "--dir", dir.toString(), "--json");
-        assertEquals(0, stat.exitCode, stat.toString());
+        assertEquals(2, stat.exitCode, "a dead server: " + stat);
         assertEquals(Boolean.FALSE, stat.json().get("alive"));
+        assertEquals("dead", stat.json().get("server"));
         assertEquals(deadPid, stat.json().get("pid"));
-        assertTrue(Cli.run("stat", "--dir", dir.toString()).out.contains("NOT alive"));
+        final Cli text = Cli.run("stat", "--dir", dir.toString());
+        assertEquals(2, text.exitCode, text.toString());
+        assertTrue(text.out.startsWith("kvstash server: DEAD (process gone), pid " + deadPid), text.out);
 
         Cli errors = Cli.run("errors", "--dir", dir.toString());
         assertEquals(0, errors.exitCode, errors.toString());
@@ -128,11 +156,18 @@ class StatErrorsCommandTest
     }
 
     @Test
-    void shouldFailWhenThereIsNoServerFile() throws IOException
+    void shouldExitOneAndStillPrintJsonWhenThereIsNoServer() throws IOException
     {
         dir = TestDirs.newDirectory("cli-nothing");
         Files.createDirectories(dir);
-        assertEquals(1, Cli.run("stat", "--dir", dir.toString()).exitCode);
+        final Cli stat = Cli.run("stat", "--dir", dir.toString());
+        assertEquals(1, stat.exitCode, stat.toString());
+        assertTrue(stat.err.startsWith("kvstash stat: no server: " + dir.resolve("control") + " does not exist"),
+            stat.err);
+        final Cli json = Cli.run("stat", "--dir", dir.toString(), "--json");
+        assertEquals(1, json.exitCode, json.toString());
+        assertEquals("none", json.json().get("server"), "a JSON object on standard output with no server too");
+        assertEquals(Boolean.FALSE, json.json().get("alive"));
         assertEquals(1, Cli.run("errors", "--dir", dir.toString()).exitCode);
         try (Stream<Path> files = Files.list(dir))
         {

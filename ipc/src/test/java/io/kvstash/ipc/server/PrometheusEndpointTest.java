@@ -66,6 +66,8 @@ class PrometheusEndpointTest
         {
             port = server.prometheusPort();
             assertTrue(port > 0, "bound port " + port);
+            final Map<String, Long> fresh = parse(get(port, PrometheusEndpoint.PATH).body());
+            assertEquals(16L << 20, fresh.get("kvstash_pool_bytes"), "the capacity is known before any REGISTER");
 
             assertEquals(Status.OK, client.register(7, Layout.of("m", 1, 0, 1, 16, Dtype.UINT8, true)).status());
             final ClientResponse prepared = client.prepareStore(7, ChunkKeys.ofIds(1, 2));
@@ -109,7 +111,7 @@ class PrometheusEndpointTest
     @Test
     void shouldListenOnTheLoopbackAddressOnlyAndServeNoEndpointByDefault() throws Exception
     {
-        try (PrometheusEndpoint endpoint = PrometheusEndpoint.start(0, StoreCounters.allocate(), 1, 0))
+        try (PrometheusEndpoint endpoint = PrometheusEndpoint.start(0, StoreCounters.allocate(), 1, 0, 1L << 20))
         {
             assertTrue(endpoint.address().getAddress().isLoopbackAddress(), endpoint.address().toString());
         }
