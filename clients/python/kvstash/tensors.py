@@ -121,12 +121,14 @@ class PagedKV:
     """An engine's paged KV cache: one tensor per layer, every layer the same shape, dtype and device.
 
     ``kind`` is ``"kv_blocks"`` (``[2, num_blocks, block_size, heads, head_size]``, vLLM FlashAttention),
-    ``"blocks_kv"`` (``[num_blocks, 2, block_size, heads, head_size]``), ``"mla"``
+    ``"blocks_kv"`` (``[num_blocks, 2, block_size, heads, head_size]``), ``"blocks_heads"``
+    (``[num_blocks, heads, block_size, 2 * head_size]``, K in the first half of the last dimension and V in
+    the second: vLLM 0.33's FlashAttention, Triton and FlexAttention backends), ``"mla"``
     (``[num_blocks, block_size, head_size]``) or ``"auto"`` (read off the shape; ambiguous shapes are
     refused). The tensors may be strided views (the engine's own); they are indexed, never copied whole.
     """
 
-    KINDS = ("kv_blocks", "blocks_kv", "mla")
+    KINDS = ("kv_blocks", "blocks_kv", "blocks_heads", "mla")
 
     def __init__(self, kv_caches, kind="auto"):
         torch = torch_module()
@@ -146,7 +148,7 @@ class PagedKV:
             kind = _detect_kind(shape)
         if kind not in self.KINDS:
             raise ValueError("paged layout %r is not one of %s" % (kind, ", ".join(self.KINDS)))
-        expected_dims = 3 if kind == "mla" else 5
+        expected_dims = {"mla": 3, "blocks_heads": 4}.get(kind, 5)
         if len(shape) != expected_dims:
             raise ValueError("a %s cache has %d dimensions, these have shape %s" % (kind, expected_dims, shape))
         if kind == "kv_blocks" and shape[0] != 2 or kind == "blocks_kv" and shape[1] != 2:
@@ -169,6 +171,13 @@ class PagedKV:
         elif kind == "blocks_kv":
             self.num_blocks, self.block_size = shape[0], shape[2]
             self.hidden = shape[3] * shape[4]
+        elif kind == "blocks_heads":
+            if shape[3] % 2:
+                raise ValueError("a blocks_heads cache has K and V side by side in its last dimension, which "
+                                 "must be even: shape %s" % (shape,))
+            self.num_blocks, self.block_size = shape[0], shape[2]
+            self.heads, self.head_size = shape[1], shape[3] // 2
+            self.hidden = self.heads * self.head_size
         else:
             self.num_blocks, self.block_size, self.hidden = shape
         self._block_dim = 1 if kind == "kv_blocks" else 0
@@ -211,13 +220,18 @@ class PagedKV:
             elif self.kind == "blocks_kv":      # [G*n, 2, bs, h, d] -> [G, 2, n, bs, H]
                 src = picked.view(g, n, 2, bs, h).permute(0, 2, 1, 3, 4)
                 out[:, :, layer].view(g, 2, n, bs, h).copy_(src)
+            elif self.kind == "blocks_heads":   # [G*n, heads, bs, 2d] -> [G, 2, n, bs, heads, d]
+                heads, d = self.heads, self.head_size
+                src = picked.view(g, n, heads, bs, 2, d).permute(0, 4, 1, 3, 2, 5)
+                out[:, :, layer].view(g, 2, n, bs, heads, d).copy_(src)
             else:                               # [G*n, bs, D] -> [G, n, bs, D]
                 out[:, layer].view(g, n, bs, h).copy_(picked.view(g, n, bs, h))
 
-    def scatter(self, ids, src):
-        """The inverse of ``gather``: writes chunks ``src`` into the blocks ``ids`` of every layer."""
+    def scatter(self, ids, src, keep=None):
+        """The inverse of ``gather``: writes chunks ``src`` into the blocks ``ids`` of every layer; with
+        ``keep`` (positions among the ``G * n`` blocks of ``src``) only those blocks, into ``ids``."""
         g = src.shape[0]
-        n = ids.numel() // g
+        n = self._blocks_in(src)
         bs = self.block_size
         src = src.view(self._raw_dtype)
         for layer, cache in enumerate(self._raw):
@@ -227,14 +241,25 @@ class PagedKV:
             elif self.kind == "blocks_kv":      # [G, 2, C, H] -> [G*n, 2, bs, h, d]
                 part = src[:, :, layer].reshape(g, 2, n, bs, -1).permute(0, 2, 1, 3, 4)
                 part = part.reshape((g * n,) + tuple(cache.shape[1:]))
+            elif self.kind == "blocks_heads":   # [G, 2, C, H] -> [G*n, heads, bs, 2d]
+                part = src[:, :, layer].reshape(g, 2, n, bs, self.heads, self.head_size).permute(0, 2, 4, 3, 1, 5)
+                part = part.reshape((g * n,) + tuple(cache.shape[1:]))
             else:                               # [G, C, D] -> [G*n, bs, D]
                 part = src[:, layer].reshape((g * n,) + tuple(cache.shape[1:]))
+            if keep is not None:
+                part = part.index_select(self._block_dim, keep)
             cache.index_copy_(self._block_dim, ids, part)
+
+    def _blocks_in(self, chunks):
+        """Blocks per chunk of a ``[G, 2, L, C, H]`` / ``[G, L, C, H]`` tensor."""
+        return chunks.shape[3 if not self.mla else 2] // self.block_size
 
 
 def _detect_kind(shape):
     if len(shape) == 3:
         return "mla"
+    if len(shape) == 4:
+        return "blocks_heads"
     if len(shape) == 5:
         if shape[0] == 2 and shape[1] != 2:
             return "kv_blocks"
@@ -242,7 +267,7 @@ def _detect_kind(shape):
             return "blocks_kv"
         raise ValueError("cannot tell the paged layout of shape %s: pass kind='kv_blocks' or 'blocks_kv'"
                          % (shape,))
-    raise ValueError("a paged KV cache has 5 dimensions (or 3 for MLA), not shape %s" % (shape,))
+    raise ValueError("a paged KV cache has 5 or 4 dimensions (3 for MLA), not shape %s" % (shape,))
 
 
 class PoolTensors:
@@ -391,7 +416,8 @@ class PoolTensors:
             return statuses
         n = paged.blocks_per_chunk(client.chunk_tokens)
         live = [i for i in range(len(response.slots)) if client.is_still_reserved(response, i)]
-        ids = self._block_ids(paged, block_ids, [response.slots[i].range_index for i in live], n)
+        ids = self._device_ids(paged, self._block_ids(paged, block_ids,
+                                                      [response.slots[i].range_index for i in live], n))
         if paged.device.type == "cuda":
             self._write_paged_cuda(response, paged, live, ids, n, layout, staging_bytes, buffers)
         else:
@@ -441,19 +467,21 @@ class PoolTensors:
         paged.check_layout(layout, client.chunk_tokens)
         n = paged.blocks_per_chunk(client.chunk_tokens)
         every = list(range(len(response.slots)))
-        ids = self._block_ids(paged, block_ids, [entry.range_index for entry in response.slots], n)
+        flat = self._block_ids(paged, block_ids, [entry.range_index for entry in response.slots], n)
         if paged.device.type == "cuda":
-            self._read_paged_cuda(response, paged, every, ids, n, layout, staging_bytes, buffers)
+            self._read_paged_cuda(response, paged, every, flat, n, layout, staging_bytes, buffers)
         else:
-            for i in every:
-                paged.scatter(ids[i * n:(i + 1) * n], self.slot_tensor(response, i).unsqueeze(0))
+            for i, step in enumerate(self._scatter_plan(paged, flat, n, 1)):
+                if step is not None:
+                    paged.scatter(step[0], self.slot_tensor(response, i).unsqueeze(0), step[1])
         return [Status.OK if client.is_still_readable(response, i) else Status.UNKNOWN_TRANSFER for i in every]
 
-    def _read_paged_cuda(self, response, paged, every, ids, n, layout, staging_bytes, buffers):
+    def _read_paged_cuda(self, response, paged, every, flat, n, layout, staging_bytes, buffers):
         torch = torch_module()
         shape = layout.shape(self.client.chunk_tokens)
         bufs = self.staging(paged.device, paged.dtype, shape, response.chunk_bytes, staging_bytes, buffers)
         per = bufs[0].shape[0]
+        plan = self._scatter_plan(paged, flat, n, per)
         scatter_stream = torch.cuda.current_stream(paged.device)
         copy_stream = self.stream(paged.device)
         copy_stream.wait_stream(scatter_stream)         # staging buffers free of earlier work
@@ -469,7 +497,8 @@ class PoolTensors:
                 ready = torch.cuda.Event()
                 ready.record(copy_stream)
             scatter_stream.wait_event(ready)
-            paged.scatter(ids[first * n:(first + len(group)) * n], buf[:len(group)])
+            if plan[g] is not None:
+                paged.scatter(plan[g][0], buf[:len(group)], plan[g][1])
             done = torch.cuda.Event()
             done.record(scatter_stream)
             freed[g % len(bufs)] = done
@@ -492,22 +521,43 @@ class PoolTensors:
                 else s for i, s in enumerate(statuses)]
 
     def _block_ids(self, paged, block_ids, range_indices, n):
-        """The int64 block ids of the chunks ``range_indices``, chunk after chunk, on the caches' device.
+        """The block ids of the chunks ``range_indices``, chunk after chunk, as a list of ints.
         ``block_ids``: the blocks of the key range, chunk 0 of the range first (n per chunk), as a
-        sequence of ints or a 1-D integer tensor."""
+        sequence of ints or a 1-D integer tensor; -1 (retrieve only) leaves a block of the chunk unwritten."""
         torch = torch_module()
-        if isinstance(block_ids, torch.Tensor):
-            table = block_ids.to(device=paged.device, dtype=torch.int64).reshape(-1)
-        else:
-            table = torch.tensor([int(b) for b in block_ids], dtype=torch.int64).to(paged.device)
+        table = block_ids.reshape(-1).tolist() if isinstance(block_ids, torch.Tensor) else list(block_ids)
         needed = (max(range_indices) + 1) * n if range_indices else 0
-        if table.numel() < needed:
+        if len(table) < needed:
             raise ValueError("%d block ids for chunk %d of the range: %d blocks of %d tokens per chunk"
-                             % (table.numel(), max(range_indices), n, paged.block_size))
-        if not range_indices:
-            return table[:0]
-        rows = torch.tensor(range_indices, dtype=torch.int64).to(paged.device)
-        return table[:needed].view(-1, n).index_select(0, rows).reshape(-1)
+                             % (len(table), max(range_indices), n, paged.block_size))
+        flat = [int(b) for r in range_indices for b in table[r * n:(r + 1) * n]]
+        for b in flat:
+            if b >= paged.num_blocks:
+                raise ValueError("block id %d of a cache of %d blocks" % (b, paged.num_blocks))
+        return flat
+
+    def _device_ids(self, paged, flat):
+        torch = torch_module()
+        if any(b < 0 for b in flat):
+            raise ValueError("a store needs every block of its chunks: block id %d" % min(flat))
+        return torch.tensor(flat, dtype=torch.int64).to(paged.device)
+
+    def _scatter_plan(self, paged, flat, n, per):
+        """Per group of ``per`` chunks: (device ids of the blocks to write, device positions of those blocks
+        in the group's chunks or None when every block is written), or None when the group writes nothing."""
+        torch = torch_module()
+        plan = []
+        for first in range(0, len(flat), per * n):
+            part = flat[first:first + per * n]
+            keep = [p for p, b in enumerate(part) if b >= 0]
+            if not keep:
+                plan.append(None)
+            elif len(keep) == len(part):
+                plan.append((torch.tensor(part, dtype=torch.int64).to(paged.device), None))
+            else:
+                plan.append((torch.tensor([part[p] for p in keep], dtype=torch.int64).to(paged.device),
+                             torch.tensor(keep, dtype=torch.int64).to(paged.device)))
+        return plan
 
     def _enter(self, device, devices):
         torch = torch_module()

@@ -49,11 +49,16 @@ def random_tensor(shape, dtype, device="cpu", seed=0):
     return raw.view(getattr(torch, dtype)).view(shape).to(device)
 
 
+KINDS = ("kv_blocks", "blocks_kv", "blocks_heads", "mla")
+
+
 def paged_shape(kind, blocks, heads=2, head=8):
     if kind == "kv_blocks":
         return (2, blocks, BLOCK, heads, head)
     if kind == "blocks_kv":
         return (blocks, 2, BLOCK, heads, head)
+    if kind == "blocks_heads":
+        return (blocks, heads, BLOCK, 2 * head)
     return (blocks, BLOCK, heads * head)
 
 
@@ -67,6 +72,11 @@ def reference_chunk(caches, kind, block_ids):
             layers.append(torch.stack(kv))
         elif kind == "blocks_kv":
             kv = [torch.cat([cache[b, j].reshape(BLOCK, -1) for b in block_ids]) for j in range(2)]
+            layers.append(torch.stack(kv))
+        elif kind == "blocks_heads":          # K = [..., :d], V = [..., d:] of [heads, bs, 2d], token-major
+            d = cache.shape[3] // 2
+            kv = [torch.cat([cache[b].transpose(0, 1)[:, :, j * d:(j + 1) * d].reshape(BLOCK, -1)
+                             for b in block_ids]) for j in range(2)]
             layers.append(torch.stack(kv))
         else:
             layers.append(torch.cat([cache[b] for b in block_ids]))
@@ -147,7 +157,7 @@ class TensorTest(ServerTestCase):
 
     def test_should_gather_and_scatter_every_paged_layout_exactly(self):
         c = self.connect()
-        for kind in ("kv_blocks", "blocks_kv", "mla"):
+        for kind in KINDS:
             for dtype in DTYPES:
                 with self.subTest(kind=kind, dtype=dtype):
                     self._paged_round_trip(c, kind, dtype)
@@ -186,6 +196,29 @@ class TensorTest(ServerTestCase):
             for b in untouched:
                 self.assertEqual(int(block_bytes(dst[layer], kind, b).count_nonzero()), 0)
 
+    def test_should_leave_blocks_marked_minus_one_unwritten_on_retrieve(self):
+        c = self.connect()
+        for kind in ("kv_blocks", "blocks_heads", "mla"):
+            blocks = 3 * N + 2
+            src = [random_tensor(paged_shape(kind, blocks), "float16", seed=21 + layer) for layer in range(2)]
+            worker = self.instance(c, kvstash.PagedKV(src).layout("t-skip-" + kind))
+            keys = [(worker, k) for k in range(2)]
+            self.assertTrue(c.store_paged(worker, kvstash.PagedKV(src), list(range(2 * N)), keys).ok)
+            dst = [torch.zeros_like(t) for t in src]
+            # The engine already holds the first block of chunk 0 (a local prefix hit): it is not written.
+            table = [-1] + list(range(N + 1, 3 * N + 1))
+            got = c.retrieve_paged(worker, kvstash.PagedKV(dst, kind), table, keys)
+            self.assertTrue(got.ok, got)
+            for layer in range(2):
+                for k in range(1, 2 * N):
+                    self.assertTrue(torch.equal(block_bytes(dst[layer], kind, table[k]),
+                                                block_bytes(src[layer], kind, k)))
+                for b in range(N + 1):
+                    self.assertEqual(int(block_bytes(dst[layer], kind, b).count_nonzero()), 0, "block %d" % b)
+        with self.assertRaisesRegex(ValueError, "every block"):
+            c.store_paged(worker, kvstash.PagedKV(src), [-1] + list(range(1, 2 * N)), [(worker, 9), (worker, 10)])
+        self.assertEqual(counter(c, RESERVED), 0)
+
     def test_should_refuse_tensors_that_do_not_fit_before_leaving_a_reservation(self):
         c = self.connect()
         layout = kvstash.Layout("t-wrong", layers=2, hidden=16, dtype="bfloat16")
@@ -203,7 +236,9 @@ class TensorTest(ServerTestCase):
     def test_should_refuse_an_ambiguous_or_unknown_paged_shape(self):
         with self.assertRaisesRegex(ValueError, "cannot tell"):
             kvstash.PagedKV([torch.zeros((2, 2, BLOCK, 2, 8))])
-        with self.assertRaisesRegex(ValueError, "5 dimensions"):
+        with self.assertRaisesRegex(ValueError, "5 or 4 dimensions"):
+            kvstash.PagedKV([torch.zeros((2, 3))])
+        with self.assertRaisesRegex(ValueError, "must be even"):
             kvstash.PagedKV([torch.zeros((2, 3, 4, 5))])
         with self.assertRaisesRegex(ValueError, "layer 1"):
             kvstash.PagedKV([torch.zeros(paged_shape("mla", 8)), torch.zeros(paged_shape("mla", 9))])
@@ -366,7 +401,7 @@ class CudaTensorTest(ServerTestCase):
 
     def test_should_gather_and_scatter_paged_gpu_caches_through_several_staging_groups(self):
         c = self.connect(cuda=True)
-        for worker, kind in enumerate(("kv_blocks", "blocks_kv", "mla"), start=81):
+        for worker, kind in enumerate(KINDS, start=81):
             blocks, layers = 64, 3
             src = [random_tensor(paged_shape(kind, blocks, 8, 16), "bfloat16", "cuda", seed=layer)
                    for layer in range(layers)]

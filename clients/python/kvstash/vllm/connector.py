@@ -1,0 +1,475 @@
+"""KvStashConnector: vLLM's KV connector (v1) on the kvstash store.
+
+Turned on with::
+
+    vllm serve MODEL --kv-transfer-config '{"kv_connector":"KvStashConnector",
+        "kv_connector_module_path":"kvstash.vllm","kv_role":"kv_both",
+        "kv_load_failure_policy":"recompute","kv_connector_extra_config":{"dir":"/dev/shm/kvstash-USER"}}'
+
+How it works:
+- **Keys.** A kvstash chunk is ``chunk_tokens / block_size`` vLLM blocks. Its key is vLLM's own
+  prefix-chained hash of the chunk's last block (``request.block_hashes``), folded to 128 bits, so it names
+  the whole prefix up to the chunk's end; the namespace is the model (with its KV dtype and pipeline stage),
+  the tensor-parallel world size and rank, and the request's ``cache_salt``. A partial chunk is never
+  stored; decode tokens are not stored unless ``store_decode`` is set.
+- **Scheduler.** ``get_num_new_matched_tokens`` asks kvstash (LOOKUP_ALL_RANKS: the prefix every
+  tensor-parallel rank holds, from the first chunk the engine does not hold itself) and changes nothing;
+  the hit is never the whole prompt (vLLM computes at least one token). ``build_connector_meta`` tells the
+  workers which chunks to load into which blocks, and which newly complete chunks to save.
+- **Workers.** ``start_load_kv`` retrieves the chunks and scatters them into the paged blocks (blocks the
+  engine already holds are left alone); ``wait_for_save`` gathers complete chunks and stores them; both
+  through the pool registered with CUDA. Loads and saves are synchronous (layer-wise hooks are no-ops).
+- **Failures.** A chunk evicted or fenced between lookup and load, a MISS, a timeout, or a server that is
+  gone or restarted turns into ``get_block_ids_with_load_errors`` (vLLM recomputes those blocks with
+  ``kv_load_failure_policy: recompute``); never an exception into the engine, never KV that was not
+  verified. Every wait is bounded by ``timeout_s``; a lost server is retried every ``reconnect_s`` (lookups
+  answer 0 meanwhile) and the connection comes back by itself.
+
+Extra config (``kv_connector_extra_config``): ``dir`` (default ``/dev/shm/kvstash-$USER``), ``timeout_s``
+(5), ``reconnect_s`` (1), ``store_decode`` (false), ``log_interval_s`` (30), ``cuda`` (pin the pool when the
+caches are on a GPU; true), ``model`` (the namespace's model name; default: the served model name).
+"""
+
+import hashlib
+import logging
+import os
+import secrets
+import time
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+import torch
+from vllm.distributed.kv_transfer.kv_connector.v1.base import (KVConnectorBase_V1, KVConnectorMetadata,
+                                                              KVConnectorRole)
+
+import kvstash
+from kvstash import KvStashError, Status
+
+logger = logging.getLogger("kvstash.vllm")
+
+TIMEOUT_DEFAULT_S = 5.0
+RECONNECT_DEFAULT_S = 1.0
+LOG_INTERVAL_DEFAULT_S = 30.0
+
+
+def chunk_key(block_hash) -> tuple:
+    """The 128-bit kvstash key of a chunk whose last vLLM block has ``block_hash`` (bytes of any length, or
+    an object with a stable ``bytes()``/``repr()``)."""
+    raw = block_hash if isinstance(block_hash, (bytes, bytearray)) else repr(block_hash).encode()
+    if len(raw) < 16:
+        raw = hashlib.sha256(raw).digest()
+    return int.from_bytes(raw[:8], "big"), int.from_bytes(raw[8:16], "big")
+
+
+@dataclass
+class LoadSpec:
+    """Chunks ``keys`` (range order) into blocks ``block_ids`` (n per chunk; -1: leave the block alone)."""
+    req_id: str
+    keys: list
+    block_ids: list
+    salt: Optional[str]
+
+
+@dataclass
+class SaveSpec:
+    """Complete chunks ``keys`` (range order) from blocks ``block_ids`` (n per chunk)."""
+    req_id: str
+    keys: list
+    block_ids: list
+    salt: Optional[str]
+
+
+@dataclass
+class KvStashConnectorMetadata(KVConnectorMetadata):
+    """What the workers load and save in one step."""
+    loads: list = field(default_factory=list)
+    saves: list = field(default_factory=list)
+
+
+@dataclass
+class _Tracker:
+    """The scheduler's view of one running request."""
+    request: Any
+    block_ids: list
+    saved_chunks: int = 0
+    load: Optional[tuple] = None            # (first token, last token) to load, set by update_state_after_alloc
+
+
+class _Connection:
+    """A kvstash client that survives its server: every call is bounded, a lost server is retried after
+    ``reconnect_s``, and ``on_connect`` (REGISTER on a worker) runs on every new connection."""
+
+    def __init__(self, directory, timeout_s, reconnect_s, copy_transport, on_connect=None):
+        self.directory = directory
+        self.timeout_s = timeout_s
+        self.reconnect_s = reconnect_s
+        self.copy_transport = copy_transport
+        self.on_connect = on_connect
+        self.client = None
+        self.next_try = 0.0
+        self.failures = 0
+        self.reconnects = 0
+        self.last_error = ""
+
+    def get(self):
+        """The connected client, or None while the server is unavailable (not retried before its time)."""
+        if self.client is not None:
+            return self.client
+        now = time.monotonic()
+        if now < self.next_try:
+            return None
+        try:
+            client = kvstash.connect(self.directory, timeout=self.timeout_s, copy_transport=self.copy_transport)
+            if self.on_connect is not None:
+                self.on_connect(client)
+        except (KvStashError, OSError, RuntimeError) as ex:
+            self._failed(ex)
+            return None
+        if self.failures:
+            self.reconnects += 1
+            logger.info("kvstash: connected again to %s", self.directory)
+        self.client = client
+        return client
+
+    def lost(self, ex):
+        """The client failed with a connection error: drop it; the next get() after reconnect_s retries."""
+        if self.client is not None:
+            try:
+                self.client.close()
+            except Exception:                # the server is gone: closing must not raise into the engine
+                pass
+            self.client = None
+        self._failed(ex)
+
+    def _failed(self, ex):
+        self.failures += 1
+        self.next_try = time.monotonic() + self.reconnect_s
+        text = "%s: %s" % (type(ex).__name__, ex)
+        if text != self.last_error:
+            logger.warning("kvstash: %s unavailable (%s); recomputing until it is back", self.directory, text)
+        self.last_error = text
+
+    def close(self):
+        if self.client is not None:
+            try:
+                self.client.close()
+            finally:
+                self.client = None
+
+
+class KvStashConnector(KVConnectorBase_V1):
+    """vLLM KV connector on kvstash (see the module documentation)."""
+
+    def __init__(self, vllm_config, role, kv_cache_config=None):
+        super().__init__(vllm_config=vllm_config, role=role, kv_cache_config=kv_cache_config)
+        transfer = self._kv_transfer_config
+        extra = transfer.kv_connector_extra_config or {}
+        self._directory = extra.get("dir") or kvstash.default_directory()
+        self._timeout_s = float(extra.get("timeout_s", TIMEOUT_DEFAULT_S))
+        self._reconnect_s = float(extra.get("reconnect_s", RECONNECT_DEFAULT_S))
+        self._store_decode = bool(extra.get("store_decode", False))
+        self._log_interval_s = float(extra.get("log_interval_s", LOG_INTERVAL_DEFAULT_S))
+        self._pin = bool(extra.get("cuda", True))
+        self._block_size = vllm_config.cache_config.block_size
+        parallel = vllm_config.parallel_config
+        self._tp_size = parallel.tensor_parallel_size
+        self._pp_size = parallel.pipeline_parallel_size
+        model = extra.get("model") or vllm_config.model_config.served_model_name or vllm_config.model_config.model
+        if isinstance(model, (list, tuple)):
+            model = model[0]
+        kv_dtype = vllm_config.cache_config.cache_dtype
+        if kv_dtype == "auto":
+            kv_dtype = str(vllm_config.model_config.dtype).replace("torch.", "")
+        self._model_base = "vllm:%s:%s" % (model, kv_dtype)
+        self._consumer_only = transfer.kv_role == "kv_consumer"
+        self._producer_only = transfer.kv_role == "kv_producer"
+        self._chunk_tokens = int(extra.get("chunk_tokens", 0)) or None      # learnt from the server otherwise
+        self.stats = {"lookups": 0, "hit_tokens": 0, "loaded_chunks": 0, "loaded_bytes": 0, "load_errors": 0,
+                      "stored_chunks": 0, "stored_bytes": 0, "store_errors": 0, "unavailable": 0}
+        self._last_log = time.monotonic()
+        if role == KVConnectorRole.SCHEDULER:
+            self._trackers = {}
+            self._matched = {}
+            self._connection = _Connection(self._directory, self._timeout_s, self._reconnect_s, True)
+        else:
+            self._paged = None
+            self._kernel_ratio = 1
+            self._instance = None
+            self._load_errors = set()
+            self._tp_rank, self._pp_rank = self._ranks(parallel)
+            self._connection = _Connection(self._directory, self._timeout_s, self._reconnect_s, False,
+                                           self._register)
+
+    # ------------------------------------------------------------------------------------------ naming
+    def model_name(self, pp_rank: int) -> str:
+        """The kvstash model name of pipeline stage ``pp_rank`` (its layers differ from other stages')."""
+        return "%s:pp%d/%d" % (self._model_base, pp_rank, self._pp_size)
+
+    def _chunk_tokens_of(self, client) -> int:
+        if self._chunk_tokens is None:
+            self._chunk_tokens = client.chunk_tokens
+        if self._chunk_tokens % self._block_size:
+            raise ValueError("kvstash chunks of %d tokens are not whole %d-token vLLM blocks: start the server "
+                             "with --chunk-tokens a multiple of the block size" % (self._chunk_tokens,
+                                                                                   self._block_size))
+        return self._chunk_tokens
+
+    def _keys(self, request, chunks: int, per: int) -> list:
+        hashes = request.block_hashes
+        return [chunk_key(hashes[(k + 1) * per - 1]) for k in range(chunks)]
+
+    # ------------------------------------------------------------------------------------------ scheduler
+    def get_num_new_matched_tokens(self, request, num_computed_tokens):
+        if self._producer_only:
+            return 0, False
+        client = self._connection.get()
+        if client is None:
+            self.stats["unavailable"] += 1
+            return 0, False
+        try:
+            chunk = self._chunk_tokens_of(client)
+        except ValueError as ex:
+            logger.error("kvstash: %s", ex)
+            return 0, False
+        per = chunk // self._block_size
+        prompt = request.num_prompt_tokens
+        usable = min(prompt // chunk, len(request.block_hashes) // per)
+        first = num_computed_tokens // chunk                    # chunks before it are on the GPU already
+        if usable <= first:
+            return 0, False
+        keys = self._keys(request, usable, per)[first:]
+        hits = len(keys)
+        try:
+            for pp in range(self._pp_size):
+                r = client.lookup_all_ranks(self.model_name(pp), self._tp_size, keys, salt=request.cache_salt)
+                hits = min(hits, r.hit_chunks if r.ok else 0)
+        except KvStashError as ex:
+            self._connection.lost(ex)
+            self.stats["unavailable"] += 1
+            return 0, False
+        self.stats["lookups"] += 1
+        # vLLM computes at least the last prompt token itself: a full hit stops a block short of it.
+        limit = (prompt - 1) // self._block_size * self._block_size
+        hit_tokens = min((first + hits) * chunk, limit)
+        external = max(0, hit_tokens - num_computed_tokens)
+        self._matched[request.request_id] = (num_computed_tokens, external)
+        return external, False
+
+    def update_state_after_alloc(self, request, blocks, num_external_tokens):
+        block_ids = list(blocks.get_block_ids()[0]) if blocks is not None else []
+        tracker = self._trackers.get(request.request_id)
+        if tracker is None:
+            tracker = self._trackers[request.request_id] = _Tracker(request, block_ids)
+        else:
+            tracker.request, tracker.block_ids = request, block_ids
+        matched = self._matched.pop(request.request_id, None)
+        if num_external_tokens > 0 and matched is not None:
+            local = matched[0]
+            tracker.load = (local, local + num_external_tokens)
+            self.stats["hit_tokens"] += num_external_tokens
+
+    def build_connector_meta(self, scheduler_output):
+        meta = KvStashConnectorMetadata()
+        chunk = self._chunk_tokens
+        if chunk is None:                       # never connected: nothing was matched, nothing can be saved
+            client = self._connection.get()
+            if client is None:
+                return meta
+            chunk = self._chunk_tokens_of(client)
+        per = chunk // self._block_size
+        scheduled = scheduler_output.num_scheduled_tokens
+        for new in scheduler_output.scheduled_new_reqs:
+            tracker = self._trackers.get(new.req_id)
+            if tracker is None:
+                continue
+            tracker.block_ids = list(new.block_ids[0])
+            self._plan(meta, new.req_id, tracker, new.num_computed_tokens + scheduled.get(new.req_id, 0), chunk,
+                       per)
+        cached = scheduler_output.scheduled_cached_reqs
+        for i, req_id in enumerate(cached.req_ids):
+            tracker = self._trackers.get(req_id)
+            if tracker is None:
+                continue
+            new_blocks = cached.new_block_ids[i]
+            if req_id in cached.resumed_req_ids:
+                tracker.block_ids = list(new_blocks[0]) if new_blocks is not None else []
+            elif new_blocks is not None:
+                tracker.block_ids.extend(new_blocks[0])
+            self._plan(meta, req_id, tracker, cached.num_computed_tokens[i] + scheduled.get(req_id, 0), chunk, per)
+        self._maybe_log()
+        return meta
+
+    def _plan(self, meta, req_id, tracker, computed_after_step, chunk, per):
+        request = tracker.request
+        salt = request.cache_salt
+        if tracker.load is not None:
+            start, end = tracker.load
+            tracker.load = None
+            first, last = start // chunk, -(-end // chunk)
+            keys = self._keys(request, last, per)[first:]
+            block_ids = []
+            for b in range(first * per, last * per):
+                wanted = start // self._block_size <= b < -(-end // self._block_size) and b < len(tracker.block_ids)
+                block_ids.append(tracker.block_ids[b] if wanted else -1)
+            meta.loads.append(LoadSpec(req_id, keys, block_ids, salt))
+        if self._consumer_only:
+            return
+        limit = request.num_tokens if self._store_decode else request.num_prompt_tokens
+        complete = min(min(computed_after_step, limit) // chunk, len(request.block_hashes) // per,
+                       len(tracker.block_ids) // per)
+        if complete > tracker.saved_chunks:
+            keys = self._keys(request, complete, per)[tracker.saved_chunks:]
+            block_ids = tracker.block_ids[tracker.saved_chunks * per:complete * per]
+            meta.saves.append(SaveSpec(req_id, keys, block_ids, salt))
+            tracker.saved_chunks = complete
+
+    def request_finished(self, request, block_ids):
+        self._trackers.pop(request.request_id, None)
+        self._matched.pop(request.request_id, None)
+        return False, None                       # saves are synchronous: the blocks are free at once
+
+    def update_connector_output(self, connector_output):
+        return
+
+    # ------------------------------------------------------------------------------------------ worker
+    @staticmethod
+    def _ranks(parallel):
+        try:
+            from vllm.distributed.parallel_state import get_pp_group, get_tensor_model_parallel_rank
+            return get_tensor_model_parallel_rank(), get_pp_group().rank_in_group
+        except Exception:                       # no distributed environment (a single process): rank from config
+            tp = parallel.tensor_parallel_size
+            return parallel.rank % tp, parallel.rank // tp
+
+    def register_kv_caches(self, kv_caches):
+        """Describes the engine's per-layer caches to kvstash (one instance per worker rank)."""
+        paged = kvstash.PagedKV(kv_caches)
+        if self._block_size % paged.block_size:
+            logger.error("kvstash: kernel blocks of %d tokens do not divide vLLM's %d-token blocks: the connector "
+                         "stays off", paged.block_size, self._block_size)
+            return
+        # vLLM may cut its blocks into smaller kernel blocks: block b is kernel blocks b*r .. b*r+r-1.
+        self._kernel_ratio = self._block_size // paged.block_size
+        self._paged = paged
+        self._instance = (os.getpid() << 20 | secrets.randbits(20)) & ((1 << 63) - 1)
+        self._connection.get()
+
+    def _register(self, client):
+        """On every (re)connection: pin the pool for GPU caches and REGISTER this rank's layout."""
+        paged = self._paged
+        if paged is None:
+            return
+        self._chunk_tokens_of(client)
+        if self._pin and paged.device.type == "cuda":
+            info = client.pin_pool()
+            logger.info("kvstash: pool of %.1f GiB registered with CUDA in %.2f s", info.bytes / (1 << 30),
+                        info.seconds)
+        layout = paged.layout(self.model_name(self._pp_rank), self._tp_size, self._tp_rank)
+        r = client.register(self._instance, layout)
+        if not r.ok:
+            client.close()
+            raise RuntimeError("kvstash refused this worker's layout: %s %s" % (r.status.name, r.message))
+
+    def start_load_kv(self, forward_context, **kwargs):
+        meta = self._connector_metadata
+        if not isinstance(meta, KvStashConnectorMetadata) or not meta.loads or self._paged is None:
+            return
+        for load in meta.loads:
+            self._load(load)
+
+    def _kernel_blocks(self, block_ids):
+        r = self._kernel_ratio
+        if r == 1:
+            return block_ids
+        return [b * r + i if b >= 0 else -1 for b in block_ids for i in range(r)]
+
+    def _load(self, load):
+        wanted = [b for b in load.block_ids if b >= 0]
+        client = self._connection.get()
+        if client is None:
+            self._fail_load(wanted)
+            return
+        per = len(load.block_ids) // len(load.keys)
+        try:
+            result = client.retrieve_paged(self._instance, self._paged, self._kernel_blocks(load.block_ids), load.keys,
+                                           salt=load.salt)
+        except KvStashError as ex:
+            self._connection.lost(ex)
+            self._fail_load(wanted)
+            return
+        except Exception:                       # a bug must not stop the engine: recompute, and say so
+            logger.exception("kvstash: loading request %s failed", load.req_id)
+            self._fail_load(wanted)
+            return
+        if result.status == Status.OK and not result.failed:
+            self.stats["loaded_chunks"] += len(result.done)
+            self.stats["loaded_bytes"] += result.bytes
+            return
+        # Prefix semantics: from the first chunk that did not arrive intact, every block is recomputed.
+        first_bad = min(result.failed) if result.status == Status.OK else 0
+        bad = [b for b in load.block_ids[first_bad * per:] if b >= 0]
+        self.stats["loaded_chunks"] += first_bad
+        self._fail_load(bad)
+        logger.info("kvstash: %d of %d chunks of request %s not loaded (%s): recomputed", len(load.keys) - first_bad,
+                    len(load.keys), load.req_id, result.status.name if result.status != Status.OK else "reclaimed")
+
+    def _fail_load(self, block_ids):
+        self._load_errors.update(block_ids)
+        self.stats["load_errors"] += 1 if block_ids else 0
+
+    def wait_for_layer_load(self, layer_name):
+        return                                  # loads finish in start_load_kv
+
+    def save_kv_layer(self, layer_name, kv_layer, attn_metadata, **kwargs):
+        return                                  # saves happen whole in wait_for_save
+
+    def wait_for_save(self):
+        meta = self._connector_metadata
+        if self._consumer_only or not isinstance(meta, KvStashConnectorMetadata) or self._paged is None:
+            return
+        for save in meta.saves:
+            self._save(save)
+        self._maybe_log()
+
+    def _save(self, save):
+        client = self._connection.get()
+        if client is None:
+            self.stats["store_errors"] += 1
+            return
+        per = len(save.block_ids) // len(save.keys)
+        step = max(1, client.max_chunks)
+        try:
+            for first in range(0, len(save.keys), step):
+                keys = save.keys[first:first + step]
+                result = client.store_paged(self._instance, self._paged,
+                                            self._kernel_blocks(save.block_ids[first * per:(first + step) * per]),
+                                            keys, salt=save.salt)
+                if result.ok:
+                    self.stats["stored_chunks"] += len(result.done)
+                    self.stats["stored_bytes"] += result.bytes
+                else:
+                    self.stats["store_errors"] += 1     # NO_SPACE or a lease that ended: a future miss, no more
+        except KvStashError as ex:
+            self._connection.lost(ex)
+            self.stats["store_errors"] += 1
+        except Exception:                       # a bug must not stop the engine: the chunk is a future miss
+            logger.exception("kvstash: saving request %s failed", save.req_id)
+            self.stats["store_errors"] += 1
+
+    def get_finished(self, finished_req_ids):
+        return None, None
+
+    def get_block_ids_with_load_errors(self):
+        errors, self._load_errors = self._load_errors, set()
+        return errors
+
+    def shutdown(self):
+        self._connection.close()
+
+    # ------------------------------------------------------------------------------------------ logging
+    def _maybe_log(self):
+        now = time.monotonic()
+        if self._log_interval_s > 0 and now - self._last_log >= self._log_interval_s:
+            self._last_log = now
+            logger.info("kvstash %s: %s", self._role.name.lower(),
+                        " ".join("%s=%d" % kv for kv in sorted(self.stats.items())))

@@ -1,0 +1,220 @@
+"""KvStashConnector against the real vLLM package (pinned in requirements-test.txt) on CPU: vLLM's Scheduler,
+Requests and block hasher, worker connectors with CPU caches in vLLM's layout, a real kvstash server.
+
+Skipped, with the reason, where vLLM is not installed (.ci/run installs it, so CI runs these). vLLM's
+entry points (``LLM``, ``vllm serve``) need a GPU build of its kernels (``vllm._C``), which the PyPI wheel
+does not have on a CPU: the tests drive the connector with vLLM's own scheduler classes instead, and a
+stand-in forward pass (tests/vllm_engine.py) in place of the model.
+"""
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import time
+import unittest
+
+from support import HERE, Server, ServerTestCase, counter
+
+import kvstash
+
+HAS_VLLM = importlib.util.find_spec("vllm") is not None and importlib.util.find_spec("torch") is not None
+NO_VLLM = "vLLM is not installed (pip install 'kvstash[vllm]'; .ci/run installs it)"
+C = 64                                  # the test server's chunk tokens: 4 vLLM blocks of 16
+STORED_CHUNKS = 11                      # counter id (docs/PROTOCOL.md §2.3)
+
+if HAS_VLLM:
+    import torch
+    torch.set_num_threads(1)            # see test_tensors: the server holds the other core
+    from vllm_engine import BLOCK, Engine
+
+
+def prompt(seed, chunks, extra=0):
+    base = 1000 + seed * 10_000
+    return list(range(base, base + chunks * C + extra))
+
+
+@unittest.skipUnless(HAS_VLLM, NO_VLLM)
+class ConnectorTest(ServerTestCase):
+    SERVER_OPTIONS = {"pool_bytes": 64 << 20, "chunk_tokens": C}
+
+    def engine(self, **options):
+        engine = Engine(self.server.directory, **options)
+        self.addCleanup(engine.close)
+        return engine
+
+    def assertEmpty(self, engine):
+        """vLLM's scheduler and the connector hold nothing once every request has finished."""
+        self.assertFalse(engine.scheduler.has_requests())
+        self.assertEqual(engine.free_blocks(), engine.num_blocks - 1)          # all but vLLM's null block
+        self.assertEqual(engine.connector._trackers, {})
+        self.assertEqual(engine.connector._matched, {})
+
+    def test_should_load_a_prefix_another_engine_process_stored_bit_for_bit(self):
+        stored = prompt(1, 3, extra=5)                                         # 3 chunks and a partial one
+        runs = {}
+        for mode, tokens in (("store", stored), ("load", stored[:2 * C] + list(range(7, 7 + 45)))):
+            out = subprocess.run([sys.executable, os.path.join(HERE, "vllm_engine.py"), self.server.directory, mode,
+                                  json.dumps(tokens)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                 timeout=300)
+            self.assertEqual(out.returncode, 0, out.stderr[-3000:])
+            runs[mode] = json.loads(out.stdout.strip().splitlines()[-1])
+        store, load = runs["store"], runs["load"]
+        self.assertEqual(store["worker"]["stored_chunks"], 3)                  # never the partial chunk
+        self.assertEqual(store["first_computed"], 0)
+        # The second engine's computed tokens jump by the two shared chunks, read from kvstash.
+        self.assertEqual(load["first_computed"], 2 * C)
+        self.assertEqual(load["scheduler"]["hit_tokens"], 2 * C)
+        self.assertEqual(load["checked_blocks"], 2 * C // BLOCK)
+        self.assertEqual(load["mismatched_blocks"], 0)
+        self.assertEqual(load["invalid"], 0)
+        self.assertEqual(load["worker"]["loaded_chunks"], 2)
+        for run in runs.values():
+            self.assertEqual(run["free_blocks"], run["num_blocks"] - 1)
+
+    def test_should_count_only_whole_chunks_and_never_the_whole_prompt(self):
+        a = self.engine()
+        half = prompt(2, 2, extra=C // 2)
+        exact = prompt(3, 3)
+        a.add("half", half)
+        a.add("exact", exact)
+        a.run()
+        self.assertEqual(a.workers[0].stats["stored_chunks"], 5)
+        b = self.engine()
+        b.add("half", half)
+        b.add("exact", exact)
+        b.run()
+        self.assertEqual(b.first_computed["half"], 2 * C)                      # not 2.5 chunks
+        # Every token of "exact" is stored, but vLLM must compute one: the hit stops a block short.
+        self.assertEqual(b.first_computed["exact"], 3 * C - BLOCK)
+        self.assertEqual(b.mismatched_blocks, 0)
+        self.assertGreater(b.checked_blocks, 0)
+        self.assertEqual(b.invalid, set())
+        self.assertEmpty(a)
+        self.assertEmpty(b)
+
+    def test_should_agree_across_tensor_parallel_ranks(self):
+        partial = self.engine(tp=2, saving_ranks=[0])                          # rank 1 never saves
+        only_rank0 = prompt(4, 2)
+        partial.add("x", only_rank0)
+        partial.run()
+        full = self.engine(tp=2)
+        both = prompt(5, 2)
+        full.add("y", both)
+        full.run()
+        reader = self.engine(tp=2)
+        reader.add("x", only_rank0 + [1, 2, 3])
+        reader.add("y", both + [1, 2, 3])
+        reader.run()
+        self.assertEqual(reader.first_computed["x"], 0)                        # not every rank has it
+        self.assertEqual(reader.first_computed["y"], 2 * C)
+        self.assertEqual(reader.mismatched_blocks, 0)                          # each rank got its own KV
+        self.assertEqual(reader.checked_blocks, 2 * (2 * C // BLOCK) // 2)
+        self.assertEmpty(reader)
+
+    def test_should_recompute_a_chunk_evicted_between_lookup_and_load(self):
+        tokens = prompt(6, 3, extra=3)
+        a = self.engine()
+        a.add("a", tokens)
+        a.run()
+        b = self.engine()
+
+        def evict(meta):
+            self.assertTrue(meta.loads)                                        # the lookup found them ...
+            with kvstash.connect(self.server.directory) as admin:
+                self.assertGreaterEqual(admin.clear().count, 3)                # ... and they are gone now
+        b.add("b", tokens)
+        b.run(before_load=evict)
+        self.assertEqual(len(b.invalid), 3 * C // BLOCK)                       # reported, so vLLM recomputed
+        self.assertEqual(b.workers[0].stats["load_errors"], 1)
+        self.assertTrue(b.request_blocks_match("b", tokens))                   # the KV in the end is right
+        self.assertEmpty(b)
+
+    def test_should_never_store_as_a_consumer_and_never_load_as_a_producer(self):
+        probe = self.connect()
+        before = counter(probe, STORED_CHUNKS)
+        consumer = self.engine(role="kv_consumer")
+        consumer.add("c", prompt(7, 2))
+        consumer.run()
+        self.assertEqual(consumer.workers[0].stats["stored_chunks"], 0)
+        self.assertEqual(counter(probe, STORED_CHUNKS), before)
+        both = self.engine()
+        both.add("p", prompt(8, 2))
+        both.run()
+        producer = self.engine(role="kv_producer")
+        producer.add("p", prompt(8, 2, extra=1))
+        producer.run()
+        self.assertEqual(producer.first_computed["p"], 0)
+        self.assertEqual(producer.connector.stats["lookups"], 0)
+
+    def test_should_store_decode_tokens_only_when_configured(self):
+        for store_decode, expected in ((False, 1), (True, 2)):
+            engine = self.engine(extra={"store_decode": store_decode})
+            engine.add("d", prompt(9 + expected, 1, extra=10), max_tokens=C)   # generation crosses a chunk end
+            engine.run(max_steps=C + 10)
+            self.assertEqual(engine.workers[0].stats["stored_chunks"], expected, "store_decode=%s" % store_decode)
+            self.assertEmpty(engine)
+
+    def test_should_keep_apart_requests_with_different_cache_salts(self):
+        tokens = prompt(12, 2, extra=1)
+        a = self.engine()
+        a.add("a", tokens, salt="tenant-a")
+        a.run()
+        b = self.engine()
+        b.add("same", tokens, salt="tenant-a")
+        b.add("other", tokens, salt="tenant-b")
+        b.run()
+        self.assertEqual(b.first_computed["same"], 2 * C)
+        self.assertEqual(b.first_computed["other"], 0)
+
+
+@unittest.skipUnless(HAS_VLLM, NO_VLLM)
+class ServerLossTest(unittest.TestCase):
+    def test_should_serve_by_recompute_while_the_server_is_gone_and_reconnect_when_it_is_back(self):
+        server = Server(pool_bytes=64 << 20, chunk_tokens=C).start()
+        self.addCleanup(server.close)
+        tokens, other, later = prompt(20, 3, extra=1), prompt(21, 3, extra=1), prompt(22, 3, extra=1)
+        writer = Engine(server.directory)
+        self.addCleanup(writer.close)
+        writer.add("w1", tokens)
+        writer.add("w2", other)
+        writer.run()
+        engine = Engine(server.directory)
+        self.addCleanup(engine.close)
+        timing = {}
+
+        def kill(meta):
+            self.assertTrue(meta.loads)
+            server.kill()                                                      # kill -9 after the lookup
+            timing["killed"] = time.monotonic()
+        engine.add("r1", tokens)
+        engine.step(before_load=kill)
+        took = time.monotonic() - timing["killed"]
+        self.assertLess(took, 2.0 + 1.0, "a load waited %.1f s on a dead server (timeout_s 2)" % took)
+        print("\nkill -9 of the server: the step's loads failed over to recompute in %.0f ms" % (took * 1000),
+              file=sys.stderr)
+        engine.run()
+        self.assertEqual(len(engine.invalid), 3 * C // BLOCK)
+        self.assertTrue(engine.request_blocks_match("r1", tokens))
+        # While it is gone: no hits (kvstash had "other"), no error into the engine, recompute.
+        engine.add("r2", other)
+        engine.run()
+        self.assertEqual(engine.first_computed["r2"], 0)
+        self.assertGreater(engine.connector.stats["unavailable"], 0)
+        self.assertTrue(engine.request_blocks_match("r2", other))
+        # A new server on the same directory: the engine reconnects by itself, stores and loads again.
+        server.start()
+        time.sleep(0.5)                                                        # > reconnect_s
+        engine.add("r3", later)
+        engine.run()
+        self.assertEqual(engine.workers[0].stats["stored_chunks"], 3)
+        engine.scheduler.reset_prefix_cache()                                 # so the hit must come from kvstash
+        engine.add("r4", later + [7])
+        engine.run()
+        self.assertEqual(engine.first_computed["r4"], 3 * C)
+        self.assertEqual(engine.mismatched_blocks, 0)
+        self.assertGreater(engine.checked_blocks, 0)
+
+if __name__ == "__main__":
+    unittest.main()
