@@ -12,10 +12,11 @@ import java.util.Map;
 import java.util.concurrent.Callable;
 
 /**
- * {@code kvstash chaos}: the reliability suites of issue 6 with a real server and real worker processes.
+ * {@code kvstash chaos}: the reliability suites (docs/RELIABILITY.md) with a real server and real worker processes.
  * {@code --quick} (the default, under two minutes) or {@code --long} (at least 10^6 verified reads, 1,000
  * zombie repetitions, 10^6 fuzz records), or {@code --soak DURATION} for the soak. Prints one JSON object
- * with {@code --json}; exits 1 when a promise is broken.
+ * with {@code --json}; ends with a verdict line (PASS, or FAIL and every broken promise; on standard error with
+ * {@code --json}) and exits 1 when a promise is broken.
  */
 @Command(name = "chaos", mixinStandardHelpOptions = true, sortOptions = false,
     description = {
@@ -91,19 +92,67 @@ public final class ChaosCommand implements Callable<Integer>
             }
             report = new ChaosRunner(options).run();
         }
-        final String text = ChaosRunner.toJson(report);
+        final List<String> broken = brokenPromises(report);
+        report.put("verdict", broken.isEmpty() ? "PASS" : "FAIL");
+        report.put("broken_promises", broken);
+        final String verdict = verdictLine(report, broken);
+        final java.io.PrintWriter out = spec.commandLine().getOut();
         if (json)
         {
-            System.out.println(text);
+            out.println(ChaosRunner.toJson(report));
+            spec.commandLine().getErr().println(verdict);
+            spec.commandLine().getErr().flush();
         }
         else
         {
             for (final Map.Entry<String, Object> entry : report.entrySet())
             {
-                System.out.printf("%-36s %s%n", entry.getKey(), entry.getValue());
+                if (!"verdict".equals(entry.getKey()) && !"broken_promises".equals(entry.getKey()))
+                {
+                    out.printf("%-36s %s%n", entry.getKey(), entry.getValue());
+                }
             }
+            out.println(verdict);
         }
-        return broken(report) ? 1 : 0;
+        out.flush();
+        return broken.isEmpty() ? 0 : 1;
+    }
+
+    /**
+     * The last line of a run: PASS and what was checked, or FAIL and every broken promise.
+     *
+     * @param report chaos or soak report.
+     * @param broken {@link #brokenPromises(Map)} of it.
+     * @return one line.
+     */
+    static String verdictLine(final Map<String, Object> report, final List<String> broken)
+    {
+        if (!broken.isEmpty())
+        {
+            return "FAIL: " + broken.size() + " broken promise" + (1 == broken.size() ? "" : "s") + ": " +
+                String.join(", ", broken);
+        }
+        final StringBuilder checked = new StringBuilder();
+        appendIfPresent(checked, report, "kills", "%,d worker kills");
+        appendIfPresent(checked, report, "verified_reads", "%,d verified reads");
+        appendIfPresent(checked, report, "late_commits_total", "%,d zombie commits fenced");
+        appendIfPresent(checked, report, "server_restarts", "%,d server restarts");
+        appendIfPresent(checked, report, "fuzz_records", "%,d fuzz records");
+        appendIfPresent(checked, report, "exhaustion_prepares", "%,d prepares on a full pool");
+        appendIfPresent(checked, report, "soak_workers_churned", "%,d soak workers churned");
+        return "PASS: every promise held" + (checked.length() == 0 ? "" : " (" + checked + ")") +
+            "; no chunk lost or corrupted, nothing leaked, no crash";
+    }
+
+    private static void appendIfPresent(
+        final StringBuilder out, final Map<String, Object> report, final String key, final String format)
+    {
+        final Object value = report.get(key);
+        if (value instanceof Number)
+        {
+            out.append(out.length() == 0 ? "" : ", ").append(String.format(java.util.Locale.ROOT, format,
+                ((Number)value).longValue()));
+        }
     }
 
     private void validate()
@@ -155,17 +204,42 @@ public final class ChaosCommand implements Callable<Integer>
      */
     public static boolean broken(final Map<String, Object> report)
     {
-        return nonZero(report, "checksum_mismatches") || nonZero(report, "leaked_reservations") ||
-            nonZero(report, "leaked_pins") || nonZero(report, "pending_transfers") ||
-            nonZero(report, "worker_crashes") || nonZero(report, "late_writes") || nonZero(report, "fuzz_unanswered") ||
-            nonZero(report, "fuzz_stalls_over_100ms") ||
-            nonZero(report, "soak_checksum_mismatches") || nonZero(report, "soak_stale_files") ||
-            Boolean.FALSE.equals(report.get("free_plus_readable_equals_total")) ||
-            Boolean.FALSE.equals(report.get("fuzz_server_alive")) ||
-            Boolean.FALSE.equals(report.get("exhaustion_pinned_intact")) ||
-            Boolean.FALSE.equals(report.get("exhaustion_reserved_intact")) ||
-            (report.containsKey("late_commits_total") &&
-                !report.get("late_commits_total").equals(report.get("late_commits_rejected")));
+        return !brokenPromises(report).isEmpty();
+    }
+
+    /**
+     * The promises a report shows broken, each as {@code key value} of the report.
+     *
+     * @param report chaos or soak report.
+     * @return empty when every promise held.
+     */
+    public static List<String> brokenPromises(final Map<String, Object> report)
+    {
+        final List<String> broken = new java.util.ArrayList<>();
+        for (final String key : new String[]{ "checksum_mismatches", "leaked_reservations", "leaked_pins",
+            "pending_transfers", "worker_crashes", "late_writes", "fuzz_unanswered", "fuzz_stalls_over_100ms",
+            "soak_checksum_mismatches", "soak_stale_files" })
+        {
+            if (nonZero(report, key))
+            {
+                broken.add(key + " " + report.get(key));
+            }
+        }
+        for (final String key : new String[]{ "free_plus_readable_equals_total", "fuzz_server_alive",
+            "exhaustion_pinned_intact", "exhaustion_reserved_intact" })
+        {
+            if (Boolean.FALSE.equals(report.get(key)))
+            {
+                broken.add(key + " false");
+            }
+        }
+        if (report.containsKey("late_commits_total") &&
+            !report.get("late_commits_total").equals(report.get("late_commits_rejected")))
+        {
+            broken.add("late_commits_rejected " + report.get("late_commits_rejected") + " of " +
+                report.get("late_commits_total"));
+        }
+        return broken;
     }
 
     private static boolean nonZero(final Map<String, Object> report, final String key)

@@ -942,6 +942,15 @@ public final class ChaosRunner
         {
             return '"' + ((String)value).replace("\\", "\\\\").replace("\"", "\\\"") + '"';
         }
+        if (value instanceof java.util.List)
+        {
+            final StringBuilder list = new StringBuilder("[");
+            for (final Object item : (java.util.List<?>)value)
+            {
+                list.append(list.length() == 1 ? "" : ", ").append(jsonValue(item));
+            }
+            return list.append(']').toString();
+        }
         return String.valueOf(value);
     }
 }

@@ -59,7 +59,7 @@ final class ReportPrinter
         final long reference = null != table ? table : report.lruHitChunks();
         out.printf(l, "  %-20s %.2f %% (%,d hits) with an exact LRU of %,d chunks replayed in file order%s%n",
             "reference", 100.0 * reference / Math.max(1, chunks), reference, report.capacityChunks(),
-            null != table ? " (SPEC section 6)" : " (computed offline)");
+            null != table ? " (the published figure, traces/README.md)" : " (computed offline)");
         if (report.workers() > 1)
         {
             out.printf(l, "  %-20s %d workers interleave the requests (a turn may look up a prefix another worker " +
