@@ -1,6 +1,7 @@
 package io.kvstash.perf;
 
 import io.kvstash.ipc.cli.KvStashCommand;
+import picocli.CommandLine;
 import io.kvstash.perf.bench.BenchCommand;
 
 /**
@@ -22,6 +23,9 @@ public final class PerfMain
      */
     public static void main(final String[] args)
     {
-        System.exit(KvStashCommand.newCommandLine().addSubcommand("bench", new BenchCommand()).execute(args));
+        final CommandLine commandLine = KvStashCommand.newCommandLine().addSubcommand("bench", new BenchCommand());
+        // bench is a real command here: the footer that lists it for the ipc jar's help would list it twice.
+        commandLine.getCommandSpec().usageMessage().footer(new String[0]);
+        System.exit(commandLine.execute(args));
     }
 }

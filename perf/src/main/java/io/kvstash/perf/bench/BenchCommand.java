@@ -154,7 +154,7 @@ public final class BenchCommand implements Callable<Integer>
     /**
      * Runs the bench.
      *
-     * @return 0 on success.
+     * @return 0 when the verdict is PASS, 1 when a full run missed a measured target.
      * @throws Exception when a contender fails.
      */
     @Override
@@ -226,6 +226,9 @@ public final class BenchCommand implements Callable<Integer>
         }
         machine.put("load_average_end", MachineFacts.loadAverage());
         final Map<String, Object> report = results.report(machine, outDir, quick, elapsedSeconds());
+        @SuppressWarnings("unchecked")
+        final BenchVerdict verdict = BenchVerdict.of((Map<String, Object>)report.get("targets"), machine, quick);
+        report.put("verdict", verdict.toMap());
         writeFiles(results, report, outDir);
         if (json)
         {
@@ -234,10 +237,16 @@ public final class BenchCommand implements Callable<Integer>
         else
         {
             new BenchTables(stdout).print(report, results);
+            stdout.println(verdict.line);
         }
         stdout.flush();
         progress("done in " + Math.round(elapsedSeconds()) + " s");
-        return 0;
+        if (json)
+        {
+            stderr.println(verdict.line);
+            stderr.flush();
+        }
+        return "PASS".equals(verdict.verdict) ? 0 : 1;
     }
 
     private boolean part(final String name)

@@ -67,12 +67,14 @@ final class BenchTables
         out.println("Data path, GB/s (10^9 bytes/s), single thread; store/retrieve = serial worker process (one " +
             "request in flight, every answer awaited) through the " +
             "server, zero-copy slot views");
-        out.println(BenchSupport.fmt("%-8s %7s %7s %6s %8s %8s %6s %9s %9s %6s %6s %7s %7s %9s %9s",
-            "chunk", "copyIn", "store", "st/cp", "copyOut", "retrieve", "re/cp", "redisSET", "redisGET", "st/rd",
-            "re/rd", "mapPut", "mapGet", "store p50", "retr p50"));
+        out.println("(store/copy: store GB/s over a plain memory copy's; retr/copy the same for retrieve; " +
+            "store/SET and retr/GET: over Redis SET and GET; map: an in-process hash map)");
+        out.println(BenchSupport.fmt("%-8s %7s %7s %10s %8s %8s %9s %9s %9s %9s %8s %7s %7s %9s %9s",
+            "chunk", "copyIn", "store", "store/copy", "copyOut", "retrieve", "retr/copy", "redisSET", "redisGET",
+            "store/SET", "retr/GET", "mapPut", "mapGet", "store p50", "retr p50"));
         for (final Map<String, Object> row : (List<Map<String, Object>>)report.get("sizes"))
         {
-            out.println(BenchSupport.fmt("%-8s %7s %7s %6s %8s %8s %6s %9s %9s %6s %6s %7s %7s %9s %9s",
+            out.println(BenchSupport.fmt("%-8s %7s %7s %10s %8s %8s %9s %9s %9s %9s %8s %7s %7s %9s %9s",
                 BenchSupport.size(((Number)row.get("chunk_bytes")).longValue()),
                 num(row.get("copy_in_gbps"), "%.2f"), num(row.get("store_gbps"), "%.2f"),
                 ratio(row.get("store_gbps"), row.get("copy_in_gbps")),
@@ -87,13 +89,14 @@ final class BenchTables
         out.println();
         out.println("The same in backoff mode (server WaitMode.BACKOFF, client backoff), and per-chunk medians " +
             "(copy time / kvstash time) of both modes");
-        out.println(BenchSupport.fmt("%-8s %7s %7s %6s %8s %8s %6s | %10s %10s %10s %10s", "chunk", "copyIn", "store",
-            "st/cp", "copyOut", "retrieve", "re/cp", "p50 st/cp", "p50 re/cp", "p50 st/cp", "p50 re/cp"));
-        out.println(BenchSupport.fmt("%-8s %7s %7s %6s %8s %8s %6s | %10s %10s %10s %10s", "", "", "", "", "", "", "",
+        out.println(BenchSupport.fmt("%-8s %7s %7s %10s %8s %8s %9s | %14s %14s %14s %14s", "chunk", "copyIn",
+            "store", "store/copy", "copyOut", "retrieve", "retr/copy", "p50 store/copy", "p50 retr/copy",
+            "p50 store/copy", "p50 retr/copy"));
+        out.println(BenchSupport.fmt("%-8s %7s %7s %10s %8s %8s %9s | %14s %14s %14s %14s", "", "", "", "", "", "", "",
             "busy-spin", "busy-spin", "backoff", "backoff"));
         for (final Map<String, Object> row : (List<Map<String, Object>>)report.get("sizes"))
         {
-            out.println(BenchSupport.fmt("%-8s %7s %7s %6s %8s %8s %6s | %10s %10s %10s %10s",
+            out.println(BenchSupport.fmt("%-8s %7s %7s %10s %8s %8s %9s | %14s %14s %14s %14s",
                 BenchSupport.size(((Number)row.get("chunk_bytes")).longValue()),
                 num(row.get("copy_in_backoff_gbps"), "%.2f"), num(row.get("store_backoff_gbps"), "%.2f"),
                 ratio(row.get("store_backoff_gbps"), row.get("copy_in_backoff_gbps")),
@@ -112,13 +115,13 @@ final class BenchTables
                 "ratios_batched, beside the headline" } })
         {
             out.println(worker[1] + "; GB/s against the copy of the same repetitions");
-            out.println(BenchSupport.fmt("%-8s %10s %8s %10s %8s | %10s %8s %10s %8s", "chunk", "store busy", "st/cp",
-                "retr busy", "re/cp", "store bkof", "st/cp", "retr bkof", "re/cp"));
+            out.println(BenchSupport.fmt("%-8s %10s %10s %10s %9s | %13s %10s %12s %9s", "chunk", "store spin",
+                "store/copy", "retr spin", "retr/copy", "store backoff", "store/copy", "retr backoff", "retr/copy"));
             final String st = "store" + worker[0];
             final String re = "retrieve" + worker[0];
             for (final Map<String, Object> row : (List<Map<String, Object>>)report.get("sizes"))
             {
-                out.println(BenchSupport.fmt("%-8s %10s %8s %10s %8s | %10s %8s %10s %8s",
+                out.println(BenchSupport.fmt("%-8s %10s %10s %10s %9s | %13s %10s %12s %9s",
                     BenchSupport.size(((Number)row.get("chunk_bytes")).longValue()),
                     num(row.get(st + "_gbps"), "%.2f"), ratio(row.get(st + "_gbps"), row.get("copy_in_gbps")),
                     num(row.get(re + "_gbps"), "%.2f"), ratio(row.get(re + "_gbps"), row.get("copy_out_gbps")),
@@ -199,14 +202,15 @@ final class BenchTables
             }
         }
         out.println();
-        out.println("Targets (issue 5)");
+        out.println("Targets: what each compares, the figure of this run, the bound and whether it was met");
         final Map<String, Object> targets = (Map<String, Object>)report.get("targets");
         for (final Map.Entry<String, Object> e : targets.entrySet())
         {
             final Map<String, Object> t = (Map<String, Object>)e.getValue();
             final Object met = t.get("met");
-            out.println(BenchSupport.fmt("  %-24s %14s  target %-12s %s", e.getKey(), num(t.get("value"), "%.3f"),
-                t.get("target"), null == met ? "n/a" : Boolean.TRUE.equals(met) ? "met" : "MISSED"));
+            out.println(BenchSupport.fmt("  %-24s %14s  target %-12s %-13s %s", e.getKey(), num(t.get("value"), "%.3f"),
+                t.get("target"), null == met ? "not measured" : Boolean.TRUE.equals(met) ? "met" : "MISSED",
+                BenchVerdict.DESCRIPTIONS.getOrDefault(e.getKey(), "")));
         }
         final Map<String, Object> files = (Map<String, Object>)report.get("files");
         out.println();

@@ -67,6 +67,9 @@ class BenchQuickTest
         assertEquals(0, process.exitValue(), stdout);
 
         final Map<String, Object> report = Json.parseObject(stdout.trim());
+        final Map<String, Object> verdict = (Map<String, Object>)report.get("verdict");
+        assertEquals("PASS", verdict.get("verdict"), "a quick run passes once every contender ran: " + verdict);
+        assertTrue(String.valueOf(verdict.get("line")).startsWith("PASS: quick smoke run"), verdict.toString());
         final Map<String, Object> ratios = (Map<String, Object>)report.get("ratios");
         assertNotNull(ratios, stdout);
         for (final String name : RATIOS)
