@@ -36,11 +36,20 @@ import java.util.concurrent.Callable;
  */
 @Command(name = "kvstash", mixinStandardHelpOptions = true, versionProvider = KvStashCommand.Version.class,
     description = "kvstash: a KV-cache chunk store for LLM inference workers over shared memory.",
+    footer = { KvStashCommand.BENCH_LINE, KvStashCommand.BENCH_LINE_2 },
     subcommands = {
         ServeCommand.class, StatCommand.class, ErrorsCommand.class, ReplayCommand.class, DemoCommand.class,
         LatencyCommand.class, ChaosCommand.class, WorkerCommand.class, CommandLine.HelpCommand.class })
 public final class KvStashCommand implements Callable<Integer>
 {
+    /**
+     * The {@code bench} command's line in the command list: {@code ./kvstash bench} runs from the perf module's jar,
+     * whose command line adds the command itself and drops this footer.
+     */
+    public static final String BENCH_LINE = "  bench    Side-by-side benchmarks: raw copy, store and retrieve, control";
+    /** The second line of {@link #BENCH_LINE}, indented as picocli indents a command's wrapped description. */
+    public static final String BENCH_LINE_2 = "             round trips, a bare ring echo, Redis, an in-process map.";
+
     private static final String HELP_HINT_PREFIX = "Try '";
 
     @Spec

@@ -31,8 +31,8 @@ import java.util.stream.Collectors;
  */
 @Command(name = "latency", mixinStandardHelpOptions = true, sortOptions = false,
     description = {
-        "Reports the latency in HdrHistogram interval logs (.hlog from serve --hlog, replay --hlog or bench):",
-        "count, p50, p90, p99, p99.9 and max per tag, in microseconds; --plot writes a percentile plot." })
+        "Reports count, p50, p90, p99, p99.9 and max per tag, in microseconds, of HdrHistogram interval logs " +
+            "(.hlog from serve --hlog, replay --hlog or bench); --plot writes a percentile plot." })
 public final class LatencyCommand implements Callable<Integer>
 {
     /** Width of the tag column: the longest tags the bench writes fit. */

@@ -33,9 +33,8 @@ import java.util.concurrent.Callable;
         "Replays a trace through a real server and worker processes and reports hits, throughput and latency.",
         "--format mooncake (default): JSON lines with hash_ids; request i goes to worker i %% W, so --workers 1 " +
             "replays in file order and reproduces the exact-LRU hit counts.",
-        "--format kvstash: a journal of 'serve --capture', replayed against a fresh store of the same " +
-            "configuration (pass the capturing server's --pool-size, --alignment, --chunk-tokens, --lease, " +
-            "--slot-bytes); exit code 1 when a response or counter differs." })
+        "--format kvstash: a journal of 'serve --capture', replayed against a fresh store of the configuration " +
+            "the journal records (no pool or store option applies); exit code 1 when a response or counter differs." })
 public final class ReplayCommand implements Callable<Integer>
 {
     private static final List<String> STORE_OPTION_NAMES =

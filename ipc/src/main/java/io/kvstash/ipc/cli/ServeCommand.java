@@ -70,8 +70,8 @@ public final class ServeCommand implements Callable<Integer>
     Path latencyLogFile;
 
     @Option(names = "--prometheus-port", paramLabel = "PORT", defaultValue = "-1",
-        description = "Serve the counters as Prometheus text at http://127.0.0.1:PORT/metrics (0: any free port; " +
-            "default: no endpoint).")
+        description = "Serve the counters as Prometheus text on 127.0.0.1, port PORT, path /metrics (0: any free " +
+            "port; default: no endpoint).")
     int prometheusPort;
 
     @Option(names = "--print-config", description = "Print the resolved configuration and exit without starting.")
