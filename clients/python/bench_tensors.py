@@ -9,7 +9,9 @@ an MLA shape: 61 layers x 576) and 256-token chunks it measures, best of ``--rou
   limit) and between GPU tensors and ordinary process memory; on the CPU, ``copy_`` between ordinary tensors;
 - contiguous ``store_tensors`` / ``retrieve_tensors`` of chunk tensors (PREPARE and COMMIT included);
 - paged ``store_paged`` / ``retrieve_paged`` from and into a vLLM-style paged cache (16-token blocks,
-  block ids shuffled, so every chunk is gathered from scattered blocks and scattered back elsewhere);
+  block ids shuffled, so every chunk is gathered from scattered blocks and scattered back elsewhere), in the
+  FlashAttention layout ``[2, blocks, 16, heads, head]`` (MLA: ``[blocks, 16, 576]``) and in vLLM 0.33's
+  ``[blocks, heads, 16, 2 * head]`` (``paged_heads_*``), the layout the vLLM connector moves;
 - on CUDA, the first shape's contiguous store/retrieve before the pool is registered with CUDA, and the
   registration time of the whole pool.
 Every retrieved chunk is compared with its source (``mismatches``). Starts its own server unless ``--dir``
@@ -153,15 +155,13 @@ def contiguous(torch, timer, c, instance, src, rounds, key_base):
     return store, retrieve, mismatches
 
 
-def paged(torch, timer, c, instance, model, shape, n_chunks, device, rounds, key_base):
+def paged(torch, timer, c, instance, model, shape, n_chunks, device, rounds, key_base, kind):
     """Best-of-rounds store_paged / retrieve_paged GB/s through vLLM-style paged caches and mismatches."""
     layers, heads, head, mla = shape
     per_chunk = CHUNK_TOKENS // BLOCK_SIZE
     blocks = n_chunks * per_chunk + 7
-    if mla:
-        cache_shape, kind = (blocks, BLOCK_SIZE, head), "mla"
-    else:
-        cache_shape, kind = (2, blocks, BLOCK_SIZE, heads, head), "kv_blocks"
+    cache_shape = {"mla": (blocks, BLOCK_SIZE, head), "kv_blocks": (2, blocks, BLOCK_SIZE, heads, head),
+                   "blocks_heads": (blocks, heads, BLOCK_SIZE, 2 * head)}[kind]
     gen = torch.Generator(device=device).manual_seed(7)
     source = [torch.randn(cache_shape, dtype=torch.bfloat16, device=device, generator=gen) for _ in range(layers)]
     target = [torch.zeros(cache_shape, dtype=torch.bfloat16, device=device) for _ in range(layers)]
@@ -291,9 +291,17 @@ def main():
                     del src
                     instance += 1
                     s, t, mm = paged(torch, timer, c, instance, "bench-paged-" + name, shape, n, device,
-                                     args.rounds, 3 << 40)
+                                     args.rounds, 3 << 40, "mla" if mla else "kv_blocks")
                     row["paged_store_gbps"], row["paged_retrieve_gbps"] = s, t
                     result["mismatches"] += mm
+                    if not mla:             # vLLM 0.33's layout: [blocks, heads, block, 2 * head] (the connector's)
+                        instance += 1
+                        s, t, mm = paged(torch, timer, c, instance, "bench-heads-" + name, shape, n, device,
+                                         args.rounds, 4 << 40, "blocks_heads")
+                        row["paged_heads_store_gbps"], row["paged_heads_retrieve_gbps"] = s, t
+                        row["paged_heads_store_vs_pinned"] = s / limit[0]
+                        row["paged_heads_retrieve_vs_pinned"] = t / limit[1]
+                        result["mismatches"] += mm
                     row["store_vs_pinned"] = row["store_gbps"] / limit[0]
                     row["retrieve_vs_pinned"] = row["retrieve_gbps"] / limit[1]
                     row["paged_store_vs_pinned"] = row["paged_store_gbps"] / limit[0]
@@ -320,8 +328,11 @@ def main():
         for key in ("pinned_d2h_gbps", "pinned_h2d_gbps", "store_gbps", "retrieve_gbps", "store_vs_pinned",
                     "retrieve_vs_pinned", "paged_store_vs_pinned", "paged_retrieve_vs_pinned"):
             result[key] = head[key]
-        for key in ("store_vs_pinned", "retrieve_vs_pinned", "paged_store_vs_pinned", "paged_retrieve_vs_pinned"):
-            result["min_" + key] = min(r[key] for r in rows)
+        for key in ("store_vs_pinned", "retrieve_vs_pinned", "paged_store_vs_pinned", "paged_retrieve_vs_pinned",
+                    "paged_heads_store_vs_pinned", "paged_heads_retrieve_vs_pinned"):
+            values = [r[key] for r in rows if key in r]
+            if values:
+                result["min_" + key] = min(values)
     if args.json:
         print(json.dumps(result, indent=1, sort_keys=True))
     else:
@@ -348,6 +359,16 @@ def print_tables(result):
               % (name, r["chunk_bytes"] / MIB, r["pinned_d2h_gbps"], r["pinned_h2d_gbps"], r["store_gbps"],
                  r["retrieve_gbps"], r["store_vs_pinned"], r["retrieve_vs_pinned"], r["paged_store_gbps"],
                  r["paged_retrieve_gbps"], r["paged_store_vs_pinned"], r["paged_retrieve_vs_pinned"]))
+    heads = [(name, r) for name, r in result["shapes"].items() if "paged_heads_store_gbps" in r]
+    if heads:
+        print()
+        print("| shape | paged, vLLM 0.33 layout [blocks, heads, 16, 2 * head]: store / retrieve GB/s | x %s |"
+              % limit)
+        print("|---|---:|---:|")
+        for name, r in heads:
+            print("| %s | %.1f / %.1f | %.2f / %.2f |" % (name, r["paged_heads_store_gbps"], r["paged_heads_retrieve_gbps"],
+                                                        r["paged_heads_store_vs_pinned"],
+                                                        r["paged_heads_retrieve_vs_pinned"]))
     first = next(iter(result["shapes"].values()), {})
     if "unpinned_store_gbps" in first:
         print()
