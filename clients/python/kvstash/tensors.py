@@ -289,7 +289,7 @@ class PoolTensors:
 
     # ------------------------------------------------------------------------------------- pinning
     def pin(self):
-        torch = self.torch = torch_module()
+        torch = torch_module()
         if self.pin_info is not None:
             return self.pin_info
         if not torch.cuda.is_available():
