@@ -129,12 +129,21 @@ final class ReportPrinter
      */
     static void latencyLine(final PrintWriter out, final String name, final Histogram h, final int nameWidth)
     {
+        latencyLine(out, name, h, nameWidth, "");
+    }
+
+    /**
+     * A row of a latency table with a note after the figures (e.g. that it rests on few samples).
+     */
+    static void latencyLine(
+        final PrintWriter out, final String name, final Histogram h, final int nameWidth, final String note)
+    {
         if (h.getTotalCount() == 0)
         {
             return;
         }
-        out.printf(Locale.ROOT, "%-" + nameWidth + "s %,12d %9.1f %9.1f %9.1f %9.1f %9.1f%n", name, h.getTotalCount(),
+        out.printf(Locale.ROOT, "%-" + nameWidth + "s %,12d %9.1f %9.1f %9.1f %9.1f %9.1f%s%n", name, h.getTotalCount(),
             h.getValueAtPercentile(50) / 1000.0, h.getValueAtPercentile(90) / 1000.0,
-            h.getValueAtPercentile(99) / 1000.0, h.getValueAtPercentile(99.9) / 1000.0, h.getMaxValue() / 1000.0);
+            h.getValueAtPercentile(99) / 1000.0, h.getValueAtPercentile(99.9) / 1000.0, h.getMaxValue() / 1000.0, note);
     }
 }

@@ -58,7 +58,7 @@ final class ReceiverAgent implements Agent
      * fewer, down to one in {@link LoadWeightedSampler#MAX_WEIGHT}. Timing every request would put a clock read
      * on the path of a request with one in flight, and the percentiles of one in eight are those of all.
      */
-    static final int RECEIVER_MIN_WEIGHT = 8;
+    static final int RECEIVER_MIN_WEIGHT = ServerContext.LATENCY_SAMPLE_MIN_WEIGHT;
 
     private final ServerContext context;
     private final ServerFiles files;

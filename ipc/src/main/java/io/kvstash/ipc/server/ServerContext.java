@@ -40,6 +40,11 @@ public final class ServerContext
     public static final long SCAN_INTERVAL_MS_DEFAULT = 10;
     /** Default lease sweep interval. */
     public static final long SWEEP_INTERVAL_MS_DEFAULT = 100;
+    /**
+     * The server times one request of each type in this many end to end, and one in up to
+     * {@code LoadWeightedSampler.MAX_WEIGHT} under load; each timed request is counted as the requests it stands for.
+     */
+    public static final int LATENCY_SAMPLE_MIN_WEIGHT = 8;
     /** Default latency interval log period. */
     public static final long LATENCY_INTERVAL_MS_DEFAULT = 1000;
     /**

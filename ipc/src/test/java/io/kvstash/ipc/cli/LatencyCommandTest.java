@@ -63,6 +63,44 @@ class LatencyCommandTest
     }
 
     @Test
+    void shouldSayWhatWasSampledAndFlagRowsOfFewSamplesWhenReadingAServersLog() throws Exception
+    {
+        final Path hlog = temp(".hlog");
+        final Path dir = io.kvstash.ipc.TestDirs.newDirectory("latency-sampled");
+        try
+        {
+            try (io.kvstash.ipc.server.KvStashServer server = io.kvstash.ipc.server.KvStashServer.launch(
+                    new io.kvstash.ipc.server.ServerContext().directory(dir).latencyLogFile(hlog)
+                        .storeContext(new io.kvstash.core.StoreContext().poolSizeBytes(4L << 20)));
+                io.kvstash.ipc.client.KvStashClient client = io.kvstash.ipc.client.KvStashClient.connect(
+                    new io.kvstash.ipc.client.ClientContext().directory(dir)))
+            {
+                client.register(1, io.kvstash.core.layout.Layout.of("m", 1, 0, 1, 16,
+                    io.kvstash.core.layout.Dtype.UINT8, true));
+                client.lookup(1, io.kvstash.core.ChunkKeys.ofIds(1, 2), false);
+                client.lookup(1, io.kvstash.core.ChunkKeys.ofIds(3), false);
+                assertTrue(server.awaitDrained(5_000));
+            }
+        }
+        finally
+        {
+            io.kvstash.ipc.TestDirs.delete(dir);
+        }
+        final Cli table = Cli.run("latency", hlog.toString());
+        assertEquals(0, table.exitCode, table.toString());
+        assertTrue(table.out.lines().anyMatch((line) -> line.startsWith("type.LOOKUP ") && line.endsWith("  *")),
+            "two timed requests are flagged: " + table.out);
+        assertTrue(table.out.contains("* fewer than 100 timed requests"), table.out);
+        assertTrue(table.out.contains("how these were recorded:\n  type.*   the server's time from reading a request " +
+            "to writing its answer, by request type; sampled: one request of each type in 8"), table.out);
+
+        final Map<String, Object> json = Cli.run("latency", "--json", hlog.toString()).json();
+        assertTrue(String.valueOf(((Map<?, ?>)json.get("how_recorded")).get("type")).contains("a count is an estimate"),
+            json.toString());
+        assertEquals(Boolean.TRUE, ((Map<?, ?>)json.get("few_samples")).get("type.LOOKUP"));
+    }
+
+    @Test
     void shouldFailOnALogWithoutIntervalsAndOnAMissingFile() throws Exception
     {
         final Path empty = temp(".hlog");
