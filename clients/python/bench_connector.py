@@ -14,14 +14,12 @@ import json
 import os
 import sys
 import tempfile
-import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "tests"))
 
 import bench_tensors                                                # noqa: E402
-import kvstash                                                      # noqa: E402
 
 LAYERS, HEADS, HEAD, BLOCK, CHUNK = 32, 8, 128, 16, 256
 

@@ -354,7 +354,6 @@ class PoolTensors:
     def write(self, response, tensors):
         """Fenced copies of ``tensors[range index]`` into the reserved slots of a PREPARE_STORE answer,
         one synchronisation at the end. Returns a Status per slot entry."""
-        torch = torch_module()
         client = self.client
         statuses = self._lease_check(response)
         if statuses is not None:
@@ -369,13 +368,7 @@ class PoolTensors:
                 if not client.is_still_reserved(response, i):
                     statuses.append(Status.UNKNOWN_TRANSFER)
                     continue
-                dst = self.slot_tensor(response, i)
-                if src.is_cuda:
-                    stream = self._enter(src.device, devices)
-                    with torch.cuda.stream(stream):
-                        dst.copy_(src, non_blocking=True)
-                else:
-                    dst.copy_(src)
+                self._copy(self.slot_tensor(response, i), src, devices)
                 statuses.append(Status.OK)
         finally:
             self._finish(devices)           # no copy in flight once this returns or raises (then: abort)
@@ -384,7 +377,6 @@ class PoolTensors:
     def read(self, response, out):
         """Copies the slots of a PREPARE_RETRIEVE answer into ``out[range index]``, one synchronisation,
         then the fencing check per slot. Returns a Status per slot entry (UNKNOWN_TRANSFER: recompute)."""
-        torch = torch_module()
         client = self.client
         shape = client._layout_of(response).shape(client.chunk_tokens)
         dtype = torch_dtype(client._layout_of(response).dtype)
@@ -393,13 +385,7 @@ class PoolTensors:
         devices = set()
         try:
             for i, dst in enumerate(targets):
-                src = self.slot_tensor(response, i)
-                if dst.is_cuda:
-                    stream = self._enter(dst.device, devices)
-                    with torch.cuda.stream(stream):
-                        dst.copy_(src, non_blocking=True)
-                else:
-                    dst.copy_(src)
+                self._copy(dst, self.slot_tensor(response, i), devices)
         finally:
             self._finish(devices)
         return [Status.OK if client.is_still_readable(response, i) else Status.UNKNOWN_TRANSFER
@@ -558,6 +544,16 @@ class PoolTensors:
                 plan.append((torch.tensor([part[p] for p in keep], dtype=torch.int64).to(paged.device),
                              torch.tensor(keep, dtype=torch.int64).to(paged.device)))
         return plan
+
+    def _copy(self, dst, src, devices):
+        """``dst.copy_(src)``: non-blocking on the copy stream of the GPU side, plain between CPU tensors."""
+        gpu = src if src.is_cuda else dst if dst.is_cuda else None
+        if gpu is None:
+            dst.copy_(src)
+            return
+        torch = torch_module()
+        with torch.cuda.stream(self._enter(gpu.device, devices)):
+            dst.copy_(src, non_blocking=True)
 
     def _enter(self, device, devices):
         torch = torch_module()

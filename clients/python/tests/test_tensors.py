@@ -6,7 +6,6 @@ torch is optional for the package; these tests skip with the reason when it is m
 it in its virtual environment, so CI always runs them). The CUDA tests skip, loudly, without a GPU.
 """
 
-import os
 import signal
 import subprocess
 import sys

@@ -38,7 +38,6 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-import torch
 from vllm.distributed.kv_transfer.kv_connector.v1.base import (KVConnectorBase_V1, KVConnectorMetadata,
                                                               KVConnectorRole)
 
