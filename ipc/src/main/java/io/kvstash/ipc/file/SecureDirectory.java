@@ -59,8 +59,9 @@ public final class SecureDirectory
                 if (null != parent && !Files.isDirectory(parent))
                 {
                     // Creating a whole chain from / on a typo would scatter directories: only the last one is ours.
-                    throw new NoSuchFileException(parent.toString(), null,
-                        "cannot create " + dir + ": its parent directory does not exist (create it first)");
+                    throw new NoSuchFileException(parent.toString(), null, "cannot create " + dir + ": " +
+                        (Files.exists(parent) ? parent + " is not a directory" :
+                        "its parent directory does not exist (create it first)"));
                 }
                 Files.createDirectory(dir, PosixFilePermissions.asFileAttribute(DIRECTORY_PERMISSIONS));
                 Files.setPosixFilePermissions(dir, DIRECTORY_PERMISSIONS);

@@ -218,6 +218,17 @@ class ServeCommandTest
         assertEquals(1, missingParent.exitCode, missingParent.toString());
         assertTrue(missingParent.err.contains(deep + ": its parent directory does not exist"), missingParent.err);
         assertFalse(Files.exists(dir), "no parent created");
+        final Path file = Files.createTempFile("kvstash-not-a-dir", ".txt");
+        try
+        {
+            final Cli underFile = Cli.run("serve", "--dir", file.resolve("kv").toString(), "--pool-size", "16m");
+            assertEquals(1, underFile.exitCode, underFile.toString());
+            assertTrue(underFile.err.contains(file + " is not a directory"), underFile.err);
+        }
+        finally
+        {
+            Files.deleteIfExists(file);
+        }
 
         try (java.net.ServerSocket taken = new java.net.ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress()))
         {
