@@ -1,0 +1,352 @@
+"""kvstash.sglang.KvStashHiCacheStorage against a real kvstash server and SGLang's own classes on CPU.
+
+Real SGLang pieces: ``StorageBackendFactory.create_backend("dynamic", ...)`` loads the backend from the same
+extra config a user passes on the command line; ``HiCacheStorageConfig``; ``MHATokenToKVPoolHost`` (SGLang's
+host memory pool) built with ``pin_memory=False`` on CPU tensors that stand for the device KV buffers, in the
+layouts page_first, layer_first, page_first_direct and page_head. Where the line is: SGLang's
+HiCacheController (its prefetch and backup threads) needs a CUDA device pool and a running scheduler, so
+these tests call the backend the way the controller does (``batch_exists`` on page hashes,
+``batch_get_v1``/``batch_set_v1`` with host indices, or ``batch_get`` into ``get_dummy_flat_data_page()``
+and ``batch_set`` of ``get_data_page()``), not through the controller itself.
+
+Skipped (with the reason printed) where SGLang cannot be imported; run with the SGLang virtual environment:
+``"$(.ci/python-env clients/python/requirements-sglang.txt)" -m unittest discover -s clients/python/tests
+-p test_sglang.py -v``.
+"""
+
+import hashlib
+import os
+import subprocess
+import sys
+import textwrap
+import time
+import unittest
+
+from support import CLIENT_ROOT, Server, ServerTestCase
+
+try:
+    import torch
+    from sglang.srt.mem_cache.device_pool_info import KVBufferLayout, KVBuffers, MHABufferInfo
+    from sglang.srt.mem_cache.hicache_storage import HiCacheStorage, HiCacheStorageConfig
+    from sglang.srt.mem_cache.pool_host.mha import MHATokenToKVPoolHost
+    from sglang.srt.mem_cache.storage import StorageBackendFactory
+    from kvstash.sglang import KvStashHiCacheStorage
+    SKIP = None
+except Exception as ex:                                  # ImportError, or SGLang failing at import on this machine
+    SKIP = "SGLang is not importable here (%s: %s)" % (type(ex).__name__, ex)
+    print("test_sglang: skipped: " + SKIP, file=sys.stderr)
+
+import kvstash
+
+LAYERS, HEADS, HEAD_DIM = 2, 2, 16
+EXTRA = {"backend_name": "kvstash", "module_path": "kvstash.sglang", "class_name": "KvStashHiCacheStorage",
+         "interface_v1": 1}
+
+# The same pool and backend in another process: stores pages of seeded random KV and prints their digests.
+HELPER = textwrap.dedent("""
+    import json, sys
+    sys.path.insert(0, %r)
+    sys.path.insert(0, %r)
+    import torch
+    import test_sglang as t
+    args = json.loads(sys.argv[1])
+    pool = t.make_pool(args["layout"], args["page_size"])
+    backend = t.make_backend(args["dir"], pool)
+    keys = args["keys"]
+    indices = pool.alloc(len(keys) * args["page_size"])
+    t.fill(pool, indices, args["seed"])
+    ok = backend.batch_set_v1(keys, indices) if args["v1"] else [backend.batch_set(keys, [
+        pool.get_data_page(int(indices[i * args["page_size"]])) for i in range(len(keys))])] * len(keys)
+    print("STORED", json.dumps({"ok": ok, "digests": t.digests(pool, indices, len(keys))}), flush=True)
+""") % (CLIENT_ROOT, os.path.dirname(os.path.abspath(__file__)))
+
+
+def make_pool(layout="page_first", page_size=16, dtype=None, pages=32):
+    """SGLang's MHA host pool on CPU: CPU tensors stand for the device KV buffers (NHD, one per layer)."""
+    dtype = dtype or torch.bfloat16
+    tokens = pages * page_size
+    k = tuple(torch.zeros(tokens, HEADS, HEAD_DIM, dtype=dtype) for _ in range(LAYERS))
+    v = tuple(torch.zeros(tokens, HEADS, HEAD_DIM, dtype=dtype) for _ in range(LAYERS))
+    pointers = lambda ts: torch.tensor([t.data_ptr() for t in ts], dtype=torch.uint64)     # noqa: E731
+    info = MHABufferInfo(buffers=KVBuffers(k=k, v=v, k_data_ptrs=pointers(k), v_data_ptrs=pointers(v),
+                                           layout=KVBufferLayout.NHD),
+                         page_size=page_size, head_num=HEADS, head_dim=HEAD_DIM, v_head_dim=HEAD_DIM, dtype=dtype,
+                         device=torch.device("cpu"))
+    pool = MHATokenToKVPoolHost(info, 2.0, 0, page_size, layout, pin_memory=False, device="cpu",
+                                device_capacity_tokens=tokens, start_layer=0, end_layer=LAYERS)
+    pool.keep_device_buffers = (k, v)
+    return pool
+
+
+def make_backend(directory, pool=None, tp_rank=0, tp_size=1, model="test-model", **extra):
+    """The backend as SGLang builds it: the factory's dynamic loader, then register_mem_pool_host."""
+    config = HiCacheStorageConfig(tp_rank=tp_rank, tp_size=tp_size, pp_rank=0, pp_size=1, attn_cp_rank=0,
+                                  attn_cp_size=1, is_mla_model=False, enable_storage_metrics=False,
+                                  is_page_first_layout=pool is not None and pool.layout == "page_first",
+                                  model_name=model, extra_config=dict(EXTRA, dir=directory, **extra))
+    backend = StorageBackendFactory.create_backend("dynamic", config, pool)
+    if pool is not None:
+        backend.register_mem_pool_host(pool)
+    return backend
+
+
+def fill(pool, indices, seed):
+    """Seeded random KV in the pages of ``indices`` (host token indices, whole pages)."""
+    g = torch.Generator().manual_seed(seed)
+    for start in range(0, len(indices), pool.page_size):
+        page = pool.get_data_page(int(indices[start]), flat=False)
+        page.copy_(torch.randn(page.shape, generator=g).to(page.dtype))
+
+
+def page_bytes(pool, index):
+    return pool.get_data_page(int(index)).contiguous().view(torch.uint8).numpy().tobytes()
+
+
+def digests(pool, indices, n):
+    return [hashlib.sha256(page_bytes(pool, indices[i * pool.page_size])).hexdigest() for i in range(n)]
+
+
+def page_keys(prefix, n):
+    """Page keys as SGLang makes them: hex SHA-256 strings, here of a label."""
+    return [hashlib.sha256(("%s-%d" % (prefix, i)).encode()).hexdigest() for i in range(n)]
+
+
+def run_helper(directory, keys, layout="page_first", page_size=16, seed=1, v1=True):
+    import json
+    args = json.dumps({"dir": directory, "keys": keys, "layout": layout, "page_size": page_size, "seed": seed,
+                       "v1": v1})
+    result = subprocess.run([sys.executable, "-c", HELPER, args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, timeout=120)
+    for line in result.stdout.splitlines():
+        if line.startswith("STORED "):
+            return json.loads(line[len("STORED "):])
+    raise AssertionError("helper failed (exit %d): %s" % (result.returncode, result.stderr[-3000:]))
+
+
+@unittest.skipIf(SKIP, SKIP)
+class HiCacheStorageTest(ServerTestCase):
+    SERVER_OPTIONS = {"pool_bytes": 16 << 20, "chunk_tokens": 16}
+
+    def backend(self, pool=None, **options):
+        backend = make_backend(self.server.directory, pool, **options)
+        self.addCleanup(backend.close)
+        return backend
+
+    def test_should_be_loaded_by_sglang_dynamic_backend_factory(self):
+        backend = self.backend(make_pool())
+        self.assertIsInstance(backend, KvStashHiCacheStorage)
+        self.assertIsInstance(backend, HiCacheStorage)
+        self.assertIn("test-model|sglang:page_first:bfloat16:p16:4096B", backend.model_name)
+        with kvstash.connect(self.server.directory) as c:
+            self.assertEqual(backend.layout(c.chunk_tokens).chunk_bytes(c.chunk_tokens), 4096)
+
+    def test_should_read_in_one_process_what_another_stored(self):
+        keys = page_keys("two-processes", 5)
+        stored = run_helper(self.server.directory, keys, seed=7)
+        self.assertEqual(stored["ok"], [True] * 5)
+        pool = make_pool()
+        backend = self.backend(pool)
+        self.assertEqual(backend.batch_exists(keys), 5)
+        pool.alloc(3 * 16)                                      # other host pages than the writer used
+        indices = pool.alloc(5 * 16)
+        self.assertEqual(backend.batch_get_v1(keys, indices), [True] * 5)
+        self.assertEqual(digests(pool, indices, 5), stored["digests"])
+        # The generic path (SGLang without interface_v1) reads the same bytes into dummy flat pages.
+        pages = backend.batch_get(keys, [pool.get_dummy_flat_data_page() for _ in keys])
+        self.assertEqual([hashlib.sha256(p.view(torch.uint8).numpy().tobytes()).hexdigest() for p in pages],
+                         stored["digests"])
+
+    def test_should_share_pages_between_the_generic_and_zero_copy_paths(self):
+        keys = page_keys("generic", 3)
+        stored = run_helper(self.server.directory, keys, seed=3, v1=False)
+        self.assertEqual(stored["ok"], [True] * 3)
+        pool = make_pool()
+        backend = self.backend(pool)
+        indices = pool.alloc(3 * 16)
+        self.assertEqual(backend.batch_get_v1(keys, indices), [True] * 3)
+        self.assertEqual(digests(pool, indices, 3), stored["digests"])
+
+    def test_should_round_trip_every_host_layout_and_page_size(self):
+        # A server of its own: its slot size is set by the first layout registered while the pool holds
+        # chunks, so the largest page (page size 32: 8 KiB on 16-token chunks) registers first.
+        with Server(pool_bytes=16 << 20, chunk_tokens=16) as server:
+            for page_size in (32, 16, 8):
+                for layout in ("layer_first", "page_first", "page_first_direct", "page_head"):
+                    with self.subTest(layout=layout, page_size=page_size):
+                        pool = make_pool(layout, page_size)
+                        backend = make_backend(server.directory, pool)
+                        self.addCleanup(backend.close)
+                        keys = page_keys("layout-%s-%d" % (layout, page_size), 3)
+                        src = pool.alloc(3 * page_size)
+                        fill(pool, src, seed=page_size)
+                        self.assertEqual(backend.batch_set_v1(keys, src), [True] * 3)
+                        dst = pool.alloc(3 * page_size)
+                        self.assertEqual(backend.batch_get_v1(keys, dst), [True] * 3)
+                        self.assertEqual(digests(pool, dst, 3), digests(pool, src, 3))
+                        self.assertEqual(backend.batch_set_v1(keys, src), [True] * 3)     # already there: True
+                        backend.close()
+
+    def test_should_answer_false_when_the_server_refuses_the_page_size(self):
+        pool = make_pool()                                       # 4 KiB pages fill the pool first
+        self.assertEqual(self.backend(pool).batch_set_v1(page_keys("small", 1), pool.alloc(16)), [True])
+        big = make_pool(page_size=64)                            # 16 KiB: larger than the slots now
+        backend = self.backend(big)
+        keys = page_keys("big", 2)
+        self.assertEqual(backend.batch_set_v1(keys, big.alloc(128)), [False, False])
+        self.assertEqual(backend.batch_exists(keys), 0)
+        self.assertEqual(backend.batch_get_v1(keys, big.alloc(128)), [False, False])
+
+    def test_should_not_read_pages_of_another_format_or_rank(self):
+        keys = page_keys("formats", 2)
+        first = make_pool("page_first")
+        writer = self.backend(first)
+        indices = first.alloc(32)
+        fill(first, indices, seed=5)
+        self.assertEqual(writer.batch_set_v1(keys, indices), [True, True])
+        self.assertEqual(self.backend(make_pool("layer_first")).batch_exists(keys), 0)      # other byte order
+        self.assertEqual(self.backend(make_pool("page_first", 8)).batch_exists(keys), 0)    # other page size
+        self.assertEqual(self.backend(make_pool(), tp_rank=1, tp_size=2).batch_exists(keys), 0)
+        self.assertEqual(self.backend(make_pool(), model="other").batch_exists(keys), 0)
+        self.assertEqual(self.backend(make_pool()).batch_exists(keys), 2)
+
+    def test_should_count_leading_hits_only_and_miss_missing_keys(self):
+        pool = make_pool()
+        backend = self.backend(pool)
+        keys = page_keys("leading", 5)
+        src = pool.alloc(5 * 16)
+        fill(pool, src, seed=11)
+        stored = [0, 1, 3, 4]                                   # key 2 is never stored
+        self.assertEqual(backend.batch_set_v1([keys[i] for i in stored],
+                                              torch.cat([src[i * 16:(i + 1) * 16] for i in stored])),
+                         [True] * 4)
+        self.assertEqual(backend.batch_exists(keys), 2)
+        self.assertEqual(backend.batch_exists(keys[3:]), 2)
+        self.assertTrue(backend.exists(keys[3]))
+        self.assertFalse(backend.exists(keys[2]))
+        self.assertFalse(backend.exists("not-a-stored-page"))
+        self.assertIsNone(backend.get("not-a-stored-page", pool.get_dummy_flat_data_page()))
+        self.assertEqual(backend.batch_exists([]), 0)
+        dst = pool.alloc(5 * 16)
+        result = backend.batch_get_v1(keys, dst)                 # MISS, then the readable prefix
+        self.assertEqual(result[:3], [True, True, False])
+        self.assertEqual(digests(pool, dst, 2), digests(pool, src, 2))
+        self.assertEqual(backend.batch_get_v1(page_keys("never", 3), dst[:48]), [False] * 3)
+
+    def test_should_set_and_get_single_pages_and_refuse_wrong_sizes(self):
+        pool = make_pool()
+        backend = self.backend(pool)
+        index = int(pool.alloc(16)[0])
+        fill(pool, pool.alloc(16), seed=2)
+        value = pool.get_data_page(index)
+        value.copy_(torch.randn(value.shape).to(value.dtype))
+        self.assertTrue(backend.set("single", value))
+        got = backend.get("single", pool.get_dummy_flat_data_page())
+        self.assertTrue(torch.equal(got.view(torch.uint8), value.contiguous().view(torch.uint8)))
+        self.assertTrue(torch.equal(backend.get("single").view(torch.uint8), value.contiguous().view(torch.uint8)))
+        self.assertFalse(backend.set("too-small", value[:-1]))
+        self.assertFalse(backend.exists("too-small"))
+        keys = page_keys("batch-set", 3)
+        values = [torch.randn(value.shape).to(value.dtype) for _ in keys]
+        self.assertTrue(backend.batch_set(keys, values))
+        for key, v in zip(keys, values):
+            self.assertTrue(torch.equal(backend.get(key), v))
+
+    def test_should_answer_misses_after_clear(self):
+        pool = make_pool()
+        backend = self.backend(pool)
+        keys = page_keys("cleared", 3)
+        src = pool.alloc(48)
+        self.assertEqual(backend.batch_set_v1(keys, src), [True] * 3)
+        self.assertEqual(backend.batch_exists(keys), 3)
+        with kvstash.connect(self.server.directory) as admin:
+            self.assertEqual(admin.clear().status, kvstash.Status.OK)       # evicted between exists and get
+        self.assertEqual(backend.batch_get_v1(keys, pool.alloc(48)), [False] * 3)
+        self.assertEqual(backend.batch_exists(keys), 0)
+
+    def test_should_answer_misses_without_a_server_at_construction(self):
+        pool = make_pool()
+        backend = make_backend(self.server.directory + "-absent", pool, timeout_s=1, reconnect_s=0.1)
+        self.addCleanup(backend.close)
+        keys = page_keys("absent", 2)
+        started = time.monotonic()
+        self.assertEqual(backend.batch_exists(keys), 0)
+        self.assertEqual(backend.batch_set_v1(keys, pool.alloc(32)), [False, False])
+        self.assertEqual(backend.batch_get_v1(keys, pool.alloc(32)), [False, False])
+        self.assertFalse(backend.set("x", pool.get_data_page(0)))
+        self.assertLess(time.monotonic() - started, 2.0)
+
+
+@unittest.skipIf(SKIP, SKIP)
+class ServerLossTest(unittest.TestCase):
+    TIMEOUT_S = 2.0
+
+    def setUp(self):
+        self.server = Server(pool_bytes=16 << 20, chunk_tokens=16).start()
+        self.addCleanup(self.server.close)
+
+    def test_should_miss_while_the_server_is_gone_and_reconnect_after_a_restart(self):
+        pool = make_pool()
+        backend = make_backend(self.server.directory, pool, timeout_s=self.TIMEOUT_S, reconnect_s=0.2)
+        self.addCleanup(backend.close)
+        keys = page_keys("restart", 4)
+        src = pool.alloc(64)
+        fill(pool, src, seed=21)
+        self.assertEqual(backend.batch_set_v1(keys, src), [True] * 4)
+        self.assertEqual(backend.batch_exists(keys), 4)
+
+        self.server.kill()                                       # kill -9 mid-run
+        started = time.monotonic()
+        self.assertEqual(backend.batch_exists(keys), 0)
+        self.assertEqual(backend.batch_get_v1(keys, pool.alloc(64)), [False] * 4)
+        self.assertEqual(backend.batch_set_v1(page_keys("while-gone", 2), src[:32]), [False, False])
+        self.assertIsNone(backend.get(keys[0]))
+        self.assertFalse(backend.exists(keys[0]))
+        took = time.monotonic() - started
+        self.assertLess(took, self.TIMEOUT_S, "calls against a dead server took %.2f s" % took)
+        print("\nserver killed: five calls answered misses/False in %.0f ms" % (took * 1000), file=sys.stderr)
+
+        self.server.start()                                      # same directory, a new incarnation
+        dst = pool.alloc(64)
+
+        def stored_again():
+            return backend.batch_set_v1(keys, src) == [True] * 4
+        deadline = time.monotonic() + 10
+        while not stored_again():
+            self.assertLess(time.monotonic(), deadline, "no reconnection within 10 s of the restart")
+            time.sleep(0.05)
+        reconnected = time.monotonic() - deadline + 10
+        self.assertEqual(backend.batch_exists(keys), 4)
+        self.assertEqual(backend.batch_get_v1(keys, dst), [True] * 4)
+        self.assertEqual(digests(pool, dst, 4), digests(pool, src, 4))
+        print("server restarted: the backend stored again %.0f ms later" % (reconnected * 1000), file=sys.stderr)
+
+    def test_should_miss_while_the_server_is_stopped_mid_get(self):
+        pool = make_pool()
+        backend = make_backend(self.server.directory, pool, timeout_s=self.TIMEOUT_S, reconnect_s=0.2)
+        self.addCleanup(backend.close)
+        keys = page_keys("mid-get", 3)
+        src = pool.alloc(48)
+        self.assertEqual(backend.batch_set_v1(keys, src), [True] * 3)
+        stopped = {}
+
+        def sink_then_kill(original):
+            def sink(i, slot):
+                if "at" not in stopped:
+                    self.server.kill()                           # the server dies while the pages are read
+                    stopped["at"] = time.monotonic()
+                return original(i, slot)
+            return sink
+
+        original = backend._retrieve
+
+        def retrieve(keys_, sink):
+            return original(keys_, sink_then_kill(sink))
+        backend._retrieve = retrieve
+        result = backend.batch_get_v1(keys, pool.alloc(48))
+        took = time.monotonic() - stopped["at"]
+        self.assertEqual(result, [False] * 3)                    # never a page that was not verified
+        self.assertLess(took, self.TIMEOUT_S)
+
+
+if __name__ == "__main__":
+    unittest.main()
