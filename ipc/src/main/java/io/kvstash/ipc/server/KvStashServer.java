@@ -41,16 +41,29 @@ public final class KvStashServer implements AutoCloseable
     private KvStashServer(final ServerContext context) throws IOException
     {
         this.context = context.conclude();
-        files = new ServerFiles(context);
+        // Bound before the files, so that a taken port refuses the start before the pool is prepared.
+        final com.sun.net.httpserver.HttpServer http = context.prometheusPort() < 0 ? null :
+            PrometheusEndpoint.bind(context.prometheusPort());
+        try
+        {
+            files = new ServerFiles(context);
+        }
+        catch (final IOException | RuntimeException ex)
+        {
+            if (null != http)
+            {
+                http.stop(0);
+            }
+            throw ex;
+        }
         PrometheusEndpoint endpoint = null;
         try
         {
             errorLog = new DistinctErrorLog(files.errorLogBuffer(), context.epochClock());
             final StoreCounters counters = files.counters();
-            // Its own thread, reading the counters only; bound first so a port in use fails the launch early.
-            endpoint = context.prometheusPort() < 0 ? null : PrometheusEndpoint.start(
-                context.prometheusPort(), counters, context.incarnation(), context.epochClock().time(),
-                context.storeContext().poolSizeBytes());
+            // Its own thread, reading the counters only.
+            endpoint = null == http ? null : PrometheusEndpoint.start(http, counters, context.incarnation(),
+                context.epochClock().time(), context.storeContext().poolSizeBytes());
             prometheus = endpoint;
             // Logs only: the pipeline stages and the receiver count ERRORS where they catch, once each.
             final ErrorHandler errorHandler = (throwable) ->
@@ -124,6 +137,10 @@ public final class KvStashServer implements AutoCloseable
         catch (final IOException | RuntimeException ex)
         {
             CloseHelper.quietClose(endpoint);
+            if (null == endpoint && null != http)
+            {
+                http.stop(0);
+            }
             files.close();
             throw ex;
         }

@@ -85,16 +85,48 @@ public final class PrometheusEndpoint implements AutoCloseable
         final long poolBytes)
         throws IOException
     {
-        final HttpServer http;
+        return start(bind(port), counters, incarnation, startTimeMs, poolBytes);
+    }
+
+    /**
+     * Binds the endpoint's port on the loopback address without answering yet, so that a server can refuse a
+     * taken port before it prepares anything.
+     *
+     * @param port TCP port; 0 picks a free one.
+     * @return the bound, stopped HTTP server; pass it to {@link #start(HttpServer, StoreCounters, long, long, long)}
+     * or stop it.
+     * @throws IOException when the port cannot be bound; the message names the port.
+     */
+    public static HttpServer bind(final int port) throws IOException
+    {
         try
         {
-            http = HttpServer.create(new InetSocketAddress(InetAddress.getLoopbackAddress(), port), 0);
+            return HttpServer.create(new InetSocketAddress(InetAddress.getLoopbackAddress(), port), 0);
         }
         catch (final java.net.BindException ex)
         {
             throw new IOException("--prometheus-port " + port + ": 127.0.0.1:" + port + " is not free (" +
                 ex.getMessage() + "): give another port, or 0 for any free one", ex);
         }
+    }
+
+    /**
+     * Starts the endpoint on a port {@link #bind(int)} bound.
+     *
+     * @param http        the bound HTTP server.
+     * @param counters    the server's counters.
+     * @param incarnation the server's incarnation, a label of {@code kvstash_info}.
+     * @param startTimeMs the server's start, epoch milliseconds.
+     * @param poolBytes   bytes of the pool's data region ({@code kvstash_pool_bytes}).
+     * @return the running endpoint.
+     */
+    public static PrometheusEndpoint start(
+        final HttpServer http,
+        final StoreCounters counters,
+        final long incarnation,
+        final long startTimeMs,
+        final long poolBytes)
+    {
         return new PrometheusEndpoint(http, counters, incarnation, startTimeMs, poolBytes);
     }
 

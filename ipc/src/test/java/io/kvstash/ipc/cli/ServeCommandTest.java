@@ -237,6 +237,8 @@ class ServeCommandTest
             assertEquals(1, portInUse.exitCode, portInUse.toString());
             assertTrue(portInUse.err.contains("--prometheus-port " + taken.getLocalPort() + ": 127.0.0.1:" +
                 taken.getLocalPort() + " is not free"), portInUse.err);
+            assertFalse(portInUse.err.contains("preparing"), "refused before the pool is prepared: " + portInUse.err);
+            assertFalse(Files.exists(dir), "nothing made for a refused start");
         }
     }
 }
