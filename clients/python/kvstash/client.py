@@ -20,7 +20,7 @@ import time
 from . import descriptor as d
 from .errors import (BadFilesError, ClosedError, DetachedError, KvStashTimeoutError, RejectedError,
                      ServerGoneError, ServerRestartedError)
-from .hashing import _tokens_le, salt_value
+from .hashing import _tokens_le, chunk_hashes, salt_value
 from .ring import Ring, RingCorrupt
 from .types import Layout, RegisterInfo, RequestType, SlotEntry, Status
 
@@ -549,18 +549,38 @@ class Client:
         return self._call(RequestType.UNREGISTER, instance)
 
     def lookup(self, instance, keys=None, *, tokens=None, from_chunk=0, to_chunk=-1, salt=None, pin=False):
-        """LOOKUP: Hit Chunks = readable prefix; with ``pin`` a transfer id pins it (0 when no hit)."""
-        mode, body = self._key_range(keys, tokens, from_chunk, to_chunk)
-        return self._call(RequestType.LOOKUP, instance, salt=salt_value(salt),
-                          flags=d.FLAG_PIN if pin else 0, key_mode=mode, body=body)
+        """LOOKUP: Hit Chunks = readable prefix; with ``pin`` a transfer id pins it (0 when no hit). A range
+        over the server's Max Chunks Per Request goes as several LOOKUPs (not with ``pin``: one transfer
+        pins at most that many chunks), counted together up to the first miss."""
+        parts = pieces(self, keys, tokens, from_chunk, to_chunk)
+        if len(parts) > 1 and pin:
+            raise ValueError("a pinned LOOKUP covers at most %d chunks (the server's Max Chunks Per Request); "
+                             "this range has %d" % (self.max_chunks, range_chunks(self, keys, tokens, from_chunk,
+                                                                                 to_chunk)))
+        return self._in_pieces(parts, lambda mode, body: self._call(
+            RequestType.LOOKUP, instance, salt=salt_value(salt), flags=d.FLAG_PIN if pin else 0, key_mode=mode,
+            body=body))
+
+    def _in_pieces(self, parts, ask):
+        """Asks each piece in turn while every chunk before it hit; one Response with the total hits."""
+        hits, response = 0, None
+        for _, piece_keys, piece_tokens, piece_from, piece_to in parts:
+            response = ask(*self._key_range(piece_keys, piece_tokens, piece_from, piece_to))
+            if not response.ok:
+                return response
+            hits += response.hit_chunks
+            if response.hit_chunks < range_chunks(self, piece_keys, piece_tokens, piece_from, piece_to):
+                break
+        response.hit_chunks = hits
+        return response
 
     def lookup_all_ranks(self, model, world_size, keys=None, *, tokens=None, from_chunk=0, to_chunk=-1,
                          salt=None):
         """LOOKUP_ALL_RANKS: the prefix readable for every rank of ``world_size``; pins nothing."""
         m = model.encode("utf-8")
-        mode, keys_body = self._key_range(keys, tokens, from_chunk, to_chunk)
-        body = d.ALL_RANKS_HEADER.pack(world_size, len(m)) + m + bytes(d.pad8(len(m)) - len(m)) + keys_body
-        return self._call(RequestType.LOOKUP_ALL_RANKS, 0, salt=salt_value(salt), key_mode=mode, body=body)
+        prefix = d.ALL_RANKS_HEADER.pack(world_size, len(m)) + m + bytes(d.pad8(len(m)) - len(m))
+        return self._in_pieces(pieces(self, keys, tokens, from_chunk, to_chunk), lambda mode, keys_body: self._call(
+            RequestType.LOOKUP_ALL_RANKS, 0, salt=salt_value(salt), key_mode=mode, body=prefix + keys_body))
 
     def release(self, instance, transfer):
         return self._call(RequestType.RELEASE, instance, _transfer_id(transfer))
@@ -798,7 +818,8 @@ class Client:
         ``tensors[k]`` is chunk ``k`` of the key range. Returns a ``TensorTransfer``."""
         from . import tensors as t
         state = t.state(self)
-        return t.store(self, instance, lambda p: state.write(p, tensors), keys, tokens, from_chunk, to_chunk, salt)
+        return t.store(self, instance, lambda p, first: state.write(p, _Offset(tensors, first)), keys, tokens,
+                       from_chunk, to_chunk, salt)
 
     def retrieve_tensors(self, instance, out, keys=None, *, tokens=None, from_chunk=0, to_chunk=-1, salt=None,
                          lookup=None):
@@ -806,8 +827,8 @@ class Client:
         COMMIT_RETRIEVE. ``out[k]`` receives chunk ``k`` of the range. Returns a ``TensorTransfer``."""
         from . import tensors as t
         state = t.state(self)
-        return t.retrieve(self, instance, lambda p: state.read(p, out), keys, tokens, from_chunk, to_chunk, salt,
-                          lookup)
+        return t.retrieve(self, instance, lambda p, first: state.read(p, _Offset(out, first)), keys, tokens,
+                          from_chunk, to_chunk, salt, lookup)
 
     def write_paged(self, response, paged, block_ids, *, staging_bytes=None, staging_buffers=None):
         """Gathers chunk ``k`` of a PREPARE_STORE's range from blocks ``block_ids[k*n:(k+1)*n]`` of every
@@ -829,16 +850,22 @@ class Client:
         """PREPARE_STORE + ``write_paged`` + COMMIT_STORE. Returns a ``TensorTransfer``."""
         from . import tensors as t
         state, options = t.state(self), t.staging_options(staging_bytes, staging_buffers)
-        return t.store(self, instance, lambda p: state.write_paged(p, paged, block_ids, *options), keys, tokens,
-                       from_chunk, to_chunk, salt)
+
+        def write(prepare, first):
+            return state.write_paged(prepare, paged, t.blocks_from(block_ids, first, paged, self.chunk_tokens),
+                                     *options)
+        return t.store(self, instance, write, keys, tokens, from_chunk, to_chunk, salt)
 
     def retrieve_paged(self, instance, paged, block_ids, keys=None, *, tokens=None, from_chunk=0, to_chunk=-1,
                        salt=None, lookup=None, staging_bytes=None, staging_buffers=None):
         """PREPARE_RETRIEVE + ``read_paged`` + COMMIT_RETRIEVE. Returns a ``TensorTransfer``."""
         from . import tensors as t
         state, options = t.state(self), t.staging_options(staging_bytes, staging_buffers)
-        return t.retrieve(self, instance, lambda p: state.read_paged(p, paged, block_ids, *options), keys, tokens,
-                          from_chunk, to_chunk, salt, lookup)
+
+        def read(prepare, first):
+            return state.read_paged(prepare, paged, t.blocks_from(block_ids, first, paged, self.chunk_tokens),
+                                    *options)
+        return t.retrieve(self, instance, read, keys, tokens, from_chunk, to_chunk, salt, lookup)
 
     # ---------------------------------------------------------------------------------------- close
     def close(self):
@@ -904,6 +931,50 @@ class Client:
                 self.close()
         except Exception:
             pass
+
+
+class _Offset:
+    """``seq[first + k]`` as item ``k``: the chunks of one piece of a split range."""
+    __slots__ = ("seq", "first")
+
+    def __init__(self, seq, first):
+        self.seq, self.first = seq, first
+
+    def __getitem__(self, k):
+        return self.seq[self.first + k]
+
+
+def range_chunks(client, keys, tokens, from_chunk, to_chunk):
+    """The number of chunks of a key range (§6.4), as the server will count it."""
+    if tokens is not None:
+        end = len(tokens) // client.chunk_tokens if to_chunk < 0 else to_chunk
+        return max(0, end - from_chunk)
+    if keys is None:
+        return 0
+    if isinstance(keys, (bytes, bytearray, memoryview)):
+        return len(keys) // 16
+    return len(keys)
+
+
+def pieces(client, keys, tokens, from_chunk, to_chunk):
+    """The key range cut into requests the server takes: ``[(first range index, keys, tokens, from, to)]``.
+    One piece when the range has at most Max Chunks Per Request chunks and its tokens fit a request;
+    otherwise the client hashes the tokens itself (docs/PROTOCOL.md §8.1, as the server would) and cuts
+    the hashes into pieces of at most that many chunks."""
+    count = range_chunks(client, keys, tokens, from_chunk, to_chunk)
+    limit = max(1, client.max_chunks)
+    token_limit = (client.request_capacity // 2 - 64) // 4
+    if count <= limit and (tokens is None or len(tokens) <= token_limit):
+        return [(0, keys, tokens, from_chunk, to_chunk)]
+    if tokens is not None:
+        end = len(tokens) // client.chunk_tokens if to_chunk < 0 else to_chunk
+        keys = chunk_hashes(tokens[:end * client.chunk_tokens], client.chunk_tokens)[from_chunk:end]
+    elif isinstance(keys, (bytes, bytearray, memoryview)):
+        raw = bytes(keys)
+        keys = [(int.from_bytes(raw[i:i + 8], "little"), int.from_bytes(raw[i + 8:i + 16], "little"))
+                for i in range(0, len(raw) - 15, 16)]
+    keys = list(keys)
+    return [(first, keys[first:first + limit], None, 0, -1) for first in range(0, len(keys), limit)]
 
 
 def _transfer_id(transfer):

@@ -23,6 +23,7 @@ directly.
 import time
 from collections import namedtuple
 
+from .client import pieces, range_chunks
 from .types import Dtype, Layout, Status
 
 STAGING_BYTES_DEFAULT = 256 << 20       # one GPU staging buffer of the paged path (chunks are grouped to fit)
@@ -82,10 +83,11 @@ class TensorTransfer:
     ``done``: range indices moved and good (stored and committed; read and verified). ``failed``: range
     indices whose slot failed its fencing check (a store's reservation ended; a retrieve's slot was
     reclaimed): never committed or trusted, recompute them. ``present``: range indices a store skipped
-    because they were already stored. ``prepare``: the PREPARE response; ``transfer_id`` its transfer.
+    because they were already stored. ``prepare``: the (first) PREPARE response; ``transfer_id`` its
+    transfer; ``parts``: one TensorTransfer per request when a range over the server's limit was split.
     """
 
-    __slots__ = ("status", "prepare", "done", "failed", "present", "bytes", "seconds", "message")
+    __slots__ = ("status", "prepare", "done", "failed", "present", "bytes", "seconds", "message", "parts")
 
     def __init__(self, status, prepare=None, done=(), failed=(), present=(), nbytes=0, seconds=0.0, message=""):
         self.status = status
@@ -96,6 +98,7 @@ class TensorTransfer:
         self.bytes = nbytes
         self.seconds = seconds
         self.message = message
+        self.parts = [self]
 
     @property
     def ok(self):
@@ -609,21 +612,28 @@ def state(client):
     return client._tensors
 
 
-def range_chunks(client, keys, tokens, from_chunk, to_chunk):
-    """The number of chunks of a key range (§6.4), as the server will count it."""
-    if tokens is not None:
-        end = len(tokens) // client.chunk_tokens if to_chunk < 0 else to_chunk
-        return max(0, end - from_chunk)
-    if keys is None:
-        return 0
-    if isinstance(keys, (bytes, bytearray, memoryview)):
-        return len(keys) // 16
-    return len(keys)
+def blocks_from(block_ids, first, paged, chunk_tokens):
+    """The block ids of a key range's chunks from range index ``first`` on (a piece of a split range)."""
+    return block_ids if first == 0 else block_ids[first * paged.blocks_per_chunk(chunk_tokens):]
 
 
 def store(client, instance, write, keys=None, tokens=None, from_chunk=0, to_chunk=-1, salt=None):
-    """PREPARE_STORE, ``write(prepare) -> [Status per slot]``, then COMMIT_STORE when every slot was
-    written under its reservation, else ABORT_STORE; a failure of ``write`` aborts and re-raises."""
+    """PREPARE_STORE, ``write(prepare, first) -> [Status per slot]``, then COMMIT_STORE when every slot was
+    written under its reservation, else ABORT_STORE; a failure of ``write`` aborts and re-raises. A range
+    over the server's limit goes as several stores (``first`` = the piece's first range index), stopping at
+    the first that fails (later chunks would be unreachable behind it), reported together."""
+    parts = pieces(client, keys, tokens, from_chunk, to_chunk)
+    results = []
+    for first, part_keys, part_tokens, part_from, part_to in parts:
+        result = _store_piece(client, instance, lambda p, f=first: write(p, f), part_keys, part_tokens, part_from,
+                              part_to, salt)
+        results.append((first, result))
+        if result.status != Status.OK or result.failed:
+            break
+    return _merged(results)
+
+
+def _store_piece(client, instance, write, keys, tokens, from_chunk, to_chunk, salt):
     start = time.perf_counter()
     prepare = client.prepare_store(instance, keys, tokens=tokens, from_chunk=from_chunk, to_chunk=to_chunk,
                                    salt=salt)
@@ -657,21 +667,58 @@ def store(client, instance, write, keys=None, tokens=None, from_chunk=0, to_chun
 
 def retrieve(client, instance, read, keys=None, tokens=None, from_chunk=0, to_chunk=-1, salt=None,
              lookup=None):
-    """PREPARE_RETRIEVE (by keys, tokens or a pinned lookup), ``read(prepare) -> [Status per slot]``,
-    COMMIT_RETRIEVE. All or nothing at the server: MISS reads nothing and leaves no pin."""
+    """PREPARE_RETRIEVE (by keys, tokens or a pinned lookup), ``read(prepare, first) -> [Status per slot]``,
+    COMMIT_RETRIEVE. All or nothing: MISS reads nothing and leaves no pin, also when a range over the
+    server's limit goes as several retrieves (every piece is prepared, and pinned, before any is read)."""
     start = time.perf_counter()
-    prepare = client.prepare_retrieve(instance, keys, tokens=tokens, from_chunk=from_chunk, to_chunk=to_chunk,
-                                      salt=salt, lookup=lookup)
-    if not prepare.ok:
-        return TensorTransfer(prepare.status, prepare, message=prepare.message,
-                              seconds=time.perf_counter() - start)
-    try:
-        statuses = read(prepare)
-    finally:
-        commit = client.commit_retrieve(instance, prepare)
-    good = [prepare.slots[i].range_index for i, s in enumerate(statuses) if s == Status.OK]
-    bad = [prepare.slots[i].range_index for i, s in enumerate(statuses) if s != Status.OK]
-    seconds = time.perf_counter() - start
-    status = Status.OK if commit.ok else commit.status
-    return TensorTransfer(status, prepare, done=good, failed=bad, nbytes=len(good) * prepare.chunk_bytes,
-                          seconds=seconds, message=commit.message)
+    parts = [(0, None, None, 0, -1)] if lookup is not None else pieces(client, keys, tokens, from_chunk, to_chunk)
+    prepared = []
+    for first, part_keys, part_tokens, part_from, part_to in parts:
+        prepare = client.prepare_retrieve(instance, part_keys, tokens=part_tokens, from_chunk=part_from,
+                                          to_chunk=part_to, salt=salt, lookup=lookup)
+        if not prepare.ok:
+            for _, held in prepared:                                # no pin is left held
+                client.commit_retrieve(instance, held)
+            return TensorTransfer(prepare.status, prepare, message=prepare.message,
+                                  seconds=time.perf_counter() - start)
+        prepared.append((first, prepare))
+    results = []
+    for first, prepare in prepared:
+        piece_start = time.perf_counter()
+        statuses = None
+        try:
+            statuses = read(prepare, first)
+        finally:
+            commit = client.commit_retrieve(instance, prepare)
+            if statuses is None:                                    # read raised: release the rest as well
+                for _, held in prepared[len(results) + 1:]:
+                    client.commit_retrieve(instance, held)
+        good = [prepare.slots[i].range_index for i, s in enumerate(statuses) if s == Status.OK]
+        bad = [prepare.slots[i].range_index for i, s in enumerate(statuses) if s != Status.OK]
+        results.append((first, TensorTransfer(Status.OK if commit.ok else commit.status, prepare, done=good,
+                                              failed=bad, nbytes=len(good) * prepare.chunk_bytes,
+                                              seconds=time.perf_counter() - piece_start, message=commit.message)))
+    merged = _merged(results)
+    merged.seconds = time.perf_counter() - start
+    return merged
+
+
+def _merged(results):
+    """One TensorTransfer of the pieces ``[(first range index, TensorTransfer)]``: range indices of the whole
+    range, the first failed status, every piece in ``parts``."""
+    if len(results) == 1:
+        results[0][1].parts = [results[0][1]]
+        return results[0][1]
+    status, message = Status.OK, ""
+    for _, r in results:
+        if r.status != Status.OK:
+            status, message = r.status, r.message
+            break
+    merged = TensorTransfer(status, results[0][1].prepare,
+                            done=[first + i for first, r in results for i in r.done],
+                            failed=[first + i for first, r in results for i in r.failed],
+                            present=[first + i for first, r in results for i in r.present],
+                            nbytes=sum(r.bytes for _, r in results), seconds=sum(r.seconds for _, r in results),
+                            message=message)
+    merged.parts = [r for _, r in results]
+    return merged

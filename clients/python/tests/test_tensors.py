@@ -257,6 +257,39 @@ class TensorTest(ServerTestCase):
 
 
 @unittest.skipIf(torch is None, NO_TORCH)
+class LongRangeTest(ServerTestCase):
+    SERVER_OPTIONS = {"pool_bytes": 64 << 20, "chunk_tokens": C}
+
+    def test_should_store_and_retrieve_a_range_over_the_servers_limit_in_one_call(self):
+        c = self.connect()
+        layout = kvstash.Layout("t-long", layers=1, hidden=8, dtype="float16")     # 4 KiB slots: 5,000 fit
+        worker = 77
+        self.assertTrue(c.register(worker, layout).ok)
+        chunks = 5000                                               # the server takes 1,024 a request
+        tokens = list(range(3, 3 + chunks * C + 3))
+        source = random_tensor((chunks,) + layout.shape(C), "float16", seed=50)
+        stored = c.store_tensors(worker, source, tokens=tokens)
+        self.assertTrue(stored.ok, stored)
+        self.assertEqual(stored.done, list(range(chunks)))
+        self.assertEqual(len(stored.parts), 5)
+        # The client hashed the tokens as the server does: the server's own hashing finds the same chunks.
+        self.assertEqual(c.lookup(worker, tokens=tokens[:1000 * C]).hit_chunks, 1000)
+        self.assertEqual(c.lookup(worker, tokens=tokens).hit_chunks, chunks)
+        with self.assertRaisesRegex(ValueError, "at most 1024"):
+            c.lookup(worker, tokens=tokens, pin=True)
+        out = torch.zeros_like(source)
+        got = c.retrieve_tensors(worker, out, tokens=tokens)
+        self.assertTrue(got.ok, got)
+        self.assertTrue(torch.equal(out.view(torch.uint8), source.view(torch.uint8)))
+        # All or nothing across the pieces: a miss in the last one leaves no pin of the first four.
+        longer = tokens[:chunks * C] + [9] * C
+        self.assertEqual(c.retrieve_tensors(worker, torch.zeros((chunks + 1,) + layout.shape(C), dtype=torch.float16),
+                                            tokens=longer).status, Status.MISS)
+        self.assertEqual(counter(c, PINNED), 0)
+        self.assertEqual(c.clear().count, chunks)
+
+
+@unittest.skipIf(torch is None, NO_TORCH)
 class TensorFencingTest(ServerTestCase):
     SERVER_OPTIONS = {"pool_bytes": 16 << 20, "chunk_tokens": C, "lease_ms": 300}
     LAYOUT = kvstash.Layout("t-fence", layers=2, hidden=16, dtype="bfloat16")

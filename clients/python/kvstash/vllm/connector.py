@@ -435,19 +435,14 @@ class KvStashConnector(KVConnectorBase_V1):
         if client is None:
             self.stats["store_errors"] += 1
             return
-        per = len(save.block_ids) // len(save.keys)
-        step = max(1, client.max_chunks)
         try:
-            for first in range(0, len(save.keys), step):
-                keys = save.keys[first:first + step]
-                result = client.store_paged(self._instance, self._paged,
-                                            self._kernel_blocks(save.block_ids[first * per:(first + step) * per]),
-                                            keys, salt=save.salt)
-                if result.ok:
-                    self.stats["stored_chunks"] += len(result.done)
-                    self.stats["stored_bytes"] += result.bytes
-                else:
-                    self.stats["store_errors"] += 1     # NO_SPACE or a lease that ended: a future miss, no more
+            result = client.store_paged(self._instance, self._paged, self._kernel_blocks(save.block_ids), save.keys,
+                                        salt=save.salt)             # split by the client past the server's limit
+            if result.ok:
+                self.stats["stored_chunks"] += len(result.done)
+                self.stats["stored_bytes"] += result.bytes
+            else:
+                self.stats["store_errors"] += 1         # NO_SPACE or a lease that ended: a future miss, no more
         except KvStashError as ex:
             self._connection.lost(ex)
             self.stats["store_errors"] += 1
