@@ -156,6 +156,15 @@ class ConnectorTest(ServerTestCase):
             self.assertEqual(engine.workers[0].stats["stored_chunks"], expected, "store_decode=%s" % store_decode)
             self.assertEmpty(engine)
 
+    def test_should_log_its_counters_through_vllms_logger(self):
+        engine = self.engine(extra={"log_interval_s": 1e-6})
+        with self.assertLogs("vllm.kvstash", "INFO") as logs:
+            engine.add("l", prompt(13, 1, extra=2))
+            engine.run()
+        lines = [line for line in logs.output if "stored_chunks=" in line]
+        self.assertTrue(any("worker" in line and "stored_chunks=1" in line for line in lines), logs.output)
+        self.assertTrue(any("scheduler" in line and "lookups=1" in line for line in lines), logs.output)
+
     def test_should_keep_apart_requests_with_different_cache_salts(self):
         tokens = prompt(12, 2, extra=1)
         a = self.engine()

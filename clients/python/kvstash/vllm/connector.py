@@ -44,7 +44,7 @@ from vllm.distributed.kv_transfer.kv_connector.v1.base import (KVConnectorBase_V
 import kvstash
 from kvstash import KvStashError, Status
 
-logger = logging.getLogger("kvstash.vllm")
+logger = logging.getLogger("vllm.kvstash")        # under vLLM's logger: its handler and level apply
 
 TIMEOUT_DEFAULT_S = 5.0
 RECONNECT_DEFAULT_S = 1.0
