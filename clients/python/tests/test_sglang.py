@@ -275,6 +275,52 @@ class HiCacheStorageTest(ServerTestCase):
         self.assertFalse(backend.set("x", pool.get_data_page(0)))
         self.assertLess(time.monotonic() - started, 2.0)
 
+    def test_should_share_mla_pages_across_ranks_and_keep_mha_ranks_apart(self):
+        def backend(rank, mla):
+            config = HiCacheStorageConfig(tp_rank=rank, tp_size=2, pp_rank=0, pp_size=1, attn_cp_rank=0,
+                                          attn_cp_size=1, is_mla_model=mla, enable_storage_metrics=False,
+                                          is_page_first_layout=True, model_name="mla-model",
+                                          extra_config=dict(EXTRA, dir=self.server.directory, page_bytes=1152))
+            b = StorageBackendFactory.create_backend("dynamic", config, None)     # no host pool: page_bytes
+            self.addCleanup(b.close)
+            return b
+        page = torch.arange(576, dtype=torch.int16).to(torch.bfloat16)          # 1152 bytes
+        self.assertTrue(backend(0, True).set("mla-page", page))
+        self.assertTrue(torch.equal(backend(1, True).get("mla-page").view(torch.bfloat16), page))
+        self.assertTrue(backend(0, False).set("mha-page", page))
+        self.assertFalse(backend(1, False).exists("mha-page"))
+        self.assertTrue(backend(0, False).exists("mha-page"))
+
+    def test_should_serve_sglang_prefetch_and_backup_threads_at_once(self):
+        import threading
+        pool = make_pool(pages=64)
+        backend = self.backend(pool)
+        keys = page_keys("threads", 8)
+        src = pool.alloc(8 * 16)
+        fill(pool, src, seed=31)
+        expected = digests(pool, src, 8)
+        errors = []
+
+        def backup():
+            try:
+                for round_ in range(20):
+                    own = page_keys("backup-%d" % round_, 8)
+                    if backend.batch_set_v1(own, src) != [True] * 8:
+                        errors.append("backup round %d failed" % round_)
+            except Exception as ex:                              # must never happen: the backend answers
+                errors.append(repr(ex))
+
+        thread = threading.Thread(target=backup)
+        self.assertEqual(backend.batch_set_v1(keys, src), [True] * 8)
+        thread.start()
+        dst = pool.alloc(8 * 16)
+        for _ in range(20):
+            self.assertEqual(backend.batch_exists(keys), 8)
+            self.assertEqual(backend.batch_get_v1(keys, dst), [True] * 8)
+            self.assertEqual(digests(pool, dst, 8), expected)
+        thread.join(30)
+        self.assertEqual(errors, [])
+
 
 @unittest.skipIf(SKIP, SKIP)
 class ServerLossTest(unittest.TestCase):
