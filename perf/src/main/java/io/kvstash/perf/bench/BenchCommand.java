@@ -13,8 +13,11 @@ import io.kvstash.pipeline.WaitMode;
 import org.HdrHistogram.Histogram;
 import org.HdrHistogram.HistogramLogWriter;
 import org.agrona.concurrent.AgentRunner;
+import picocli.CommandLine;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
+import picocli.CommandLine.Spec;
 
 import java.io.IOException;
 import java.io.PrintStream;
@@ -74,6 +77,12 @@ public final class BenchCommand implements Callable<Integer>
 
     @Option(names = "--reps", paramLabel = "N", description = "Measured repetitions per contender (default 15, 3 quick).")
     Integer reps;
+
+    /** The parts {@code --only} accepts. */
+    static final List<String> PARTS = List.of("data", "control");
+
+    @Spec
+    CommandSpec spec;
 
     private final PrintStream stdout;
     private final PrintStream stderr;
@@ -160,6 +169,7 @@ public final class BenchCommand implements Callable<Integer>
     @Override
     public Integer call() throws Exception
     {
+        validate();
         startNs = System.nanoTime();
         final Settings settings = Settings.of(quick, reps);
         final Path outDir = null != out ? out : Path.of(System.getProperty("java.io.tmpdir"),
@@ -247,6 +257,26 @@ public final class BenchCommand implements Callable<Integer>
             stderr.flush();
         }
         return "PASS".equals(verdict.verdict) ? 0 : 1;
+    }
+
+    private void validate()
+    {
+        if (null != reps && reps < 1)
+        {
+            throw new CommandLine.ParameterException(spec.commandLine(),
+                "--reps " + reps + " is out of range: give at least 1 repetition");
+        }
+        if (null != only)
+        {
+            for (final String part : only)
+            {
+                if (!PARTS.contains(part))
+                {
+                    throw new CommandLine.ParameterException(spec.commandLine(),
+                        "--only: '" + part + "' is not a part: give data, control or both");
+                }
+            }
+        }
     }
 
     private boolean part(final String name)

@@ -79,4 +79,22 @@ class BenchVerdictTest
             assertTrue(BenchVerdict.DESCRIPTIONS.containsKey(name), name);
         }
     }
+
+    @Test
+    void shouldRefuseAMistakenOptionInTwoLinesWhenBenchIsGivenOne()
+    {
+        for (final String[] args : new String[][]{ { "bench", "--reps", "0" }, { "bench", "--only", "data,typo" },
+            { "bench", "--quik" } })
+        {
+            final java.io.StringWriter err = new java.io.StringWriter();
+            final picocli.CommandLine commandLine = io.kvstash.ipc.cli.KvStashCommand.newCommandLine()
+                .addSubcommand("bench", new BenchCommand());
+            commandLine.setErr(new java.io.PrintWriter(err, true));
+            assertEquals(2, commandLine.execute(args), err.toString());
+            final String[] lines = err.toString().strip().split("\n");
+            assertEquals(2, lines.length, err.toString());
+            assertTrue(lines[0].startsWith("kvstash bench: error: "), err.toString());
+            assertTrue(lines[0].contains(args[args.length - 1].replace("data,", "")), err.toString());
+        }
+    }
 }
