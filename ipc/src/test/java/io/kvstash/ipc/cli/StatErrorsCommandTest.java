@@ -134,10 +134,16 @@ class StatErrorsCommandTest
         assertTrue(errors.out.contains("2 time(s)"), errors.out);
         assertTrue(errors.out.contains("java.lang.IllegalStateException: disk on fire"), errors.out);
 
+        final List<String> startupLog = new java.util.ArrayList<>();
         try (KvStashServer next = KvStashServer.launch(new ServerContext()
             .directory(dir)
+            .startupLog(startupLog::add)
             .storeContext(new StoreContext().poolSizeBytes(8L << 20))))
         {
+            assertTrue(startupLog.stream().anyMatch((line) -> line.matches("kvstash: removed " + dir + "/pool-\\w+ " +
+                "\\(8[.0-9]* MiB\\), the pool of a server that did not shut down cleanly")), "reclaiming is said: " + startupLog);
+            assertTrue(startupLog.stream().anyMatch((line) -> line.startsWith("kvstash: kept the control file of the " +
+                "server before")), startupLog.toString());
             assertTrue(next.awaitDrained(1000));
             errors = Cli.run("errors", "--dir", dir.toString(), "--json");
             assertEquals(0, errors.exitCode, errors.toString());
