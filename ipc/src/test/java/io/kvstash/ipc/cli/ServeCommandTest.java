@@ -158,7 +158,7 @@ class ServeCommandTest
         for (final String signal : new String[]{ "INT", "TERM" })
         {
             dir = TestDirs.newDirectory("cli-interrupt");
-            try (Cli.Child serve = Cli.Child.start("serve", "--dir", dir.toString(), "--pool-size", "3g"))
+            try (Cli.Child serve = Cli.Child.start("serve", "--dir", dir.toString(), "--pool-size", "2g"))
             {
                 final long deadline = System.currentTimeMillis() + 30_000;
                 while (!hasPoolFile(dir))
