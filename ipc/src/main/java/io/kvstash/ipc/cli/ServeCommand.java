@@ -74,6 +74,12 @@ public final class ServeCommand implements Callable<Integer>
             "port; default: no endpoint).")
     int prometheusPort;
 
+    @Option(names = "--prepare-pool", paramLabel = "WHEN", defaultValue = "background",
+        description = "When the pool's pages are allocated and mapped: background (default: ready at once for any " +
+            "pool size, the pages prepared while the server answers) or foreground (every page before ready, about " +
+            "a second per GiB on a small VM).")
+    String preparePool;
+
     @Option(names = "--print-config", description = "Print the resolved configuration and exit without starting.")
     boolean printConfig;
 
@@ -190,6 +196,16 @@ public final class ServeCommand implements Callable<Integer>
         }
     }
 
+    private boolean prepareInBackground()
+    {
+        if (!"background".equals(preparePool) && !"foreground".equals(preparePool))
+        {
+            throw new CommandLine.ParameterException(spec.commandLine(),
+                "--prepare-pool '" + preparePool + "' is not a choice: give background or foreground");
+        }
+        return "background".equals(preparePool);
+    }
+
     private ServerContext serverContext()
     {
         try
@@ -204,6 +220,7 @@ public final class ServeCommand implements Callable<Integer>
                 .captureFile(captureFile)
                 .latencyLogFile(latencyLogFile)
                 .prometheusPort(prometheusPort)
+                .prepareInBackground(prepareInBackground())
                 .conclude();
         }
         catch (final IllegalArgumentException ex)
@@ -294,7 +311,8 @@ public final class ServeCommand implements Callable<Integer>
             Sizes.formatSize(context.responseRingCapacity()) + " per client)");
         line(out, "heartbeat", context.heartbeatIntervalMs() + "ms (clients give up after " +
             context.heartbeatTimeoutMs() + "ms)");
-        line(out, "pretouch", String.valueOf(context.pretouch()));
+        line(out, "prepare-pool", !context.pretouch() ? "off" :
+            context.prepareInBackground() ? "background" : "foreground");
     }
 
     private static void line(final PrintWriter out, final String name, final String value)

@@ -156,6 +156,35 @@ public final class PoolPages
     }
 
     /**
+     * {@link #touchSegments(long, UnsafeBuffer[], long, int)} that stops between blocks of
+     * {@link #ABORT_CHECK_BYTES} once {@code stop} says so: for a pool in use, prepared in the background.
+     *
+     * @param dataBytes    bytes of the data region.
+     * @param segments     the data region's mapped segments, in order.
+     * @param segmentBytes bytes of every segment but the last.
+     * @param threads      threads to use (1 to {@link #MAX_THREADS}; the caller's thread is one of them).
+     * @param stop         read by every thread between blocks; true ends the touching early.
+     * @return true when every page was touched, false when stopped early.
+     * @throws IOException when a thread fails.
+     */
+    public static boolean touchSegments(
+        final long dataBytes,
+        final UnsafeBuffer[] segments,
+        final long segmentBytes,
+        final int threads,
+        final BooleanSupplier stop) throws IOException
+    {
+        split(dataBytes, segmentBytes, threads, (from, to) ->
+        {
+            for (long block = from; block < to && !stop.getAsBoolean(); block += ABORT_CHECK_BYTES)
+            {
+                touchRange(segments, segmentBytes, block, Math.min(to, block + ABORT_CHECK_BYTES));
+            }
+        });
+        return !stop.getAsBoolean();
+    }
+
+    /**
      * Work on the range [from, to) of a pool's data region.
      */
     @FunctionalInterface

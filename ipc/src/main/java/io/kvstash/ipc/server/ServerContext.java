@@ -76,6 +76,7 @@ public final class ServerContext
     private int prometheusPort = -1;
     private boolean latencyEnabled = true;
     private boolean pretouch = true;
+    private boolean prepareInBackground;
     private java.util.function.Consumer<String> startupLog;
     private volatile boolean startAborted;
     private EpochClock epochClock = SystemEpochClock.INSTANCE;
@@ -614,6 +615,32 @@ public final class ServerContext
     public ServerContext pretouch(final boolean pretouch)
     {
         this.pretouch = pretouch;
+        return this;
+    }
+
+    /**
+     * Whether the pool's pages are prepared by a background thread after the server is ready, instead of before.
+     *
+     * @return true when in the background.
+     */
+    public boolean prepareInBackground()
+    {
+        return prepareInBackground;
+    }
+
+    /**
+     * Sets where the pool's pages are prepared when {@link #pretouch()} is on. Before ready (false, the default), the
+     * start takes about a second per GiB on a small VM and a full file system fails it. In the background (true),
+     * the server is ready in about the same time for any pool size; a thread of its own then touches every page
+     * (an atomic add of zero, safe beside clients writing), and the pool's size was checked against the file
+     * system's free space at the start. Clients map and touch their own view when they connect either way.
+     *
+     * @param prepareInBackground true to prepare after ready.
+     * @return this.
+     */
+    public ServerContext prepareInBackground(final boolean prepareInBackground)
+    {
+        this.prepareInBackground = prepareInBackground;
         return this;
     }
 

@@ -71,6 +71,9 @@ final class ServerFiles implements AutoCloseable
     private long slotTableOffset;
     private long slotTableLength;
     private boolean closed;
+    private UnsafeBuffer[] pendingSegments;
+    private Thread preparer;
+    private volatile boolean stopPreparing;
 
     ServerFiles(final ServerContext context) throws IOException
     {
@@ -134,6 +137,11 @@ final class ServerFiles implements AutoCloseable
             createPool();
             checkAborted();
             createControl();
+            if (null != pendingSegments)
+            {
+                startBackgroundPreparation(pendingSegments);
+                pendingSegments = null;
+            }
         }
         catch (final IOException | RuntimeException ex)
         {
@@ -377,7 +385,11 @@ final class ServerFiles implements AutoCloseable
             addresses[i] = org.agrona.BufferUtil.address(segment);
             segments[i] = new UnsafeBuffer(segment);
         }
-        if (context.pretouch())
+        if (context.pretouch() && context.prepareInBackground())
+        {
+            pendingSegments = segments;
+        }
+        else if (context.pretouch())
         {
             log("kvstash: preparing a " + Sizes.formatSize(store.poolSizeBytes()) + " pool in " + poolPath +
                 " (every page mapped before the first client connects)");
@@ -453,6 +465,37 @@ final class ServerFiles implements AutoCloseable
         Files.move(staging, controlPath, StandardCopyOption.ATOMIC_MOVE);
     }
 
+    /**
+     * Touches every page of the pool on a thread of its own while the server runs; {@link #close()} stops and
+     * joins it before unmapping.
+     */
+    private void startBackgroundPreparation(final UnsafeBuffer[] segments)
+    {
+        final long poolBytes = context.storeContext().poolSizeBytes();
+        log("kvstash: the " + Sizes.formatSize(poolBytes) + " pool's pages are prepared in the background (" +
+            poolPath + ")");
+        preparer = new Thread(() ->
+        {
+            final long startNs = System.nanoTime();
+            try
+            {
+                if (PoolPages.touchSegments(poolBytes, segments, PoolFileDescriptor.SEGMENT_BYTES, 1,
+                    () -> stopPreparing))
+                {
+                    log(String.format(java.util.Locale.ROOT, "kvstash: the pool's pages are prepared (%s in %.1f s)",
+                        Sizes.formatSize(poolBytes), (System.nanoTime() - startNs) / 1e9));
+                }
+            }
+            catch (final IOException | RuntimeException | InternalError ex)
+            {
+                // InternalError: a page the file system could not back (it filled up after the start's check).
+                log("kvstash: error: preparing the pool's pages failed: " + ex);
+            }
+        }, "kvstash-pool-pages");
+        preparer.setDaemon(true);
+        preparer.start();
+    }
+
     void heartbeat(final long nowMs)
     {
         control.putLongRelease(ControlFileDescriptor.HEARTBEAT_OFFSET, nowMs);
@@ -504,6 +547,27 @@ final class ServerFiles implements AutoCloseable
             return;
         }
         closed = true;
+        stopPreparing = true;
+        if (null != preparer)
+        {
+            // It reads the mapped pool: unmapping under it would crash the process.
+            boolean interrupted = false;
+            while (preparer.isAlive())
+            {
+                try
+                {
+                    preparer.join();
+                }
+                catch (final InterruptedException ex)
+                {
+                    interrupted = true;
+                }
+            }
+            if (interrupted)
+            {
+                Thread.currentThread().interrupt();
+            }
+        }
         if (null != control)
         {
             control.putIntRelease(ControlFileDescriptor.STATE_OFFSET, ControlFileDescriptor.STATE_CLOSED);

@@ -149,6 +149,35 @@ final class Cli
             }
         }
 
+        String awaitErrorLine(final String prefix, final long timeoutMs) throws InterruptedException
+        {
+            final long deadline = System.currentTimeMillis() + timeoutMs;
+            while (System.currentTimeMillis() < deadline)
+            {
+                synchronized (errors)
+                {
+                    for (final String line : errors)
+                    {
+                        if (line.startsWith(prefix))
+                        {
+                            return line;
+                        }
+                    }
+                }
+                Thread.sleep(20);
+            }
+            throw new AssertionError("no standard error line starting with '" + prefix + "'; saw " + errors +
+                " and " + all);
+        }
+
+        List<String> errorLines()
+        {
+            synchronized (errors)
+            {
+                return new ArrayList<>(errors);
+            }
+        }
+
         List<String> lines()
         {
             synchronized (all)

@@ -158,7 +158,8 @@ class ServeCommandTest
         for (final String signal : new String[]{ "INT", "TERM" })
         {
             dir = TestDirs.newDirectory("cli-interrupt");
-            try (Cli.Child serve = Cli.Child.start("serve", "--dir", dir.toString(), "--pool-size", "2g"))
+            try (Cli.Child serve = Cli.Child.start("serve", "--dir", dir.toString(), "--pool-size", "2g",
+                "--prepare-pool", "foreground"))
             {
                 final long deadline = System.currentTimeMillis() + 30_000;
                 while (!hasPoolFile(dir))
@@ -175,6 +176,55 @@ class ServeCommandTest
             }
             assertFalse(Files.exists(dir), "SIG" + signal + " during preparation leaves no pool, lock or directory");
         }
+    }
+
+    @Test
+    @Timeout(120)
+    void shouldBeReadyAtOnceAndPrepareThePoolInTheBackgroundWhenThePoolIsLarge() throws Exception
+    {
+        dir = TestDirs.newDirectory("cli-background");
+        try (Cli.Child serve = Cli.Child.start("serve", "--dir", dir.toString(), "--pool-size", "4g"))
+        {
+            final String ready = serve.awaitLine("kvstash ready:", 30_000);
+            final Matcher started = Pattern.compile("started in (\\d+\\.\\d) s$").matcher(ready);
+            assertTrue(started.find(), ready);
+            // Preparing 4 GiB before ready takes seconds on these machines; ready no longer waits for it.
+            assertTrue(Double.parseDouble(started.group(1)) < 1.0, ready);
+            serve.awaitErrorLine("kvstash: the 4 GiB pool's pages are prepared in the background", 5_000);
+
+            try (KvStashClient client = KvStashClient.connect(new ClientContext().directory(dir).pretouchPool(false)))
+            {
+                assertEquals(Status.OK, client.register(3, Layout.of("m", 1, 0, 1, 16, Dtype.UINT8, true)).status());
+                final ClientResponse r = client.prepareStore(3, ChunkKeys.ofIds(1, 2));
+                assertEquals(Status.OK, client.commitStore(3, r.transferId()).status());
+                assertEquals(2, client.lookup(3, ChunkKeys.ofIds(1, 2), false).hitChunks(), "served while preparing");
+            }
+            final String prepared = serve.awaitErrorLine("kvstash: the pool's pages are prepared (4 GiB in", 90_000);
+            assertTrue(prepared.matches(".* in \\d+\\.\\d s\\)$"), prepared);
+
+            serve.process.toHandle().destroy();
+            assertTrue(serve.process.waitFor(20, TimeUnit.SECONDS));
+            serve.awaitLine("kvstash stopped", 5_000);
+        }
+        assertFalse(hasPoolFile(dir), "the pool is removed at the stop");
+    }
+
+    @Test
+    @Timeout(60)
+    void shouldStopCleanlyWhenSignalledWhileThePoolIsPreparedInTheBackground() throws Exception
+    {
+        dir = TestDirs.newDirectory("cli-background-stop");
+        try (Cli.Child serve = Cli.Child.start("serve", "--dir", dir.toString(), "--pool-size", "4g"))
+        {
+            serve.awaitLine("kvstash ready:", 30_000);
+            serve.process.toHandle().destroy();
+            assertTrue(serve.process.waitFor(20, TimeUnit.SECONDS));
+            assertEquals(143, serve.process.exitValue(), "a clean SIGTERM exit, no crash: " + serve.errorLines());
+            serve.awaitLine("kvstash stopped", 5_000);
+            assertTrue(serve.errorLines().stream().noneMatch((l) -> l.startsWith("kvstash: the pool's pages are " +
+                "prepared (")), "stopped before the end: " + serve.errorLines());
+        }
+        assertFalse(hasPoolFile(dir), "the pool is removed at the stop");
     }
 
     private static boolean hasPoolFile(final Path dir) throws java.io.IOException
