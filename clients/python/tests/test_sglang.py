@@ -251,6 +251,17 @@ class HiCacheStorageTest(ServerTestCase):
         for key, v in zip(keys, values):
             self.assertTrue(torch.equal(backend.get(key), v))
 
+    def test_should_log_its_counters(self):
+        pool = make_pool()
+        backend = self.backend(pool, log_interval_s=0.01)
+        keys = page_keys("logged", 2)
+        self.assertEqual(backend.batch_set_v1(keys, pool.alloc(32)), [True, True])
+        time.sleep(0.02)
+        with self.assertLogs("kvstash.sglang", "INFO") as logs:
+            self.assertEqual(backend.batch_exists(keys), 2)
+        self.assertIn("set_stored=2", logs.output[0])
+        self.assertEqual(backend.stats["exists_hits"], 2)
+
     def test_should_answer_misses_after_clear(self):
         pool = make_pool()
         backend = self.backend(pool)

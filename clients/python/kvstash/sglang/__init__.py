@@ -17,7 +17,8 @@ Both paths write the same bytes, so engines with and without it share pages.
 Options in the same JSON object: ``dir`` (the server's directory; default ``/dev/shm/kvstash-$USER``),
 ``timeout_s`` (5: bound of every wait for the server), ``reconnect_s`` (1: how long a lost server is left
 alone before the next attempt), ``model`` (the namespace's model name; default SGLang's model name),
-``page_bytes`` (only for use without a host pool: the bytes of one page).
+``page_bytes`` (only for use without a host pool: the bytes of one page), ``log_interval_s`` (60: the
+backend's counters, ``stats``, logged at INFO under ``kvstash.sglang`` this often while it is used; 0: never).
 
 How it works:
 - **Keys.** SGLang names each page by a string (its prefix-chained page hash). A page's kvstash key is the
@@ -65,6 +66,7 @@ logger = logging.getLogger("kvstash.sglang")
 TIMEOUT_DEFAULT_S = 5.0
 RECONNECT_DEFAULT_S = 1.0
 REFUSED_RETRY_S = 30.0                  # a REGISTER refused (layout): asked again this rarely
+LOG_INTERVAL_DEFAULT_S = 60.0
 MODEL_NAME_MAX = 255                    # bytes of a kvstash model name (REGISTER)
 
 __all__ = ["KvStashHiCacheStorage", "page_key"]
@@ -161,6 +163,8 @@ class KvStashHiCacheStorage(HiCacheStorage):
         self.directory = extra.get("dir") or kvstash.default_directory()
         self.timeout_s = float(extra.get("timeout_s", TIMEOUT_DEFAULT_S))
         self.reconnect_s = float(extra.get("reconnect_s", RECONNECT_DEFAULT_S))
+        self.log_interval_s = float(extra.get("log_interval_s", LOG_INTERVAL_DEFAULT_S))
+        self._next_log = time.monotonic() + self.log_interval_s
         model = extra.get("model") or (storage_config.model_name if storage_config is not None else None) or "sglang"
         self._model_base = str(model)
         self._stage = ""
@@ -197,7 +201,12 @@ class KvStashHiCacheStorage(HiCacheStorage):
     def register_mem_pool_host(self, mem_pool_host):
         """SGLang hands over its host pool right after construction: the page format comes from it."""
         super().register_mem_pool_host(mem_pool_host)
-        page = mem_pool_host.get_dummy_flat_data_page()
+        try:
+            page = mem_pool_host.get_dummy_flat_data_page()
+        except Exception:                   # a pool without flat pages: nothing to store, misses only
+            logger.exception("kvstash: SGLang's %s has no flat data page; HiCache L3 stays empty",
+                             type(mem_pool_host).__name__)
+            return
         page_bytes = page.numel() * page.element_size()
         try:
             view = mem_pool_host.get_data_page(0, flat=False)
@@ -241,6 +250,10 @@ class KvStashHiCacheStorage(HiCacheStorage):
         """The connected client, or None (no page format yet, or no server). Call with the lock held."""
         if self._page_bytes is None or self._closed:
             return None
+        now = time.monotonic()
+        if self.log_interval_s > 0 and now >= self._next_log:
+            self._next_log = now + self.log_interval_s
+            logger.info("kvstash: %s", " ".join("%s=%d" % kv for kv in self.stats.items()))
         return self._connection.get()
 
     def _locked(self):
