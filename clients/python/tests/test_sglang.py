@@ -262,6 +262,36 @@ class HiCacheStorageTest(ServerTestCase):
         self.assertIn("set_stored=2", logs.output[0])
         self.assertEqual(backend.stats["exists_hits"], 2)
 
+    def test_should_miss_pages_whose_slots_were_reclaimed_during_the_copy(self):
+        pool = make_pool()
+        backend = self.backend(pool)
+        admin = self.connect()
+        keys = page_keys("fenced", 3)
+        src = pool.alloc(48)
+        fill(pool, src, seed=41)
+        self.assertEqual(backend.batch_set_v1(keys, src), [True] * 3)
+
+        def reclaim_during(method):
+            original = getattr(backend, method)
+
+            def wrapped(keys_, copy):
+                def copy_then_reclaim(i, slot):
+                    copy(i, slot)
+                    if i == 1:                                   # pages 1 and 2 lose their slots
+                        self.assertEqual(admin.clear(force=True).status, kvstash.Status.OK)
+                return original(keys_, copy_then_reclaim)
+            return wrapped
+
+        backend._retrieve = reclaim_during("_retrieve")
+        self.assertEqual(backend.batch_get_v1(keys, pool.alloc(48)), [True, False, False])
+        self.assertEqual(backend.stats["get_fenced"], 2)
+        del backend._retrieve
+        backend._store = reclaim_during("_store")                # the reservation ends before COMMIT_STORE
+        self.assertEqual(backend.batch_set_v1(keys, src), [False] * 3)
+        del backend._store
+        self.assertEqual(backend.batch_exists(keys), 0)          # nothing half-written became readable
+        self.assertEqual(backend.batch_set_v1(keys, src), [True] * 3)
+
     def test_should_answer_misses_after_clear(self):
         pool = make_pool()
         backend = self.backend(pool)
