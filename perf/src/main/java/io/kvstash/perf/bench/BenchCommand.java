@@ -78,6 +78,11 @@ public final class BenchCommand implements Callable<Integer>
     @Option(names = "--reps", paramLabel = "N", description = "Measured repetitions per contender (default 15, 3 quick).")
     Integer reps;
 
+    /** Pool of the first-touch measurement: every page of it faulted in by one pass of stores. */
+    static final long FIRST_TOUCH_POOL_BYTES = 256L << 20;
+    /** Chunk size of the first-touch measurement. */
+    static final long FIRST_TOUCH_CHUNK_BYTES = 2L << 20;
+
     /** The parts {@code --only} accepts. */
     static final List<String> PARTS = List.of("data", "control");
 
@@ -224,6 +229,10 @@ public final class BenchCommand implements Callable<Integer>
                 {
                     runSize(worker, redis, settings, work, outDir, size, results);
                 }
+                if (part("data"))
+                {
+                    runFirstTouch(worker, work, results);
+                }
             }
         }
         finally
@@ -282,6 +291,32 @@ public final class BenchCommand implements Callable<Integer>
     private boolean part(final String name)
     {
         return null == only || only.contains(name);
+    }
+
+    /**
+     * The first-touch cost on the request path, against which the server's pool preparation is weighed: a pool
+     * that neither the server nor the client prepared, stored into once and again (BenchWorker's first_touch).
+     */
+    private void runFirstTouch(final WorkerProcess worker, final Path work, final Results results) throws Exception
+    {
+        final Path dir = work.resolve("server-first-touch");
+        final ServerContext context = new ServerContext()
+            .directory(dir)
+            .threadingMode(ThreadingMode.SHARED)
+            .waitMode(WaitMode.parse(BenchSupport.BUSY_SPIN))
+            .pretouch(false)
+            .storeContext(new StoreContext().poolSizeBytes(FIRST_TOUCH_POOL_BYTES));
+        progress("first touch: a " + BenchSupport.size(FIRST_TOUCH_POOL_BYTES) + " pool nobody prepared, " +
+            BenchSupport.size(FIRST_TOUCH_CHUNK_BYTES) + " chunks");
+        try (KvStashServer server = KvStashServer.launch(context))
+        {
+            final Map<String, Object> command = new LinkedHashMap<>();
+            command.put("cmd", "first_touch");
+            command.put("dir", server.directory().toString());
+            command.put("chunk_bytes", FIRST_TOUCH_CHUNK_BYTES);
+            command.put("wait", BenchSupport.BUSY_SPIN);
+            results.firstTouch = worker.call(command, 300);
+        }
     }
 
     private void runSize(
@@ -558,6 +593,7 @@ public final class BenchCommand implements Callable<Integer>
         final List<Map<String, Object>> rounds = new ArrayList<>();
         final Map<String, Object> spinGaps = new LinkedHashMap<>();
         Map<String, Object> machine;
+        Map<String, Object> firstTouch;
         long gcSteady;
         String redisVersion;
         boolean redisInstalled;
@@ -893,6 +929,7 @@ public final class BenchCommand implements Callable<Integer>
             report.put("ratios_p50", ratiosP50);
             report.put("ratios_pipelined", ratiosPipelined);
             report.put("ratios_batched", ratiosBatched);
+            report.put("first_touch", firstTouch);
             report.put("targets", targets(ratios, report, spinGaps));
             report.put("sizes", sizes);
             report.put("control", control);

@@ -132,6 +132,16 @@ final class BenchTables
             }
             out.println();
         }
+        final Map<String, Object> firstTouch = (Map<String, Object>)report.get("first_touch");
+        if (null != firstTouch)
+        {
+            out.println(BenchSupport.fmt("First touch (a pool neither the server nor the client prepared, %s chunks): " +
+                "store %s GB/s into pages never touched, %s GB/s into the same pages again (x%s)",
+                BenchSupport.size(((Number)firstTouch.get("chunk_bytes")).longValue()),
+                num(firstTouch.get("first_touch_store_gbps"), "%.2f"), num(firstTouch.get("touched_store_gbps"), "%.2f"),
+                num(firstTouch.get("first_touch_vs_touched"), "%.2f")));
+            out.println();
+        }
         out.println("Control pairs (PREPARE_STORE + COMMIT_STORE of one chunk, no bytes written) vs bare ring echo " +
             "pairs (same record sizes), microseconds");
         out.println(BenchSupport.fmt("%-10s %-8s %8s %8s %8s %9s %12s %10s %10s", "mode", "who", "p50", "p99", "p99.9",

@@ -103,9 +103,54 @@ public final class BenchWorker
                 return ControlRun.kvstash(c, this::progress);
             case "echo":
                 return ControlRun.echo(c, this::progress);
+            case "first_touch":
+                return firstTouch(c);
             default:
                 throw new IllegalArgumentException("unknown command " + name);
         }
+    }
+
+    /**
+     * The cost of first touch on the request path: a pool nobody prepared (the server's preparation and the client's
+     * touch at connect both off), stored through slot by slot once (every page faulted in by the client's copy),
+     * then once more with new keys that evict the first ones into the same, now mapped, pages.
+     */
+    private Map<String, Object> firstTouch(final Map<String, Object> c) throws Exception
+    {
+        final int chunkBytes = (int)longOf(c, "chunk_bytes");
+        final UnsafeBuffer source = new UnsafeBuffer(BufferUtil.allocateDirectAligned(chunkBytes, 4096));
+        source.putBytes(0, pattern(chunkBytes));
+        final UnsafeBuffer destination = new UnsafeBuffer(BufferUtil.allocateDirectAligned(chunkBytes, 4096));
+        final Map<String, Object> result = new LinkedHashMap<>();
+        try (KvStashClient client = KvStashClient.connect(new ClientContext()
+            .directory(Path.of(stringOf(c, "dir")))
+            .idleStrategy(BenchSupport.clientIdle(stringOf(c, "wait")))
+            .pretouchPool(false)))
+        {
+            final ClientResponse registered = client.register(1, BenchSupport.layout(chunkBytes));
+            if (!registered.isOk())
+            {
+                throw new IllegalStateException("register failed: " + registered);
+            }
+            final int capacity = registered.slotCapacity();
+            final ChunkKeys[] keys = new ChunkKeys[2 * capacity];
+            final SplittableRandom random = new SplittableRandom(chunkBytes * 17L);
+            for (int i = 0; i < keys.length; i++)
+            {
+                keys[i] = ChunkKeys.ofHashes(new long[]{ random.nextLong() }, new long[]{ random.nextLong() });
+            }
+            final Loops loops = new Loops(client, keys, source, destination, chunkBytes, 1);
+            final double firstGbps = loops.store(capacity, null, true, 1);
+            final double touchedGbps = loops.store(capacity, null, true, 1);
+            result.put("chunk_bytes", chunkBytes);
+            result.put("chunks", capacity);
+            result.put("first_touch_store_gbps", firstGbps);
+            result.put("touched_store_gbps", touchedGbps);
+            result.put("first_touch_vs_touched", firstGbps / touchedGbps);
+            progress(BenchSupport.fmt("first touch: %d chunks of %s stored at %.2f GB/s into pages never touched, " +
+                "%.2f GB/s into the same pages again", capacity, BenchSupport.size(chunkBytes), firstGbps, touchedGbps));
+        }
+        return result;
     }
 
     void progress(final String text)

@@ -67,6 +67,10 @@ class BenchQuickTest
         assertEquals(0, process.exitValue(), stdout);
 
         final Map<String, Object> report = Json.parseObject(stdout.trim());
+        final Map<String, Object> firstTouch = (Map<String, Object>)report.get("first_touch");
+        assertNotNull(firstTouch, stdout);
+        assertSane("first_touch.first_touch_store_gbps", firstTouch.get("first_touch_store_gbps"));
+        assertSane("first_touch.touched_store_gbps", firstTouch.get("touched_store_gbps"));
         final Map<String, Object> verdict = (Map<String, Object>)report.get("verdict");
         assertEquals("PASS", verdict.get("verdict"), "a quick run passes once every contender ran: " + verdict);
         assertTrue(String.valueOf(verdict.get("line")).startsWith("PASS: quick smoke run"), verdict.toString());
