@@ -1,8 +1,8 @@
 """SGLang HiCache L3 storage backend on kvstash: ``kvstash.sglang.KvStashHiCacheStorage``.
 
-Turned on with (SGLang 0.5.23; ``clients/python`` importable in SGLang's environment, e.g.
-``export PYTHONPATH=/path/to/kvstash/clients/python``; a kvstash server running on the same host, e.g.
-``./kvstash serve --dir /dev/shm/kvstash-$USER``)::
+Turned on with (SGLang 0.5.23; kvstash installed in SGLang's environment with ``pip install
+'./clients/python[sglang]'``, or ``clients/python`` on ``PYTHONPATH``; a kvstash server running on the same
+host, e.g. ``./kvstash serve --dir /dev/shm/kvstash-$USER``)::
 
     python -m sglang.launch_server --model-path MODEL --page-size 64 \\
         --enable-hierarchical-cache --hicache-storage-backend dynamic \\
