@@ -4,7 +4,14 @@ import enum
 from collections import namedtuple
 
 
-class RequestType(enum.IntEnum):
+class _Named(enum.IntEnum):
+    """An IntEnum that prints as its name (Python 3.11 prints an IntEnum member as its number)."""
+
+    def __str__(self):
+        return self.name
+
+
+class RequestType(_Named):
     """Request type codes (§6.1); SWEEP and REAP are server-internal and never sent by a client."""
     PING = 0
     REGISTER = 1
@@ -25,7 +32,7 @@ class RequestType(enum.IntEnum):
     REAP = 16
 
 
-class Status(enum.IntEnum):
+class Status(_Named):
     """Status of a response (§6.9). Expected outcomes are statuses, never exceptions."""
     OK = 0
     MISS = 1
@@ -41,7 +48,7 @@ class Status(enum.IntEnum):
     SERVER_ERROR = 11
 
 
-class Dtype(enum.IntEnum):
+class Dtype(_Named):
     """Element type of a layout (§6.3); the value is the wire code."""
     FLOAT32 = 1
     FLOAT16 = 2
@@ -60,14 +67,22 @@ class Dtype(enum.IntEnum):
         """numpy dtype string of a view of this type; bfloat16 and fp8 have no numpy type: raw uint16/uint8."""
         return _NUMPY[self]
 
+    def __str__(self):
+        return self.name.lower()
+
     @classmethod
     def of(cls, value):
-        """A Dtype from a Dtype, a wire code, or a name such as "bfloat16" / "float8_e4m3fn"."""
+        """A Dtype from a Dtype, a wire code, or a name such as "bfloat16" / "float8_e4m3fn"; ValueError
+        naming the value and the accepted names otherwise."""
         if isinstance(value, cls):
             return value
-        if isinstance(value, str):
-            return cls[value.upper()]
-        return cls(value)
+        try:
+            if isinstance(value, str):
+                return cls[value.upper()]
+            return cls(value)
+        except (KeyError, ValueError):
+            raise ValueError("unknown dtype %r: one of %s (or their wire codes %d-%d)"
+                             % (value, ", ".join(d.name.lower() for d in cls), min(cls), max(cls))) from None
 
 
 _ITEM_BYTES = {Dtype.FLOAT32: 4, Dtype.FLOAT16: 2, Dtype.BFLOAT16: 2, Dtype.FLOAT8_E4M3FN: 1,
@@ -80,8 +95,20 @@ class Layout(namedtuple("Layout", "model world_size rank layers hidden dtype mla
     """A worker's KV layout (SPEC §1): chunk shape [2, L, C, H], or [L, C, H] when mla."""
 
     def __new__(cls, model, world_size=1, rank=0, layers=1, hidden=1, dtype=Dtype.FLOAT16, mla=False):
-        return super().__new__(cls, model, int(world_size), int(rank), int(layers), int(hidden),
-                               Dtype.of(dtype), bool(mla))
+        numbers = {}
+        for name, value in (("world_size", world_size), ("rank", rank), ("layers", layers), ("hidden", hidden)):
+            try:
+                numbers[name] = int(value)
+            except (TypeError, ValueError):
+                raise ValueError("Layout %s must be an integer, not %r" % (name, value)) from None
+        return super().__new__(cls, model, numbers["world_size"], numbers["rank"], numbers["layers"],
+                               numbers["hidden"], Dtype.of(dtype), bool(mla))
+
+    def _replace(self, **fields):
+        """A copy with ``fields`` changed, checked and converted like a new Layout (a dtype name works)."""
+        values = self._asdict()
+        values.update(fields)
+        return Layout(**values)
 
     def shape(self, chunk_tokens):
         """Chunk tensor shape for a server with ``chunk_tokens`` tokens per chunk (§7.2)."""
