@@ -60,12 +60,12 @@ from sglang.srt.mem_cache.hicache_storage import HiCacheStorage, HiCacheStorageC
 
 import kvstash
 from kvstash import KvStashError, Status
+from kvstash.reconnect import Reconnecting, Refused
 
 logger = logging.getLogger("kvstash.sglang")
 
 TIMEOUT_DEFAULT_S = 5.0
 RECONNECT_DEFAULT_S = 1.0
-REFUSED_RETRY_S = 30.0                  # a REGISTER refused (layout): asked again this rarely
 LOG_INTERVAL_DEFAULT_S = 60.0
 MODEL_NAME_MAX = 255                    # bytes of a kvstash model name (REGISTER)
 
@@ -76,83 +76,6 @@ def page_key(key: str) -> tuple:
     """The 128-bit kvstash key (hi, lo) of SGLang's page key string: SHA-256 of its UTF-8 bytes, first 16."""
     digest = hashlib.sha256(key.encode("utf-8")).digest()
     return int.from_bytes(digest[:8], "big"), int.from_bytes(digest[8:16], "big")
-
-
-class _Connection:
-    """A kvstash client that survives its server: a lost server is tried again after ``reconnect_s``, and
-    ``on_connect`` (REGISTER) runs on every new connection. Not thread-safe: the backend holds its lock."""
-
-    def __init__(self, directory, timeout_s, reconnect_s, on_connect):
-        self.directory = directory
-        self.timeout_s = timeout_s
-        self.reconnect_s = reconnect_s
-        self.on_connect = on_connect
-        self.client = None
-        self.next_try = 0.0
-        self.failures = 0
-        self.reconnects = 0
-        self.last_error = ""
-
-    def get(self):
-        """The connected client, or None while the server is unavailable (not retried before its time)."""
-        if self.client is not None:
-            return self.client
-        if time.monotonic() < self.next_try:
-            return None
-        client = None
-        try:
-            client = kvstash.connect(self.directory, timeout=self.timeout_s)
-            self.on_connect(client)
-        except (KvStashError, OSError, RuntimeError, ValueError) as ex:
-            if client is not None:
-                _close_quietly(client)
-            self._failed(ex)
-            return None
-        if self.failures:
-            self.reconnects += 1
-            logger.info("kvstash: connected again to %s", self.directory)
-        self.failures = 0
-        self.last_error = ""
-        self.client = client
-        return client
-
-    def lost(self, ex):
-        """The client failed with a connection error: drop it; get() tries again after reconnect_s."""
-        if self.client is not None:
-            _close_quietly(self.client)
-            self.client = None
-        self._failed(ex)
-
-    def _failed(self, ex):
-        self.failures += 1
-        text = "%s: %s" % (type(ex).__name__, ex)
-        if isinstance(ex, _RegisterFailed):         # the server refuses this layout: ask again, but rarely
-            self.next_try = time.monotonic() + max(self.reconnect_s, REFUSED_RETRY_S)
-            if text != self.last_error:
-                logger.error("kvstash: %s refused this backend's pages (%s); HiCache L3 misses, asking again "
-                             "every %.0f s", self.directory, ex, max(self.reconnect_s, REFUSED_RETRY_S))
-        else:
-            self.next_try = time.monotonic() + self.reconnect_s
-            if text != self.last_error:
-                logger.warning("kvstash: %s unavailable (%s); HiCache L3 misses until it is back", self.directory,
-                               text)
-        self.last_error = text
-
-    def close(self):
-        if self.client is not None:
-            _close_quietly(self.client)
-            self.client = None
-
-
-def _close_quietly(client):
-    try:
-        client.close()
-    except Exception:                       # the server is gone: closing must not raise into SGLang
-        pass
-
-
-class _RegisterFailed(RuntimeError):
-    """REGISTER answered an error status (INVALID_LAYOUT, LAYOUT_MISMATCH, BUSY)."""
 
 
 class KvStashHiCacheStorage(HiCacheStorage):
@@ -189,7 +112,8 @@ class KvStashHiCacheStorage(HiCacheStorage):
         self.model_name = None
         self._instance = secrets.randbits(62) | 1
         self._lock = threading.Lock()
-        self._connection = _Connection(self.directory, self.timeout_s, self.reconnect_s, self._register)
+        self._connection = Reconnecting(self.directory, self.timeout_s, self.reconnect_s, logger,
+                                        "HiCache L3 misses", self._register)
         self._closed = False
         self.stats = {"exists_queries": 0, "exists_hits": 0, "get_pages": 0, "get_hits": 0, "get_fenced": 0,
                       "set_pages": 0, "set_stored": 0, "set_present": 0, "set_failed": 0, "unavailable": 0,
@@ -231,8 +155,7 @@ class KvStashHiCacheStorage(HiCacheStorage):
                 base = hashlib.sha256(self._model_base.encode("utf-8")).hexdigest()[:32]
                 name = "%s|sglang:%s:%dB%s" % (base, format_tag, self._page_bytes, self._stage)
             self.model_name = name
-            self._connection.close()            # a new layout: register it on the next connection
-            self._connection.next_try = 0.0
+            self._connection.retry_now()        # a new layout: register it on the next connection
 
     def layout(self, chunk_tokens: int) -> kvstash.Layout:
         """The kvstash layout registered for pages of this backend on a server of ``chunk_tokens``."""
@@ -243,7 +166,7 @@ class KvStashHiCacheStorage(HiCacheStorage):
     def _register(self, client):
         r = client.register(self._instance, self.layout(client.chunk_tokens))
         if not r.ok:
-            raise _RegisterFailed("REGISTER %s: %s %s" % (self.model_name, r.status.name, r.message))
+            raise Refused("REGISTER %s: %s %s" % (self.model_name, r.status.name, r.message))
 
     # ------------------------------------------------------------------------------------------ plumbing
     def _client(self):

@@ -43,6 +43,7 @@ from vllm.distributed.kv_transfer.kv_connector.v1.base import (KVConnectorBase_V
 
 import kvstash
 from kvstash import KvStashError, Status
+from kvstash.reconnect import Reconnecting, Refused
 
 logger = logging.getLogger("vllm.kvstash")        # under vLLM's logger: its handler and level apply
 
@@ -94,68 +95,6 @@ class _Tracker:
     load: Optional[tuple] = None            # (first token, last token) to load, set by update_state_after_alloc
 
 
-class _Connection:
-    """A kvstash client that survives its server: every call is bounded, a lost server is retried after
-    ``reconnect_s``, and ``on_connect`` (REGISTER on a worker) runs on every new connection."""
-
-    def __init__(self, directory, timeout_s, reconnect_s, copy_transport, on_connect=None):
-        self.directory = directory
-        self.timeout_s = timeout_s
-        self.reconnect_s = reconnect_s
-        self.copy_transport = copy_transport
-        self.on_connect = on_connect
-        self.client = None
-        self.next_try = 0.0
-        self.failures = 0
-        self.reconnects = 0
-        self.last_error = ""
-
-    def get(self):
-        """The connected client, or None while the server is unavailable (not retried before its time)."""
-        if self.client is not None:
-            return self.client
-        now = time.monotonic()
-        if now < self.next_try:
-            return None
-        try:
-            client = kvstash.connect(self.directory, timeout=self.timeout_s, copy_transport=self.copy_transport)
-            if self.on_connect is not None:
-                self.on_connect(client)
-        except (KvStashError, OSError, RuntimeError) as ex:
-            self._failed(ex)
-            return None
-        if self.failures:
-            self.reconnects += 1
-            logger.info("kvstash: connected again to %s", self.directory)
-        self.client = client
-        return client
-
-    def lost(self, ex):
-        """The client failed with a connection error: drop it; the next get() after reconnect_s retries."""
-        if self.client is not None:
-            try:
-                self.client.close()
-            except Exception:                # the server is gone: closing must not raise into the engine
-                pass
-            self.client = None
-        self._failed(ex)
-
-    def _failed(self, ex):
-        self.failures += 1
-        self.next_try = time.monotonic() + self.reconnect_s
-        text = "%s: %s" % (type(ex).__name__, ex)
-        if text != self.last_error:
-            logger.warning("kvstash: %s unavailable (%s); recomputing until it is back", self.directory, text)
-        self.last_error = text
-
-    def close(self):
-        if self.client is not None:
-            try:
-                self.client.close()
-            finally:
-                self.client = None
-
-
 class KvStashConnector(KVConnectorBase_V1):
     """vLLM KV connector on kvstash (see the module documentation)."""
 
@@ -189,15 +128,16 @@ class KvStashConnector(KVConnectorBase_V1):
         if role == KVConnectorRole.SCHEDULER:
             self._trackers = {}
             self._matched = {}
-            self._connection = _Connection(self._directory, self._timeout_s, self._reconnect_s, True)
+            self._connection = Reconnecting(self._directory, self._timeout_s, self._reconnect_s, logger,
+                                            "recomputing", copy_transport=True)
         else:
             self._paged = None
             self._kernel_ratio = 1
             self._instance = None
             self._load_errors = set()
             self._tp_rank, self._pp_rank = self._ranks(parallel)
-            self._connection = _Connection(self._directory, self._timeout_s, self._reconnect_s, False,
-                                           self._register)
+            self._connection = Reconnecting(self._directory, self._timeout_s, self._reconnect_s, logger,
+                                            "recomputing", self._register)
 
     # ------------------------------------------------------------------------------------------ naming
     def model_name(self, pp_rank: int) -> str:
@@ -366,8 +306,7 @@ class KvStashConnector(KVConnectorBase_V1):
         layout = paged.layout(self.model_name(self._pp_rank), self._tp_size, self._tp_rank)
         r = client.register(self._instance, layout)
         if not r.ok:
-            client.close()
-            raise RuntimeError("kvstash refused this worker's layout: %s %s" % (r.status.name, r.message))
+            raise Refused("REGISTER %s: %s %s" % (layout.model, r.status.name, r.message))
 
     def start_load_kv(self, forward_context, **kwargs):
         meta = self._connector_metadata

@@ -1,0 +1,105 @@
+"""A kvstash client that outlives its server, for the engine integrations (vLLM connector, SGLang backend).
+
+Every call on it is bounded by the client's timeout; a lost server is left alone for ``reconnect_s`` and then
+tried again, so an engine asks at most that often while the server is away, and ``on_connect`` (a REGISTER)
+runs on every new connection. Not thread-safe (hold a lock around it where several threads use it).
+"""
+
+import time
+
+from .client import connect
+from .errors import KvStashError
+
+REFUSED_RETRY_S = 30.0                  # the server refused what on_connect asked (a layout): asked again this rarely
+
+
+class Refused(RuntimeError):
+    """Raised by an ``on_connect`` callback when the server refuses it (a REGISTER's layout): not a lost
+    server, so it is asked again only every ``REFUSED_RETRY_S`` and logged as an error."""
+
+
+class Reconnecting:
+    """Holds one connected client, or none while the server is unavailable (see the module doc).
+
+    ``logger`` gets one line per new kind of failure (``meanwhile`` says what the engine does without the
+    server, e.g. "recomputing until it is back") and one when the connection is back."""
+
+    def __init__(self, directory, timeout_s, reconnect_s, logger, meanwhile, on_connect=None,
+                 copy_transport=False, refused_retry_s=REFUSED_RETRY_S):
+        self.directory = directory
+        self.timeout_s = timeout_s
+        self.reconnect_s = reconnect_s
+        self.logger = logger
+        self.meanwhile = meanwhile
+        self.on_connect = on_connect
+        self.copy_transport = copy_transport
+        self.refused_retry_s = refused_retry_s
+        self.client = None
+        self.next_try = 0.0
+        self.failures = 0
+        self.reconnects = 0
+        self.last_error = ""
+
+    def get(self):
+        """The connected client, or None while the server is unavailable (not tried again before its time)."""
+        if self.client is not None:
+            return self.client
+        if time.monotonic() < self.next_try:
+            return None
+        client = None
+        try:
+            client = connect(self.directory, timeout=self.timeout_s, copy_transport=self.copy_transport)
+            if self.on_connect is not None:
+                self.on_connect(client)
+        except (KvStashError, OSError, RuntimeError, ValueError) as ex:
+            if client is not None:
+                close_quietly(client)
+            self._failed(ex)
+            return None
+        if self.failures:
+            self.reconnects += 1
+            self.logger.info("kvstash: connected again to %s", self.directory)
+        self.failures = 0
+        self.last_error = ""
+        self.client = client
+        return client
+
+    def lost(self, ex):
+        """The client failed with a connection error: drop it; get() tries again after reconnect_s."""
+        if self.client is not None:
+            close_quietly(self.client)
+            self.client = None
+        self._failed(ex)
+
+    def retry_now(self):
+        """Drops the client and lets the next get() connect at once (e.g. to register a new layout)."""
+        self.close()
+        self.next_try = 0.0
+
+    def close(self):
+        if self.client is not None:
+            close_quietly(self.client)
+            self.client = None
+
+    def _failed(self, ex):
+        self.failures += 1
+        text = "%s: %s" % (type(ex).__name__, ex)
+        if isinstance(ex, Refused):
+            self.next_try = time.monotonic() + max(self.reconnect_s, self.refused_retry_s)
+            if text != self.last_error:
+                self.logger.error("kvstash: %s refused this engine (%s); %s, asking again every %.0f s",
+                                  self.directory, ex, self.meanwhile, max(self.reconnect_s, self.refused_retry_s))
+        else:
+            self.next_try = time.monotonic() + self.reconnect_s
+            if text != self.last_error:
+                self.logger.warning("kvstash: %s unavailable (%s); %s until it is back", self.directory, text,
+                                    self.meanwhile)
+        self.last_error = text
+
+
+def close_quietly(client):
+    """Closes a client whose server may be gone: never raises into the engine."""
+    try:
+        client.close()
+    except Exception:                       # the server is gone: closing must not raise into the engine
+        pass
