@@ -92,7 +92,7 @@ _NUMPY = {Dtype.FLOAT32: "<f4", Dtype.FLOAT16: "<f2", Dtype.BFLOAT16: "<u2", Dty
 
 
 class Layout(namedtuple("Layout", "model world_size rank layers hidden dtype mla")):
-    """A worker's KV layout (SPEC §1): chunk shape [2, L, C, H], or [L, C, H] when mla."""
+    """A worker's KV layout (docs/PROTOCOL.md §7.2): chunk shape [2, L, C, H], or [L, C, H] when mla."""
 
     def __new__(cls, model, world_size=1, rank=0, layers=1, hidden=1, dtype=Dtype.FLOAT16, mla=False):
         numbers = {}

@@ -1,4 +1,4 @@
-"""Every status of SPEC section 2 / PROTOCOL §6.9 reached from Python against a real server."""
+"""Every status of docs/PROTOCOL.md §6.9 reached from Python against a real server."""
 
 import itertools
 import struct
