@@ -110,7 +110,7 @@ class ConnectorTest(ServerTestCase):
         self.assertEqual(reader.first_computed["x"], 0)                        # not every rank has it
         self.assertEqual(reader.first_computed["y"], 2 * C)
         self.assertEqual(reader.mismatched_blocks, 0)                          # each rank got its own KV
-        self.assertEqual(reader.checked_blocks, 2 * (2 * C // BLOCK) // 2)
+        self.assertEqual(reader.checked_blocks, 2 * C // BLOCK)                 # "y"'s blocks, every rank in each
         self.assertEmpty(reader)
 
     def test_should_recompute_a_chunk_evicted_between_lookup_and_load(self):
