@@ -204,52 +204,43 @@ class KvStashHiCacheStorage(HiCacheStorage):
         return slot.view(self._view_dtype).view(self._page_shape)
 
     # ------------------------------------------------------------------------------------------ core
-    def _exists(self, keys: List[str]) -> int:
+    def _guarded(self, keys, failed, stat, amount, work):
+        """``work(client)`` under the backend's lock, ``amount`` counted into ``stats[stat]``; ``failed()`` instead when there are
+        no keys, the lock is not had in time, the server is unavailable or anything raises (counted, logged by
+        ``_failed``): SGLang never sees an exception."""
         if not keys or not self._locked():
-            return 0
+            return failed()
         try:
             client = self._client()
             if client is None:
                 self.stats["unavailable"] += 1
-                return 0
-            self.stats["exists_queries"] += 1
-            hits = 0
-            for start, end in self._groups(client, len(keys)):
-                r = client.lookup(self._instance, [page_key(k) for k in keys[start:end]])
-                found = r.hit_chunks if r.ok else 0
-                hits += found
-                if found < end - start:
-                    break
-            self.stats["exists_hits"] += hits
-            return hits
+                return failed()
+            self.stats[stat] += amount
+            return work(client)
         except Exception as ex:
             self._failed(ex)
-            return 0
+            return failed()
         finally:
             self._lock.release()
 
+    def _exists(self, keys: List[str]) -> int:
+        def work(client):
+            r = client.lookup(self._instance, [page_key(k) for k in keys])     # split by the client if long
+            hits = r.hit_chunks if r.ok else 0
+            self.stats["exists_hits"] += hits
+            return hits
+        return self._guarded(keys, lambda: 0, "exists_queries", 1, work)
+
     def _retrieve(self, keys: List[str], sink) -> List[bool]:
         """Reads the pages of ``keys``; ``sink(i, slot)`` copies page i out of its slot (a uint8 tensor)."""
-        ok = [False] * len(keys)
-        if not keys or not self._locked():
-            return ok
-        try:
-            client = self._client()
-            if client is None:
-                self.stats["unavailable"] += 1
-                return ok
-            self.stats["get_pages"] += len(keys)
+        def work(client):
+            ok = [False] * len(keys)
             for start, end in self._groups(client, len(keys)):
-                read = self._retrieve_group(client, keys[start:end], start, sink, ok)
-                if read < end - start:
+                if self._retrieve_group(client, keys[start:end], start, sink, ok) < end - start:
                     break
             self.stats["get_hits"] += sum(ok)
             return ok
-        except Exception as ex:
-            self._failed(ex)
-            return [False] * len(keys)
-        finally:
-            self._lock.release()
+        return self._guarded(keys, lambda: [False] * len(keys), "get_pages", len(keys), work)
 
     def _retrieve_group(self, client, keys, base, sink, ok) -> int:
         hashed = [page_key(k) for k in keys]
@@ -280,25 +271,17 @@ class KvStashHiCacheStorage(HiCacheStorage):
 
     def _store(self, keys: List[str], source) -> List[bool]:
         """Stores the pages of ``keys``; ``source(i, slot)`` copies page i into its slot (a uint8 tensor)."""
-        ok = [False] * len(keys)
-        if not keys or not self._locked():
-            return ok
-        try:
-            client = self._client()
-            if client is None:
-                self.stats["unavailable"] += 1
-                return ok
-            self.stats["set_pages"] += len(keys)
+        def work(client):
+            ok = [False] * len(keys)
             for start, end in self._groups(client, len(keys)):
                 self._store_group(client, keys[start:end], start, source, ok)
             self.stats["set_failed"] += ok.count(False)
             return ok
-        except Exception as ex:
-            self._failed(ex)
+
+        def failed():
             self.stats["set_failed"] += len(keys)
             return [False] * len(keys)
-        finally:
-            self._lock.release()
+        return self._guarded(keys, failed, "set_pages", len(keys), work)
 
     def _store_group(self, client, keys, base, source, ok):
         p = client.prepare_store(self._instance, [page_key(k) for k in keys])
