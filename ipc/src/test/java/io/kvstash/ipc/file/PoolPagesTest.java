@@ -149,7 +149,7 @@ class PoolPagesTest
             }
             try
             {
-                PoolPages.prepareNewPool(channel, header, dataBytes, segments, segmentBytes, 3);
+                PoolPages.prepareNewPool(channel, header, dataBytes, segments, segmentBytes, 3, () -> false);
                 final long before = minorFaults();
                 for (int i = 0; i < count; i++)
                 {
