@@ -75,7 +75,7 @@ class Timer:
 
 def start_server(directory, pool_bytes, slot_bytes):
     java = os.path.join(os.environ["JAVA_HOME"], "bin", "java") if os.environ.get("JAVA_HOME") else "java"
-    jar = os.environ.get("KVSTASH_JAR") or os.path.join(REPO, "ipc", "target", "kvstash.jar")
+    jar = os.environ.get("KVSTASH_JAR") or os.path.join(REPO, "server", "target", "kvstash.jar")
     if not os.path.exists(jar):
         raise SystemExit("bench_tensors: no server jar at %s (build it with ./kvstash --help, or set KVSTASH_JAR)"
                          % jar)

@@ -1,4 +1,4 @@
-"""Test support: real server and Java peer processes (io.kvstash.ipc.tools.InteropPeer).
+"""Test support: real server and Java peer processes (io.kvstash.tools.InteropPeer).
 
 The Java classpath is, in this order: $KVSTASH_JAVA_CLASSPATH, or the module class directories plus the
 dependency jars printed by ``mvn dependency:build-classpath`` (computed once per test run, ~8 s; the
@@ -23,8 +23,8 @@ REPO = os.path.dirname(os.path.dirname(CLIENT_ROOT))
 sys.path.insert(0, CLIENT_ROOT)
 
 JAVA_OPTIONS = ["--add-exports", "java.base/jdk.internal.misc=ALL-UNNAMED"]
-PEER_CLASS = "io.kvstash.ipc.tools.InteropPeer"
-HASH_VECTORS = os.path.join(REPO, "core", "src", "test", "resources", "hash-vectors.txt")
+PEER_CLASS = "io.kvstash.tools.InteropPeer"
+HASH_VECTORS = os.path.join(REPO, "wire", "src", "test", "resources", "hash-vectors.txt")
 
 _classpath = None
 _classpath_lock = threading.Lock()
@@ -41,7 +41,7 @@ def java_classpath():
             _classpath = env
             return _classpath
         out = os.path.join(tempfile.mkdtemp(prefix="kvstash-pytest-cp-"), "classpath.txt")
-        base = ["mvn", "-B", "-q", "test-compile", "dependency:build-classpath", "-pl", "ipc", "-am",
+        base = ["mvn", "-B", "-q", "test-compile", "dependency:build-classpath", "-pl", "server", "-am",
                 "-Dmdep.outputFile=" + out, "-Dmdep.includeScope=runtime"]
         for command in (base[:3] + ["-o"] + base[3:], base):          # offline first, then online
             result = subprocess.run(command, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
@@ -53,7 +53,7 @@ def java_classpath():
         with open(out) as f:
             jars = f.read().strip()
         shutil.rmtree(os.path.dirname(out), ignore_errors=True)
-        classes = os.path.join(REPO, "ipc", "target", "classes")
+        classes = os.path.join(REPO, "server", "target", "classes")
         _classpath = classes + os.pathsep + jars
         return _classpath
 

@@ -20,7 +20,7 @@ def _hex_text(field):
 
 
 class HashVectorsTest(unittest.TestCase):
-    """Every line of core/src/test/resources/hash-vectors.txt (§8.4)."""
+    """Every line of wire/src/test/resources/hash-vectors.txt (§8.4)."""
 
     def test_should_match_every_vector_when_hashing_locally(self):
         counts = {"chunk": 0, "salt": 0, "ns": 0}

@@ -1,5 +1,8 @@
 package io.kvstash.core;
 
+import io.kvstash.wire.PoolRegion;
+import io.kvstash.wire.RequestType;
+import io.kvstash.wire.Status;
 import org.agrona.concurrent.UnsafeBuffer;
 
 /**

@@ -1,8 +1,13 @@
 package io.kvstash.core;
 
 import io.kvstash.core.book.ChunkBook;
-import io.kvstash.core.book.SlotTableDescriptor;
-import io.kvstash.core.layout.Layout;
+import io.kvstash.wire.ChunkKeys;
+import io.kvstash.wire.PoolRegion;
+import io.kvstash.wire.RequestFlags;
+import io.kvstash.wire.RequestType;
+import io.kvstash.wire.Status;
+import io.kvstash.wire.file.SlotTableDescriptor;
+import io.kvstash.wire.layout.Layout;
 import org.agrona.BufferUtil;
 import org.agrona.DirectBuffer;
 import org.agrona.concurrent.AtomicBuffer;
@@ -170,7 +175,7 @@ public final class KvStore
 
     private StoreCommand withKeys(final StoreCommand request, final ChunkKeys keys)
     {
-        if (!keys.copyInto(request))
+        if (!request.copyKeys(keys))
         {
             request.fail(Status.INVALID_REQUEST, "key range longer than the server's limit");
         }
@@ -226,7 +231,7 @@ public final class KvStore
     public StoreCommand lookup(final long instanceId, final ChunkKeys keys, final boolean pin)
     {
         final StoreCommand c = withKeys(begin(RequestType.LOOKUP, instanceId), keys);
-        c.flags = pin ? StoreCommand.FLAG_PIN : 0;
+        c.flags = pin ? RequestFlags.PIN : 0;
         return execute(c);
     }
 
@@ -346,7 +351,7 @@ public final class KvStore
     {
         final StoreCommand c = begin(RequestType.PREPARE_RETRIEVE, instanceId);
         c.transferId = lookupTransferId;
-        c.flags = StoreCommand.FLAG_FROM_LOOKUP;
+        c.flags = RequestFlags.FROM_LOOKUP;
         return execute(c);
     }
 
@@ -373,7 +378,7 @@ public final class KvStore
     public StoreCommand clear(final boolean force)
     {
         final StoreCommand c = begin(RequestType.CLEAR, 0);
-        c.flags = force ? StoreCommand.FLAG_FORCE : 0;
+        c.flags = force ? RequestFlags.FORCE : 0;
         return execute(c);
     }
 

@@ -1,5 +1,8 @@
 package io.kvstash.core;
 
+import io.kvstash.wire.SlotGeometry;
+import io.kvstash.wire.Status;
+
 /**
  * The slot-assign stage: turns the book's slot decisions (slot ids) into byte offsets in the pool file and
  * checks each lies inside the data region. Its only state is the pool geometry, fixed at construction, so
@@ -43,7 +46,7 @@ public final class SlotAssigner
         {
             // Slots per segment change only when the pool is re-cut: divide once here, not per slot.
             cachedSlotBytes = slotBytes;
-            slotsPerSegment = (int)(StoreContext.SEGMENT_BYTES / slotBytes);
+            slotsPerSegment = (int)(SlotGeometry.SEGMENT_BYTES / slotBytes);
             slotsPerSegmentShift = Integer.bitCount(slotsPerSegment) == 1 ?
                 Integer.numberOfTrailingZeros(slotsPerSegment) : -1;
         }
@@ -52,7 +55,7 @@ public final class SlotAssigner
             final int slot = command.slotChunkId[i];
             final int segment = slotsPerSegmentShift >= 0 ? slot >>> slotsPerSegmentShift : slot / slotsPerSegment;
             final int within = slot - segment * slotsPerSegment;
-            final long offset = dataOffset + segment * StoreContext.SEGMENT_BYTES + within * slotBytes;
+            final long offset = dataOffset + segment * SlotGeometry.SEGMENT_BYTES + within * slotBytes;
             if (offset + command.chunkBytes > poolEnd || command.chunkBytes > slotBytes)
             {
                 command.fail(Status.SERVER_ERROR, "slot outside the pool");

@@ -1,5 +1,9 @@
 package io.kvstash.core;
 
+import io.kvstash.wire.ChunkKeys;
+import io.kvstash.wire.RequestFlags;
+import io.kvstash.wire.RequestType;
+import io.kvstash.wire.Status;
 import org.agrona.concurrent.UnsafeBuffer;
 
 /**
@@ -14,15 +18,6 @@ import org.agrona.concurrent.UnsafeBuffer;
  */
 public final class StoreCommand
 {
-    /** Flag of LOOKUP: pin the readable prefix under a lease. */
-    public static final int FLAG_PIN = 1;
-    /** Flag of CLEAR: also abort reservations and drop pins. */
-    public static final int FLAG_FORCE = 2;
-    /** Flag of PREPARE_RETRIEVE: take over the pins of the lookup transfer in {@link #transferId}. */
-    public static final int FLAG_FROM_LOOKUP = 4;
-    /** Every flag a request may carry. */
-    public static final int FLAGS_MASK = FLAG_PIN | FLAG_FORCE | FLAG_FROM_LOOKUP;
-
     // ---------------------------------------------------------------- request, filled by the producer
 
     /** {@link RequestType} code. */
@@ -33,9 +28,9 @@ public final class StoreCommand
     public long instanceId;
     /** Transfer the request acts on (COMMIT, ABORT, RELEASE, COMMIT_RETRIEVE, data, from-lookup). */
     public long transferId;
-    /** Request flags: {@link #FLAG_PIN}, {@link #FLAG_FORCE}, {@link #FLAG_FROM_LOOKUP}. */
+    /** Request flags: {@link RequestFlags#PIN}, {@link RequestFlags#FORCE}, {@link RequestFlags#FROM_LOOKUP}. */
     public int flags;
-    /** Cache salt value ({@link io.kvstash.core.hash.ChunkHasher#salt(String)}), 0 for none. */
+    /** Cache salt value ({@link io.kvstash.wire.hash.ChunkHasher#salt(String)}), 0 for none. */
     public long salt;
     /**
      * Client session the request came through (0 for embedded callers); REGISTER makes it the instance's
@@ -272,5 +267,23 @@ public final class StoreCommand
         this.done = true;
         this.outTransferId = 0;
         this.slotCount = 0;
+    }
+
+    /**
+     * Sets the request's key range and salt from a client-side key range.
+     *
+     * @param keys the range.
+     * @return false when the range is longer than the command holds.
+     */
+    public boolean copyKeys(final ChunkKeys keys)
+    {
+        if (keys.count() > maxChunks())
+        {
+            return false;
+        }
+        keys.copyTo(keyHi, keyLo);
+        chunkCount = keys.count();
+        salt = keys.salt();
+        return true;
     }
 }

@@ -7,11 +7,6 @@ import java.util.concurrent.TimeUnit;
  */
 public final class StoreContext
 {
-    /**
-     * Bytes of one mapping segment of the data region: no slot straddles a segment end, so a chunk is
-     * contiguous in a mapping of at most 2 GiB (see {@link SlotGeometry}). Also the largest slot.
-     */
-    public static final long SEGMENT_BYTES = 1L << 30;
     /** Default pool size: 1 GiB. */
     public static final long POOL_SIZE_BYTES_DEFAULT = 1L << 30;
     /** Default slot alignment: 4 KiB. */

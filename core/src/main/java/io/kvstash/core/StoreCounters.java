@@ -1,5 +1,7 @@
 package io.kvstash.core;
 
+import io.kvstash.wire.RequestType;
+import io.kvstash.wire.Status;
 import org.agrona.BufferUtil;
 import org.agrona.concurrent.AtomicBuffer;
 import org.agrona.concurrent.UnsafeBuffer;

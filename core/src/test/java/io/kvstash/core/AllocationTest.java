@@ -1,6 +1,8 @@
 package io.kvstash.core;
 
-import io.kvstash.core.hash.ChunkHasher;
+import io.kvstash.wire.ChunkKeys;
+import io.kvstash.wire.Status;
+import io.kvstash.wire.hash.ChunkHasher;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 

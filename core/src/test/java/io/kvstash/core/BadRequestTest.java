@@ -1,5 +1,9 @@
 package io.kvstash.core;
 
+import io.kvstash.wire.ChunkKeys;
+import io.kvstash.wire.RequestFlags;
+import io.kvstash.wire.RequestType;
+import io.kvstash.wire.Status;
 import org.junit.jupiter.api.Test;
 
 import static io.kvstash.core.StoreHarness.RANK0;
@@ -58,7 +62,7 @@ class BadRequestTest
     void shouldAnswerInvalidRequestWhenFlagsAreUnknown()
     {
         populate();
-        for (final int flags : new int[]{ 16, 1 << 31, -1, 32 | StoreCommand.FLAG_PIN })
+        for (final int flags : new int[]{ 16, 1 << 31, -1, 32 | RequestFlags.PIN })
         {
             final StoreCommand lookup = h.raw(RequestType.LOOKUP, A);
             lookup.flags = flags;
@@ -68,7 +72,7 @@ class BadRequestTest
             assertEquals(Status.INVALID_REQUEST, c.status, "flags " + flags);
             assertNotNull(c.message);
             final StoreCommand clear = h.raw(RequestType.CLEAR, 0);
-            clear.flags = flags | StoreCommand.FLAG_FORCE;
+            clear.flags = flags | RequestFlags.FORCE;
             assertEquals(Status.INVALID_REQUEST, h.store.execute(clear).status);
         }
         assertUntouched();

@@ -1,5 +1,6 @@
 package io.kvstash.core;
 
+import io.kvstash.wire.Status;
 import org.agrona.concurrent.UnsafeBuffer;
 import org.junit.jupiter.api.Test;
 

@@ -1,6 +1,7 @@
 package io.kvstash.core;
 
-import io.kvstash.core.book.SlotTableDescriptor;
+import io.kvstash.wire.Status;
+import io.kvstash.wire.file.SlotTableDescriptor;
 import org.junit.jupiter.api.Test;
 
 import static io.kvstash.core.StoreHarness.RANK0;

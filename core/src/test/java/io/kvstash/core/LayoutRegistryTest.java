@@ -1,8 +1,9 @@
 package io.kvstash.core;
 
 import io.kvstash.core.book.ChunkBook;
-import io.kvstash.core.layout.Dtype;
-import io.kvstash.core.layout.Layout;
+import io.kvstash.wire.Status;
+import io.kvstash.wire.layout.Dtype;
+import io.kvstash.wire.layout.Layout;
 import org.junit.jupiter.api.Test;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;

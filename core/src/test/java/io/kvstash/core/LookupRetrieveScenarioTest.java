@@ -1,6 +1,7 @@
 package io.kvstash.core;
 
-import io.kvstash.core.hash.ChunkHasher;
+import io.kvstash.wire.Status;
+import io.kvstash.wire.hash.ChunkHasher;
 import org.junit.jupiter.api.Test;
 
 import static io.kvstash.core.StoreHarness.LEASE_NS;

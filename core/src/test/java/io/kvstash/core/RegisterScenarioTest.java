@@ -1,7 +1,8 @@
 package io.kvstash.core;
 
-import io.kvstash.core.layout.Dtype;
-import io.kvstash.core.layout.Layout;
+import io.kvstash.wire.Status;
+import io.kvstash.wire.layout.Dtype;
+import io.kvstash.wire.layout.Layout;
 import org.junit.jupiter.api.Test;
 
 import java.nio.charset.StandardCharsets;

@@ -1,10 +1,12 @@
 package io.kvstash.core;
 
 import io.kvstash.core.book.ChunkBook;
-import io.kvstash.core.book.SlotTableDescriptor;
-import io.kvstash.core.hash.ChunkHasher;
-import io.kvstash.core.layout.Dtype;
-import io.kvstash.core.layout.Layout;
+import io.kvstash.wire.ChunkKeys;
+import io.kvstash.wire.Status;
+import io.kvstash.wire.file.SlotTableDescriptor;
+import io.kvstash.wire.hash.ChunkHasher;
+import io.kvstash.wire.layout.Dtype;
+import io.kvstash.wire.layout.Layout;
 
 import java.nio.charset.StandardCharsets;
 

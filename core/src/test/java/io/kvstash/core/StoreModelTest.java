@@ -1,10 +1,14 @@
 package io.kvstash.core;
 
 import io.kvstash.core.book.ChunkBook;
-import io.kvstash.core.book.SlotTableDescriptor;
-import io.kvstash.core.hash.ChunkHasher;
-import io.kvstash.core.layout.Dtype;
-import io.kvstash.core.layout.Layout;
+import io.kvstash.wire.ChunkKeys;
+import io.kvstash.wire.RequestFlags;
+import io.kvstash.wire.RequestType;
+import io.kvstash.wire.Status;
+import io.kvstash.wire.file.SlotTableDescriptor;
+import io.kvstash.wire.hash.ChunkHasher;
+import io.kvstash.wire.layout.Dtype;
+import io.kvstash.wire.layout.Layout;
 import org.agrona.concurrent.UnsafeBuffer;
 import org.junit.jupiter.api.Test;
 
@@ -616,7 +620,7 @@ class StoreModelTest
                 {
                     final int[] types = { RequestType.LOOKUP, RequestType.CLEAR, RequestType.PREPARE_STORE };
                     final StoreCommand c = rawCommand(types[a.pick % types.length], a.instance);
-                    c.flags = (16 << (a.pick % 12)) | (a.pick & StoreCommand.FLAGS_MASK);
+                    c.flags = (16 << (a.pick % 12)) | (a.pick & RequestFlags.CLIENT_MASK);
                     expectStatus(a, Status.INVALID_REQUEST, store.execute(c));
                     break;
                 }
@@ -900,7 +904,7 @@ class StoreModelTest
             if (Kind.REAP == a.kind)
             {
                 final StoreCommand reap = rawCommand(RequestType.UNREGISTER, a.instance);
-                reap.flags = ChunkBook.FLAG_REAPED;
+                reap.flags = RequestFlags.REAPED;
                 c = store.execute(reap);
             }
             else

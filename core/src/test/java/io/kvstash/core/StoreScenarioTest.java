@@ -1,6 +1,9 @@
 package io.kvstash.core;
 
-import io.kvstash.core.book.SlotTableDescriptor;
+import io.kvstash.wire.RequestFlags;
+import io.kvstash.wire.RequestType;
+import io.kvstash.wire.Status;
+import io.kvstash.wire.file.SlotTableDescriptor;
 import org.junit.jupiter.api.Test;
 
 import java.util.HashSet;
@@ -357,7 +360,7 @@ class StoreScenarioTest
         h.register(A, RANK0);
         h.prepared(A, ids(1));
         final StoreCommand reap = h.raw(RequestType.UNREGISTER, A);
-        reap.flags = io.kvstash.core.book.ChunkBook.FLAG_REAPED;
+        reap.flags = io.kvstash.wire.RequestFlags.REAPED;
         assertEquals(Status.OK, h.store.execute(reap).status);
         assertEquals(1, h.counter(StoreCounters.DEAD_CLIENTS));
         assertEquals(0, h.book().reservedChunks());

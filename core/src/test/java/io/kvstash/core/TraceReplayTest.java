@@ -1,8 +1,10 @@
 package io.kvstash.core;
 
-import io.kvstash.core.layout.Dtype;
-import io.kvstash.core.layout.Layout;
 import io.kvstash.core.trace.MooncakeTrace;
+import io.kvstash.wire.ChunkKeys;
+import io.kvstash.wire.Status;
+import io.kvstash.wire.layout.Dtype;
+import io.kvstash.wire.layout.Layout;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
 

@@ -1,8 +1,8 @@
 package io.kvstash.perf;
 
-import io.kvstash.ipc.cli.KvStashCommand;
-import picocli.CommandLine;
+import io.kvstash.cli.KvStashCommand;
 import io.kvstash.perf.bench.BenchCommand;
+import picocli.CommandLine;
 
 /**
  * The {@code kvstash} command line with the perf module's subcommands: every command of

@@ -10,7 +10,6 @@ import com.lmax.disruptor.Sequence;
 import com.lmax.disruptor.SequenceBarrier;
 import com.lmax.disruptor.dsl.ProducerType;
 import io.kvstash.core.DataMover;
-import io.kvstash.core.RequestType;
 import io.kvstash.core.SlotAssigner;
 import io.kvstash.core.StoreCommand;
 import io.kvstash.core.StoreContext;
@@ -18,6 +17,7 @@ import io.kvstash.core.StoreCounters;
 import io.kvstash.core.book.ChunkBook;
 import io.kvstash.pipeline.journal.JournalWriter;
 import io.kvstash.pipeline.latency.LatencyRecorders;
+import io.kvstash.wire.RequestType;
 import org.agrona.concurrent.AgentRunner;
 
 import java.io.IOException;

@@ -1,9 +1,9 @@
 package io.kvstash.pipeline;
 
 import io.kvstash.core.KvStore;
-import io.kvstash.core.PoolRegion;
 import io.kvstash.core.StoreContext;
 import io.kvstash.core.StoreCounters;
+import io.kvstash.wire.PoolRegion;
 import org.agrona.ErrorHandler;
 import org.agrona.concurrent.AtomicBuffer;
 import org.agrona.concurrent.NanoClock;

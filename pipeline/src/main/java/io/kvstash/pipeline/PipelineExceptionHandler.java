@@ -1,8 +1,8 @@
 package io.kvstash.pipeline;
 
 import com.lmax.disruptor.ExceptionHandler;
-import io.kvstash.core.Status;
 import io.kvstash.core.StoreCounters;
+import io.kvstash.wire.Status;
 import org.agrona.ErrorHandler;
 
 /**

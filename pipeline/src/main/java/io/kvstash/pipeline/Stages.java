@@ -2,15 +2,15 @@ package io.kvstash.pipeline;
 
 import com.lmax.disruptor.EventHandler;
 import io.kvstash.core.DataMover;
-import io.kvstash.core.RequestType;
 import io.kvstash.core.SlotAssigner;
-import io.kvstash.core.Status;
 import io.kvstash.core.StoreCommand;
 import io.kvstash.core.StoreCounters;
 import io.kvstash.core.book.ChunkBook;
 import io.kvstash.pipeline.latency.LatencyRecorders;
 import io.kvstash.pipeline.latency.LoadWeightedSampler;
 import io.kvstash.pipeline.latency.StrideSampler;
+import io.kvstash.wire.RequestType;
+import io.kvstash.wire.Status;
 import org.agrona.ErrorHandler;
 import org.agrona.concurrent.NanoClock;
 

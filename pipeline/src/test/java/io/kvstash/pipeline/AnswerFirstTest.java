@@ -1,14 +1,14 @@
 package io.kvstash.pipeline;
 
-import io.kvstash.core.ChunkKeys;
 import io.kvstash.core.KvStore;
-import io.kvstash.core.RequestType;
-import io.kvstash.core.Status;
 import io.kvstash.core.StoreCommand;
 import io.kvstash.core.StoreContext;
-import io.kvstash.core.book.SlotTableDescriptor;
-import io.kvstash.core.layout.Dtype;
-import io.kvstash.core.layout.Layout;
+import io.kvstash.wire.ChunkKeys;
+import io.kvstash.wire.RequestType;
+import io.kvstash.wire.Status;
+import io.kvstash.wire.file.SlotTableDescriptor;
+import io.kvstash.wire.layout.Dtype;
+import io.kvstash.wire.layout.Layout;
 import org.agrona.concurrent.AtomicBuffer;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.params.ParameterizedTest;

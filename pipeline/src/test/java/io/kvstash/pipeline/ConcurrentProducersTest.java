@@ -1,12 +1,13 @@
 package io.kvstash.pipeline;
 
-import io.kvstash.core.ChunkKeys;
-import io.kvstash.core.RequestType;
-import io.kvstash.core.Status;
 import io.kvstash.core.StoreCommand;
 import io.kvstash.core.StoreContext;
-import io.kvstash.core.layout.Dtype;
-import io.kvstash.core.layout.Layout;
+import io.kvstash.wire.ChunkKeys;
+import io.kvstash.wire.RequestFlags;
+import io.kvstash.wire.RequestType;
+import io.kvstash.wire.Status;
+import io.kvstash.wire.layout.Dtype;
+import io.kvstash.wire.layout.Layout;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
@@ -182,7 +183,7 @@ class ConcurrentProducersTest
                 }
                 case 2:
                 {
-                    response = caller.keyed(RequestType.LOOKUP, instance, keys, StoreCommand.FLAG_PIN);
+                    response = caller.keyed(RequestType.LOOKUP, instance, keys, RequestFlags.PIN);
                     calls++;
                     final long transfer = response.outTransferId;
                     if (0 != transfer)
@@ -199,7 +200,7 @@ class ConcurrentProducersTest
                                 c.type = RequestType.PREPARE_RETRIEVE;
                                 c.instanceId = instance;
                                 c.transferId = transfer;
-                                c.flags = StoreCommand.FLAG_FROM_LOOKUP;
+                                c.flags = RequestFlags.FROM_LOOKUP;
                             }).outTransferId;
                             calls++;
                             if (0 != retrieve)

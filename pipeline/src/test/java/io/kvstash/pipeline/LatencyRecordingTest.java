@@ -1,17 +1,17 @@
 package io.kvstash.pipeline;
 
-import io.kvstash.core.ChunkKeys;
-import io.kvstash.core.RequestType;
-import io.kvstash.core.Status;
 import io.kvstash.core.StoreContext;
-import io.kvstash.core.layout.Dtype;
-import io.kvstash.core.layout.Layout;
 import io.kvstash.pipeline.latency.IntervalLogger;
 import io.kvstash.pipeline.latency.LatencyRecorders;
-import org.agrona.concurrent.NanoClock;
+import io.kvstash.wire.ChunkKeys;
+import io.kvstash.wire.RequestType;
+import io.kvstash.wire.Status;
+import io.kvstash.wire.layout.Dtype;
+import io.kvstash.wire.layout.Layout;
 import org.HdrHistogram.EncodableHistogram;
 import org.HdrHistogram.HistogramLogReader;
 import org.HdrHistogram.HistogramLogWriter;
+import org.agrona.concurrent.NanoClock;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;

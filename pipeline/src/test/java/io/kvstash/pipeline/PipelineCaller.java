@@ -1,10 +1,10 @@
 package io.kvstash.pipeline;
 
-import io.kvstash.core.RequestType;
 import io.kvstash.core.StoreCommand;
 import io.kvstash.core.StoreContext;
-import io.kvstash.core.ChunkKeys;
-import io.kvstash.core.layout.Layout;
+import io.kvstash.wire.ChunkKeys;
+import io.kvstash.wire.RequestType;
+import io.kvstash.wire.layout.Layout;
 
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
@@ -139,7 +139,7 @@ final class PipelineCaller
             c.type = type;
             c.instanceId = instance;
             c.flags = flags;
-            keys.copyInto(c);
+            c.copyKeys(keys);
         });
     }
 

@@ -1,13 +1,15 @@
 package io.kvstash.core.book;
 
-import io.kvstash.core.RequestType;
-import io.kvstash.core.Status;
-import io.kvstash.core.SlotGeometry;
 import io.kvstash.core.StoreCommand;
 import io.kvstash.core.StoreContext;
 import io.kvstash.core.StoreCounters;
-import io.kvstash.core.hash.ChunkHasher;
-import io.kvstash.core.layout.Layout;
+import io.kvstash.wire.RequestFlags;
+import io.kvstash.wire.RequestType;
+import io.kvstash.wire.SlotGeometry;
+import io.kvstash.wire.Status;
+import io.kvstash.wire.file.SlotTableDescriptor;
+import io.kvstash.wire.hash.ChunkHasher;
+import io.kvstash.wire.layout.Layout;
 import org.agrona.concurrent.AtomicBuffer;
 
 import java.util.Arrays;
@@ -40,8 +42,6 @@ import java.util.Arrays;
  */
 public final class ChunkBook
 {
-    /** Flag of UNREGISTER issued by the server for an instance whose process died. */
-    public static final int FLAG_REAPED = 8;
 
     /** Most (model, world size, rank) identities the layout registry remembers (REGISTER of a new one: BUSY). */
     public static final int MAX_LAYOUT_IDENTITIES = InstanceTable.MAX_IDENTITIES;
@@ -187,7 +187,7 @@ public final class ChunkBook
         {
             return;
         }
-        if ((command.flags & ~(StoreCommand.FLAGS_MASK | FLAG_REAPED)) != 0)
+        if ((command.flags & ~(RequestFlags.CLIENT_MASK | RequestFlags.REAPED)) != 0)
         {
             command.fail(Status.INVALID_REQUEST, "unknown flags");
             return;
@@ -311,7 +311,7 @@ public final class ChunkBook
             command.fail(Status.INVALID_LAYOUT, "chunk slot (chunk rounded up to the alignment) larger than the pool");
             return;
         }
-        if (neededSlotBytes > StoreContext.SEGMENT_BYTES)
+        if (neededSlotBytes > SlotGeometry.SEGMENT_BYTES)
         {
             command.fail(Status.INVALID_LAYOUT, "chunk slot larger than a pool segment (1 GiB): a chunk must fit one");
             return;
@@ -365,7 +365,7 @@ public final class ChunkBook
             return;
         }
         final long ended = unregister(instance);
-        if ((command.flags & FLAG_REAPED) != 0)
+        if ((command.flags & RequestFlags.REAPED) != 0)
         {
             counters.increment(StoreCounters.DEAD_CLIENTS);
         }
@@ -392,7 +392,7 @@ public final class ChunkBook
 
     /**
      * REAP: a client session ended; every instance it owns is unregistered as by UNREGISTER. With
-     * FLAG_REAPED the session's process died, counted once as a dead client.
+     * RequestFlags.REAPED the session's process died, counted once as a dead client.
      */
     private void onReap(final StoreCommand command)
     {
@@ -406,7 +406,7 @@ public final class ChunkBook
                 reaped++;
             }
         }
-        if ((command.flags & FLAG_REAPED) != 0)
+        if ((command.flags & RequestFlags.REAPED) != 0)
         {
             counters.increment(StoreCounters.DEAD_CLIENTS);
         }
@@ -439,7 +439,7 @@ public final class ChunkBook
         command.hitChunks = hits;
         command.status = Status.OK;
         command.done = true;
-        if ((command.flags & StoreCommand.FLAG_PIN) != 0 && hits > 0)
+        if ((command.flags & RequestFlags.PIN) != 0 && hits > 0)
         {
             final int t = transfers.allocate();
             if (t < 0)
@@ -682,7 +682,7 @@ public final class ChunkBook
             return;
         }
         final int t;
-        if ((command.flags & StoreCommand.FLAG_FROM_LOOKUP) != 0)
+        if ((command.flags & RequestFlags.FROM_LOOKUP) != 0)
         {
             t = transferOrFail(command, instance, TransferTable.KIND_LOOKUP, TransferTable.KIND_LOOKUP);
             if (t < 0)
@@ -772,7 +772,7 @@ public final class ChunkBook
 
     private void onClear(final StoreCommand command)
     {
-        if ((command.flags & StoreCommand.FLAG_FORCE) != 0)
+        if ((command.flags & RequestFlags.FORCE) != 0)
         {
             for (int t = transfers.leaseHead(); t >= 0; t = transfers.leaseHead())
             {

@@ -1,6 +1,6 @@
 package io.kvstash.core.book;
 
-import io.kvstash.core.layout.Layout;
+import io.kvstash.wire.layout.Layout;
 import org.agrona.collections.Long2LongHashMap;
 
 import java.util.HashMap;

@@ -1,23 +1,23 @@
 package io.kvstash.perf.bench;
 
-import io.kvstash.core.RequestType;
+import io.kvstash.cli.KvStashCommand;
 import io.kvstash.core.StoreContext;
-import io.kvstash.ipc.cli.KvStashCommand;
-import io.kvstash.ipc.file.SecureDirectory;
-import io.kvstash.ipc.server.KvStashServer;
-import io.kvstash.ipc.server.ServerContext;
-import io.kvstash.ipc.tools.Json;
-import io.kvstash.ipc.tools.PercentilePlot;
 import io.kvstash.pipeline.ThreadingMode;
 import io.kvstash.pipeline.WaitMode;
+import io.kvstash.server.KvStashServer;
+import io.kvstash.server.ServerContext;
+import io.kvstash.tools.Json;
+import io.kvstash.tools.PercentilePlot;
+import io.kvstash.wire.RequestType;
+import io.kvstash.wire.file.SecureDirectory;
 import org.HdrHistogram.Histogram;
 import org.HdrHistogram.HistogramLogWriter;
 import org.agrona.concurrent.AgentRunner;
-import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Spec;
+import picocli.CommandLine;
 
 import java.io.IOException;
 import java.io.PrintStream;

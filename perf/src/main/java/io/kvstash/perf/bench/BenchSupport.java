@@ -1,8 +1,8 @@
 package io.kvstash.perf.bench;
 
-import io.kvstash.core.layout.Dtype;
-import io.kvstash.core.layout.Layout;
 import io.kvstash.core.StoreContext;
+import io.kvstash.wire.layout.Dtype;
+import io.kvstash.wire.layout.Layout;
 import org.HdrHistogram.Histogram;
 import org.agrona.IoUtil;
 import org.agrona.concurrent.BackoffIdleStrategy;

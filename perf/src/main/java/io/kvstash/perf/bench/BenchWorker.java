@@ -1,13 +1,13 @@
 package io.kvstash.perf.bench;
 
-import io.kvstash.core.ChunkKeys;
-import io.kvstash.core.RequestType;
-import io.kvstash.core.Status;
-import io.kvstash.core.layout.Layout;
-import io.kvstash.ipc.client.ClientContext;
-import io.kvstash.ipc.client.ClientResponse;
-import io.kvstash.ipc.client.KvStashClient;
-import io.kvstash.ipc.tools.Json;
+import io.kvstash.client.ClientContext;
+import io.kvstash.client.ClientResponse;
+import io.kvstash.client.KvStashClient;
+import io.kvstash.tools.Json;
+import io.kvstash.wire.ChunkKeys;
+import io.kvstash.wire.RequestType;
+import io.kvstash.wire.Status;
+import io.kvstash.wire.layout.Layout;
 import org.HdrHistogram.Histogram;
 import org.agrona.BufferUtil;
 import org.agrona.concurrent.UnsafeBuffer;

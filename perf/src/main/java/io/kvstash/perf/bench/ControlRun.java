@@ -1,14 +1,14 @@
 package io.kvstash.perf.bench;
 
-import io.kvstash.core.ChunkKeys;
-import io.kvstash.core.RequestType;
-import io.kvstash.core.Status;
-import io.kvstash.ipc.client.ClientContext;
-import io.kvstash.ipc.client.ClientResponse;
-import io.kvstash.ipc.client.KvStashClient;
-import io.kvstash.ipc.codec.WireDescriptor;
-import io.kvstash.ipc.ring.RingConsumer;
-import io.kvstash.ipc.ring.RingProducer;
+import io.kvstash.client.ClientContext;
+import io.kvstash.client.ClientResponse;
+import io.kvstash.client.KvStashClient;
+import io.kvstash.wire.ChunkKeys;
+import io.kvstash.wire.RequestType;
+import io.kvstash.wire.Status;
+import io.kvstash.wire.codec.WireDescriptor;
+import io.kvstash.wire.ring.RingConsumer;
+import io.kvstash.wire.ring.RingProducer;
 import org.HdrHistogram.Histogram;
 import org.agrona.concurrent.AtomicBuffer;
 import org.agrona.concurrent.IdleStrategy;

@@ -1,9 +1,9 @@
 package io.kvstash.perf.bench;
 
-import io.kvstash.ipc.ring.RingConsumer;
-import io.kvstash.ipc.ring.RingDescriptor;
-import io.kvstash.ipc.ring.RingProducer;
-import io.kvstash.ipc.server.ServerContext;
+import io.kvstash.server.ServerContext;
+import io.kvstash.wire.ring.RingConsumer;
+import io.kvstash.wire.ring.RingDescriptor;
+import io.kvstash.wire.ring.RingProducer;
 import org.agrona.concurrent.Agent;
 import org.agrona.concurrent.AtomicBuffer;
 import org.agrona.concurrent.UnsafeBuffer;

@@ -1,13 +1,13 @@
 package io.kvstash.perf.bench;
 
+import io.kvstash.client.ClientContext;
+import io.kvstash.client.ClientResponse;
+import io.kvstash.client.KvStashClient;
 import io.kvstash.core.StoreContext;
-import io.kvstash.ipc.client.ClientContext;
-import io.kvstash.ipc.client.ClientResponse;
-import io.kvstash.ipc.client.KvStashClient;
-import io.kvstash.ipc.server.KvStashServer;
-import io.kvstash.ipc.server.ServerContext;
 import io.kvstash.pipeline.ThreadingMode;
 import io.kvstash.pipeline.WaitMode;
+import io.kvstash.server.KvStashServer;
+import io.kvstash.server.ServerContext;
 import org.agrona.IoUtil;
 import org.agrona.concurrent.AgentInvoker;
 

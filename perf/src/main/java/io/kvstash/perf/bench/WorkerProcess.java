@@ -1,6 +1,6 @@
 package io.kvstash.perf.bench;
 
-import io.kvstash.ipc.tools.Json;
+import io.kvstash.tools.Json;
 
 import java.io.BufferedReader;
 import java.io.IOException;

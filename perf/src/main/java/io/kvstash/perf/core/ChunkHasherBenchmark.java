@@ -1,6 +1,6 @@
 package io.kvstash.perf.core;
 
-import io.kvstash.core.hash.ChunkHasher;
+import io.kvstash.wire.hash.ChunkHasher;
 import org.agrona.BufferUtil;
 import org.agrona.concurrent.UnsafeBuffer;
 import org.openjdk.jmh.annotations.Benchmark;

@@ -1,9 +1,9 @@
 package io.kvstash.perf.core;
 
-import io.kvstash.core.ChunkKeys;
 import io.kvstash.core.KvStore;
 import io.kvstash.core.StoreCommand;
 import io.kvstash.core.StoreCounters;
+import io.kvstash.wire.ChunkKeys;
 import org.openjdk.jmh.annotations.Benchmark;
 import org.openjdk.jmh.annotations.BenchmarkMode;
 import org.openjdk.jmh.annotations.Fork;

@@ -1,13 +1,13 @@
 package io.kvstash.perf.core;
 
-import io.kvstash.core.ChunkKeys;
 import io.kvstash.core.KvStore;
-import io.kvstash.core.Status;
 import io.kvstash.core.StoreCommand;
 import io.kvstash.core.StoreContext;
 import io.kvstash.core.StoreCounters;
-import io.kvstash.core.layout.Dtype;
-import io.kvstash.core.layout.Layout;
+import io.kvstash.wire.ChunkKeys;
+import io.kvstash.wire.Status;
+import io.kvstash.wire.layout.Dtype;
+import io.kvstash.wire.layout.Layout;
 
 import java.util.SplittableRandom;
 

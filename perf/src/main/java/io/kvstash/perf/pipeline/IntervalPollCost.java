@@ -1,8 +1,8 @@
 package io.kvstash.perf.pipeline;
 
-import io.kvstash.core.RequestType;
 import io.kvstash.pipeline.latency.IntervalLogger;
 import io.kvstash.pipeline.latency.LatencyRecorders;
+import io.kvstash.wire.RequestType;
 import org.HdrHistogram.HistogramLogWriter;
 
 import java.io.File;

@@ -1,10 +1,10 @@
 package io.kvstash.perf.pipeline;
 
-import io.kvstash.core.RequestType;
 import io.kvstash.core.StoreCommand;
 import io.kvstash.core.StoreContext;
 import io.kvstash.pipeline.journal.JournalReader;
 import io.kvstash.pipeline.journal.JournalWriter;
+import io.kvstash.wire.RequestType;
 
 import java.nio.file.Files;
 import java.nio.file.Path;

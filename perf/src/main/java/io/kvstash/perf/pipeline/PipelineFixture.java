@@ -1,10 +1,7 @@
 package io.kvstash.perf.pipeline;
 
-import io.kvstash.core.RequestType;
-import io.kvstash.core.Status;
 import io.kvstash.core.StoreCommand;
 import io.kvstash.core.StoreContext;
-import io.kvstash.core.layout.Layout;
 import io.kvstash.perf.core.StoreFixture;
 import io.kvstash.pipeline.Pipeline;
 import io.kvstash.pipeline.PipelineAgent;
@@ -13,6 +10,9 @@ import io.kvstash.pipeline.RequestEvent;
 import io.kvstash.pipeline.ResponseSink;
 import io.kvstash.pipeline.ThreadingMode;
 import io.kvstash.pipeline.WaitMode;
+import io.kvstash.wire.RequestType;
+import io.kvstash.wire.Status;
+import io.kvstash.wire.layout.Layout;
 
 import java.nio.file.Path;
 import java.util.concurrent.atomic.AtomicLong;

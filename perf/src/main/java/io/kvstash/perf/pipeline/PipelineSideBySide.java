@@ -1,8 +1,8 @@
 package io.kvstash.perf.pipeline;
 
-import io.kvstash.core.RequestType;
 import io.kvstash.perf.bench.BenchSupport;
 import io.kvstash.pipeline.Pipeline;
+import io.kvstash.wire.RequestType;
 
 import java.io.IOException;
 import java.util.ArrayList;

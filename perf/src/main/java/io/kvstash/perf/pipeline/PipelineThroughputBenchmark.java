@@ -1,8 +1,6 @@
 package io.kvstash.perf.pipeline;
 
 import io.kvstash.core.KvStore;
-import io.kvstash.core.RequestType;
-import io.kvstash.core.Status;
 import io.kvstash.core.StoreCommand;
 import io.kvstash.core.StoreCounters;
 import io.kvstash.perf.core.StoreFixture;
@@ -12,6 +10,8 @@ import io.kvstash.pipeline.PipelineContext;
 import io.kvstash.pipeline.RequestEvent;
 import io.kvstash.pipeline.ThreadingMode;
 import io.kvstash.pipeline.WaitMode;
+import io.kvstash.wire.RequestType;
+import io.kvstash.wire.Status;
 import org.agrona.concurrent.NanoClock;
 import org.agrona.concurrent.SystemNanoClock;
 import org.openjdk.jmh.annotations.Benchmark;
@@ -107,7 +107,7 @@ public class PipelineThroughputBenchmark
             store = new KvStore(context, clock);
             StoreFixture.check(Status.OK == store.register(StoreFixture.INSTANCE_ID, StoreFixture.LAYOUT).status,
                 "register failed");
-            StoreFixture.storeAll(store, io.kvstash.core.ChunkKeys.ofHashes(
+            StoreFixture.storeAll(store, io.kvstash.wire.ChunkKeys.ofHashes(
                 new long[]{ PipelineFixture.KEY_HI }, new long[]{ PipelineFixture.KEY_LO }));
             command = new StoreCommand(context);
         }

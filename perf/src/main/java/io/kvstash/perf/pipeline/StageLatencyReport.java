@@ -72,7 +72,7 @@ public final class StageLatencyReport
                     final long sequence = pipeline.claim();
                     final RequestEvent event = pipeline.event(sequence);
                     final StoreCommand c = event.reset();
-                    PipelineFixture.fill(c, io.kvstash.core.RequestType.LOOKUP, ++requests, clock.nanoTime());
+                    PipelineFixture.fill(c, io.kvstash.wire.RequestType.LOOKUP, ++requests, clock.nanoTime());
                     event.clientIndex = 0;
                     pipeline.publish(sequence);
                 }
@@ -98,7 +98,7 @@ public final class StageLatencyReport
             }
         }
         logger.poll(System.currentTimeMillis());
-        PipelineThroughputBenchmark.verify(sink, requests, io.kvstash.core.RequestType.LOOKUP);
+        PipelineThroughputBenchmark.verify(sink, requests, io.kvstash.wire.RequestType.LOOKUP);
         out.println("== " + name + " (" + mode + (null == agent ? ", this thread producing" : ", batches of " + batch) +
             "), every event stage-timed, " + requests + " LOOKUPs; hlog " + hlog);
         logger.report(out);

@@ -1,6 +1,6 @@
 package io.kvstash.perf.bench;
 
-import io.kvstash.ipc.tools.Json;
+import io.kvstash.tools.Json;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;

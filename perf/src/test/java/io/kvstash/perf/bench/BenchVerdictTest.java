@@ -87,7 +87,7 @@ class BenchVerdictTest
             { "bench", "--quik" } })
         {
             final java.io.StringWriter err = new java.io.StringWriter();
-            final picocli.CommandLine commandLine = io.kvstash.ipc.cli.KvStashCommand.newCommandLine()
+            final picocli.CommandLine commandLine = io.kvstash.cli.KvStashCommand.newCommandLine()
                 .addSubcommand("bench", new BenchCommand());
             commandLine.setErr(new java.io.PrintWriter(err, true));
             assertEquals(2, commandLine.execute(args), err.toString());

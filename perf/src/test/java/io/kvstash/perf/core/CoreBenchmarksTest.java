@@ -1,7 +1,7 @@
 package io.kvstash.perf.core;
 
-import io.kvstash.core.Status;
 import io.kvstash.core.StoreCommand;
+import io.kvstash.wire.Status;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;

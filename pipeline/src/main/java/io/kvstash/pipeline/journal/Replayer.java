@@ -3,12 +3,12 @@ package io.kvstash.pipeline.journal;
 import io.kvstash.core.StoreCommand;
 import io.kvstash.core.StoreContext;
 import io.kvstash.core.StoreCounters;
-import io.kvstash.core.Status;
 import io.kvstash.pipeline.Pipeline;
 import io.kvstash.pipeline.PipelineAgent;
 import io.kvstash.pipeline.PipelineContext;
 import io.kvstash.pipeline.RequestEvent;
 import io.kvstash.pipeline.ThreadingMode;
+import io.kvstash.wire.Status;
 import org.agrona.concurrent.UnsafeBuffer;
 
 import java.io.IOException;
@@ -183,7 +183,7 @@ public final class Replayer
                 if (null == firstMismatch)
                 {
                     firstMismatch = "record " + records + " (correlation " + command.correlationId + ", " +
-                        io.kvstash.core.RequestType.name(command.type) + ") replayed " +
+                        io.kvstash.wire.RequestType.name(command.type) + ") replayed " +
                         Status.name(command.status);
                 }
             }

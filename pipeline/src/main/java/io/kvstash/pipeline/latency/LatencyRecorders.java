@@ -1,6 +1,6 @@
 package io.kvstash.pipeline.latency;
 
-import io.kvstash.core.RequestType;
+import io.kvstash.wire.RequestType;
 import org.HdrHistogram.Histogram;
 import org.HdrHistogram.SingleWriterRecorder;
 

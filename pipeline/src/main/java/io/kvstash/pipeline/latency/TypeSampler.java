@@ -1,6 +1,6 @@
 package io.kvstash.pipeline.latency;
 
-import io.kvstash.core.RequestType;
+import io.kvstash.wire.RequestType;
 
 /**
  * Picks the requests to time end to end: one in {@link #weight()} of each type, each recorded with a count of the

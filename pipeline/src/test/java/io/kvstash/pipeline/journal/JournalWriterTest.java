@@ -1,9 +1,9 @@
 package io.kvstash.pipeline.journal;
 
-import io.kvstash.core.RequestType;
 import io.kvstash.core.StoreCommand;
 import io.kvstash.core.StoreContext;
 import io.kvstash.core.StoreCounters;
+import io.kvstash.wire.RequestType;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 

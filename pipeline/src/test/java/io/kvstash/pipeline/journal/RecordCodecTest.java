@@ -1,8 +1,8 @@
 package io.kvstash.pipeline.journal;
 
-import io.kvstash.core.RequestType;
-import io.kvstash.core.Status;
 import io.kvstash.core.StoreCommand;
+import io.kvstash.wire.RequestType;
+import io.kvstash.wire.Status;
 import org.agrona.concurrent.UnsafeBuffer;
 import org.junit.jupiter.api.Test;
 

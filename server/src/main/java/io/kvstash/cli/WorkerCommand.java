@@ -1,0 +1,175 @@
+package io.kvstash.cli;
+
+import io.kvstash.client.ClientContext;
+import io.kvstash.client.KvStashClient;
+import io.kvstash.core.trace.MooncakeTrace;
+import io.kvstash.pipeline.WaitMode;
+import io.kvstash.tools.Json;
+import io.kvstash.tools.TraceReplay;
+import io.kvstash.tools.TraceWorker;
+import io.kvstash.tools.WorkerResult;
+import io.kvstash.wire.file.SecureDirectory;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Spec;
+
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.InputStreamReader;
+import java.io.PrintWriter;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.util.Map;
+import java.util.concurrent.Callable;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * {@code kvstash worker} (hidden): one replay worker process of {@code replay} and {@code demo}. Connects,
+ * registers, prints {@code ready}; with {@code --await-go} waits for a {@code go} line on standard input (and
+ * exits when standard input closes: the coordinator is gone); replays its share of the trace with
+ * {@link TraceWorker}, printing {@code progress N} lines at most every {@code --progress-ms}; unregisters and
+ * prints {@code result {json}} ({@link WorkerResult}) as its last line.
+ */
+@Command(name = "worker", hidden = true, mixinStandardHelpOptions = true, sortOptions = false,
+    description = "A trace replay worker process (started by replay and demo).")
+public final class WorkerCommand implements Callable<Integer>
+{
+    /** Exit code when the coordinator closes standard input before the worker is done. */
+    public static final int EXIT_COORDINATOR_GONE = 3;
+
+    @Spec
+    CommandSpec spec;
+
+    @Option(names = "--dir", paramLabel = "DIR",
+        description = "Server directory (default: /dev/shm/kvstash-$USER).")
+    Path directory;
+
+    @Option(names = "--trace", paramLabel = "FILE", required = true, description = "Mooncake trace.")
+    Path trace;
+
+    @Option(names = "--index", paramLabel = "I", defaultValue = "0", description = "This worker's index.")
+    int index;
+
+    @Option(names = "--workers", paramLabel = "W", defaultValue = "1", description = "Number of workers.")
+    int workers;
+
+    @Option(names = "--payload-bytes", paramLabel = "SIZE", converter = Converters.Size.class, defaultValue = "4096",
+        description = "Bytes of one chunk (default: ${DEFAULT-VALUE}).")
+    long payloadBytes;
+
+    @Option(names = "--instance-id", paramLabel = "ID", defaultValue = "0",
+        description = "Instance id to register (default: the pid).")
+    long instanceId;
+
+    @Option(names = "--await-go", description = "After 'ready', wait for a 'go' line on standard input.")
+    boolean awaitGo;
+
+    @Option(names = "--copy-transport", description = "Move chunk bytes in messages instead of the mapped pool.")
+    boolean copyTransport;
+
+    @Option(names = "--client-wait", paramLabel = "MODE", converter = Converters.Wait.class,
+        description = "How the client waits for responses: busy-spin, yielding, backoff or blocking " +
+            "(default: the client library's backoff).")
+    WaitMode clientWait;
+
+    @Option(names = "--progress-ms", paramLabel = "MS", defaultValue = "200",
+        description = "Least interval between progress lines (default: ${DEFAULT-VALUE}).")
+    long progressMs;
+
+    /**
+     * A command with default options (picocli sets the fields).
+     */
+    public WorkerCommand()
+    {
+    }
+
+    /**
+     * Runs the worker.
+     *
+     * @return 0 when the replay completed.
+     * @throws Exception when the trace cannot be read or the server is lost.
+     */
+    @Override
+    public Integer call() throws Exception
+    {
+        if (workers < 1 || index < 0 || index >= workers)
+        {
+            throw new IllegalArgumentException("need 0 <= index < workers: index " + index + ", workers " + workers);
+        }
+        if (payloadBytes <= 0 || payloadBytes > Integer.MAX_VALUE)
+        {
+            throw new IllegalArgumentException("payload out of range: " + payloadBytes);
+        }
+        final PrintWriter out = spec.commandLine().getOut();
+        final MooncakeTrace mooncake = MooncakeTrace.read(trace);
+        final long id = 0 == instanceId ? ProcessHandle.current().pid() : instanceId;
+        final ClientContext context = new ClientContext()
+            .directory(null == directory ? SecureDirectory.defaultDirectory() : directory)
+            .copyTransport(copyTransport)
+            .idleStrategy(null == clientWait ? null : clientWait.newIdleStrategy());
+        try (KvStashClient client = KvStashClient.connect(context))
+        {
+            final TraceWorker worker = new TraceWorker(client, id, (int)payloadBytes);
+            worker.register();
+            out.println(TraceReplay.READY_LINE);
+            out.flush();
+            if (awaitGo && !awaitGo())
+            {
+                return EXIT_COORDINATOR_GONE;
+            }
+            final long intervalNs = TimeUnit.MILLISECONDS.toNanos(Math.max(1, progressMs));
+            final long[] nextProgressNs = { System.nanoTime() + intervalNs };
+            final WorkerResult result = worker.replay(mooncake.requests(), index, workers, (done) ->
+            {
+                final long now = System.nanoTime();
+                if (now - nextProgressNs[0] >= 0)
+                {
+                    out.println(TraceReplay.PROGRESS_PREFIX + done);
+                    out.flush();
+                    nextProgressNs[0] = now + intervalNs;
+                }
+            });
+            client.unregister(id);
+            out.println(TraceReplay.PROGRESS_PREFIX + result.count(WorkerResult.REQUESTS));
+            final Map<String, Object> map = result.toMap();
+            map.put("worker", index);
+            out.println(TraceReplay.RESULT_PREFIX + Json.write(map));
+            out.flush();
+        }
+        return 0;
+    }
+
+    /**
+     * Waits for the coordinator's go, then watches standard input on a daemon thread: when it closes, the
+     * coordinator is gone and so is the point of going on.
+     */
+    private static boolean awaitGo() throws IOException
+    {
+        final BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.US_ASCII));
+        final String line = in.readLine();
+        if (null == line || !TraceReplay.GO_LINE.equals(line.trim()))
+        {
+            return false;
+        }
+        final Thread watcher = new Thread(() ->
+        {
+            try
+            {
+                while (null != in.readLine())
+                {
+                    Thread.onSpinWait();
+                }
+            }
+            catch (final IOException ignore)
+            {
+                // Treated as closed.
+            }
+            System.err.println("kvstash worker: the coordinator is gone, exiting");
+            Runtime.getRuntime().halt(EXIT_COORDINATOR_GONE);
+        }, "kvstash-worker-stdin");
+        watcher.setDaemon(true);
+        watcher.start();
+        return true;
+    }
+}

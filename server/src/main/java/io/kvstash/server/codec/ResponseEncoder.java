@@ -1,0 +1,196 @@
+package io.kvstash.server.codec;
+
+import io.kvstash.core.StoreCommand;
+import io.kvstash.core.StoreCounters;
+import io.kvstash.wire.RequestType;
+import io.kvstash.wire.Status;
+import io.kvstash.wire.ring.RingProducer;
+import org.agrona.MutableDirectBuffer;
+import org.agrona.UnsafeApi;
+
+import java.nio.ByteOrder;
+import java.nio.charset.StandardCharsets;
+
+import static io.kvstash.wire.codec.WireDescriptor.*;
+
+/**
+ * Encodes a finished command as a response record straight into a client's response ring (claim, write,
+ * commit). Error reasons are constant strings; each is encoded once into a cache keyed by the string's
+ * identity, so answering errors of many different reasons in turn allocates nothing once every reason has
+ * been seen (a one-entry cache allocated on every change of reason: 170 bytes per fuzzed record, and
+ * full collections of the server's heap).
+ * <p>
+ * Owner: the publish stage thread.
+ */
+public final class ResponseEncoder
+{
+    private static final ByteOrder LE = ByteOrder.LITTLE_ENDIAN;
+
+    private static final int MESSAGE_CACHE_LENGTH = 256;
+    private static final int MESSAGE_CACHE_PROBES = 8;
+    private static final byte[] NO_MESSAGE = new byte[0];
+
+    private final StoreCounters counters;
+    private final byte[] registerExtra;
+    private final String[] cachedMessages = new String[MESSAGE_CACHE_LENGTH];
+    private final byte[][] cachedMessageBytes = new byte[MESSAGE_CACHE_LENGTH][];
+
+    /**
+     * An encoder that answers STATS from a set of counters and REGISTER with the server's facts.
+     *
+     * @param counters      the server's counters.
+     * @param registerExtra the extra part of every REGISTER answered OK ({@link #registerExtra}).
+     */
+    public ResponseEncoder(final StoreCounters counters, final byte[] registerExtra)
+    {
+        this.counters = counters;
+        this.registerExtra = registerExtra.clone();
+    }
+
+    /**
+     * The extra part of a REGISTER answered OK: what SPEC section 2 says a registration returns beyond the
+     * chunk and slot sizes of the header.
+     * <pre>
+     *   Incarnation (i64) | Pool Data Bytes (i64) | Lease ns (i64) | Chunk Tokens (i32) |
+     *   Pool File Name Length (i32) | Pool File Name (ASCII)
+     * </pre>
+     *
+     * @param incarnation   server incarnation.
+     * @param poolSizeBytes pool data bytes.
+     * @param leaseNs       lease.
+     * @param chunkTokens   tokens per chunk.
+     * @param poolFileName  pool file name in the server's directory.
+     * @return the bytes.
+     */
+    public static byte[] registerExtra(
+        final long incarnation,
+        final long poolSizeBytes,
+        final long leaseNs,
+        final int chunkTokens,
+        final String poolFileName)
+    {
+        final byte[] name = poolFileName.getBytes(StandardCharsets.US_ASCII);
+        final java.nio.ByteBuffer b = java.nio.ByteBuffer.allocate(32 + name.length).order(LE);
+        b.putLong(incarnation).putLong(poolSizeBytes).putLong(leaseNs).putInt(chunkTokens).putInt(name.length).put(name);
+        return b.array();
+    }
+
+    /**
+     * Writes the response of a command into a ring.
+     *
+     * @param c        finished command.
+     * @param producer the client's response ring.
+     * @return false when the ring has no room (the caller counts the drop).
+     */
+    public boolean encode(final StoreCommand c, final RingProducer producer)
+    {
+        final int slots = Status.OK == c.status ? Math.max(0, c.slotCount) : 0;
+        final byte[] message = Status.OK == c.status ? null : messageBytes(c.message);
+        final int extra;
+        if (null != message)
+        {
+            extra = message.length;
+        }
+        else if (RequestType.READ_DATA == c.type)
+        {
+            extra = c.dataLength;
+        }
+        else if (RequestType.STATS == c.type)
+        {
+            extra = StoreCounters.COUNT * Long.BYTES;
+        }
+        else if (RequestType.REGISTER == c.type)
+        {
+            extra = registerExtra.length;
+        }
+        else
+        {
+            extra = 0;
+        }
+        final int length = RESPONSE_HEADER_LENGTH + slots * SLOT_ENTRY_LENGTH + pad8(extra);
+        if (length > producer.maxPayloadLength())
+        {
+            return false;
+        }
+        final int at = producer.tryClaim(RESPONSE_TYPE, length);
+        if (at < 0)
+        {
+            return false;
+        }
+        // The claim lies inside the ring, so the fixed part and the slot entries are written without Agrona's
+        // per-field bounds checks: they cost the answer's way about as much as the stores themselves.
+        final MutableDirectBuffer b = producer.buffer();
+        final Object base = b.byteArray();
+        final long address = b.addressOffset() + at;
+        UnsafeApi.putLong(base, address + RESPONSE_CORRELATION_ID_OFFSET, le(c.correlationId));
+        UnsafeApi.putInt(base, address + RESPONSE_STATUS_OFFSET, le(c.status));
+        UnsafeApi.putInt(base, address + RESPONSE_TYPE_OFFSET, le(c.type));
+        UnsafeApi.putLong(base, address + RESPONSE_TRANSFER_ID_OFFSET, le(c.outTransferId));
+        UnsafeApi.putInt(base, address + RESPONSE_HIT_CHUNKS_OFFSET, le(c.hitChunks));
+        UnsafeApi.putInt(base, address + RESPONSE_SLOT_COUNT_OFFSET, le(slots));
+        UnsafeApi.putLong(base, address + RESPONSE_COUNT_OFFSET, le(c.removedCount));
+        UnsafeApi.putLong(base, address + RESPONSE_CHUNK_BYTES_OFFSET, le(c.chunkBytes));
+        UnsafeApi.putLong(base, address + RESPONSE_SLOT_BYTES_OFFSET, le(c.slotBytes));
+        UnsafeApi.putInt(base, address + RESPONSE_SLOT_CAPACITY_OFFSET, le(c.slotCapacity));
+        UnsafeApi.putInt(base, address + RESPONSE_EXTRA_LENGTH_OFFSET, le(extra));
+        long entry = address + RESPONSE_HEADER_LENGTH;
+        for (int k = 0; k < slots; k++)
+        {
+            UnsafeApi.putInt(base, entry, le(c.slotRangeIndex[k]));
+            UnsafeApi.putInt(base, entry + 4, le(c.slotGeneration[k]));
+            UnsafeApi.putLong(base, entry + 8, le(c.slotOffset[k]));
+            entry += SLOT_ENTRY_LENGTH;
+        }
+        final int i = at + RESPONSE_HEADER_LENGTH + slots * SLOT_ENTRY_LENGTH;
+        if (null != message)
+        {
+            b.putBytes(i, message);
+        }
+        else if (RequestType.READ_DATA == c.type && extra > 0)
+        {
+            b.putBytes(i, c.data, 0, extra);
+        }
+        else if (RequestType.STATS == c.type)
+        {
+            for (int id = 0; id < StoreCounters.COUNT; id++)
+            {
+                b.putLong(i + id * Long.BYTES, counters.get(id), LE);
+            }
+        }
+        else if (RequestType.REGISTER == c.type)
+        {
+            b.putBytes(i, registerExtra);
+        }
+        producer.commit(length);
+        return true;
+    }
+
+    private byte[] messageBytes(final String message)
+    {
+        if (null == message)
+        {
+            return NO_MESSAGE;
+        }
+        final int home = System.identityHashCode(message) & (MESSAGE_CACHE_LENGTH - 1);
+        int free = home;
+        for (int probe = 0; probe < MESSAGE_CACHE_PROBES; probe++)
+        {
+            final int i = (home + probe) & (MESSAGE_CACHE_LENGTH - 1);
+            final String cached = cachedMessages[i];
+            if (cached == message)
+            {
+                return cachedMessageBytes[i];
+            }
+            if (null == cached)
+            {
+                free = i;
+                break;
+            }
+        }
+        final byte[] bytes = message.getBytes(StandardCharsets.UTF_8);
+        cachedMessages[free] = message;
+        cachedMessageBytes[free] = bytes.length > MAX_MESSAGE_LENGTH ?
+            java.util.Arrays.copyOf(bytes, MAX_MESSAGE_LENGTH) : bytes;
+        return cachedMessageBytes[free];
+    }
+}

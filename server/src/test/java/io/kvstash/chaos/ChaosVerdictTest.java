@@ -1,0 +1,68 @@
+package io.kvstash.chaos;
+
+import io.kvstash.cli.KvStashCommand;
+import io.kvstash.tools.Json;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import picocli.CommandLine;
+
+import java.io.PrintWriter;
+import java.io.StringWriter;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * {@code kvstash chaos} ends with one verdict line: PASS and what was checked, or FAIL and every broken promise,
+ * with exit code 1.
+ */
+class ChaosVerdictTest
+{
+    @Test
+    void shouldNameEveryBrokenPromiseWhenTheReportShowsThem()
+    {
+        final Map<String, Object> report = new LinkedHashMap<>();
+        report.put("kills", 5L);
+        report.put("checksum_mismatches", 2L);
+        report.put("leaked_pins", 0L);
+        report.put("fuzz_server_alive", false);
+        report.put("late_commits_total", 10L);
+        report.put("late_commits_rejected", 9L);
+        final List<String> broken = ChaosCommand.brokenPromises(report);
+        assertEquals(List.of("checksum_mismatches 2", "fuzz_server_alive false", "late_commits_rejected 9 of 10"),
+            broken);
+        assertEquals("FAIL: 3 broken promises: checksum_mismatches 2, fuzz_server_alive false, " +
+            "late_commits_rejected 9 of 10", ChaosCommand.verdictLine(report, broken));
+    }
+
+    @Test
+    @Timeout(180)
+    void shouldEndWithAPassLineAndExitZeroWhenEveryPromiseHeld()
+    {
+        final StringWriter out = new StringWriter();
+        final StringWriter err = new StringWriter();
+        final CommandLine commandLine = KvStashCommand.newCommandLine();
+        commandLine.setOut(new PrintWriter(out, true));
+        commandLine.setErr(new PrintWriter(err, true));
+        final int exitCode = commandLine.execute("chaos", "--quick", "--only", "exhaustion");
+        assertEquals(0, exitCode, out + "\n" + err);
+        final String[] lines = out.toString().strip().split("\n");
+        final String last = lines[lines.length - 1];
+        assertTrue(last.startsWith("PASS: every promise held ("), last);
+        assertTrue(last.contains("prepares on a full pool"), last);
+
+        final StringWriter jsonOut = new StringWriter();
+        final StringWriter jsonErr = new StringWriter();
+        final CommandLine json = KvStashCommand.newCommandLine();
+        json.setOut(new PrintWriter(jsonOut, true));
+        json.setErr(new PrintWriter(jsonErr, true));
+        assertEquals(0, json.execute("chaos", "--only", "exhaustion", "--json"));
+        final Map<String, Object> parsed = Json.parseObject(jsonOut.toString().strip());
+        assertEquals("PASS", parsed.get("verdict"));
+        assertEquals(List.of(), parsed.get("broken_promises"));
+        assertTrue(jsonErr.toString().strip().endsWith("no crash"), jsonErr.toString());
+    }
+}

@@ -1,0 +1,247 @@
+package io.kvstash.e2e;
+
+import io.kvstash.client.ClientContext;
+import io.kvstash.client.ClientResponse;
+import io.kvstash.client.KvStashClient;
+import io.kvstash.client.KvStashException;
+import io.kvstash.wire.ChunkKeys;
+import io.kvstash.wire.Status;
+import io.kvstash.wire.layout.Dtype;
+import io.kvstash.wire.layout.Layout;
+import org.agrona.concurrent.UnsafeBuffer;
+
+import java.nio.file.Path;
+import java.util.SplittableRandom;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * A worker process for the end-to-end tests. Modes:
+ * <ul>
+ *   <li>{@code store-retrieve DIR INSTANCE ROUNDS KEYSPACE SEED [copy]}: stores and retrieves random
+ *   ranges, verifying every chunk read; prints {@code RESULT ...};</li>
+ *   <li>{@code prepare-hang DIR INSTANCE FIRST COUNT}: prepares a store, writes half of the first chunk,
+ *   prints {@code PREPARED ...} and waits to be killed;</li>
+ *   <li>{@code reconnect DIR}: pings until the server goes, prints {@code ERROR <reason>}, reconnects to the
+ *   next server, stores and retrieves one chunk, prints {@code WORKS <incarnation>}.</li>
+ * </ul>
+ */
+public final class TestWorker
+{
+    static final Layout LAYOUT = Layout.of("e2e-model", 1, 0, 1, 16, Dtype.FLOAT16, false);
+    static final int CHUNK_BYTES = 2 * 1 * 256 * 16 * 2;
+
+    private TestWorker()
+    {
+    }
+
+    public static void main(final String[] args) throws Exception
+    {
+        switch (args[0])
+        {
+            case "store-retrieve":
+                storeRetrieve(Path.of(args[1]), Long.parseLong(args[2]), Integer.parseInt(args[3]),
+                    Integer.parseInt(args[4]), Long.parseLong(args[5]), args.length > 6 && "copy".equals(args[6]));
+                break;
+            case "prepare-hang":
+                prepareHang(Path.of(args[1]), Long.parseLong(args[2]), Integer.parseInt(args[3]),
+                    Integer.parseInt(args[4]));
+                break;
+            case "reconnect":
+                reconnect(Path.of(args[1]));
+                break;
+            default:
+                throw new IllegalArgumentException(args[0]);
+        }
+    }
+
+    static ChunkKeys range(final long first, final int count)
+    {
+        final long[] ids = new long[count];
+        for (int i = 0; i < count; i++)
+        {
+            ids[i] = first + i;
+        }
+        return ChunkKeys.ofIds(ids);
+    }
+
+    private static void storeRetrieve(
+        final Path dir, final long instance, final int rounds, final int keyspace, final long seed, final boolean copy)
+    {
+        final SplittableRandom random = new SplittableRandom(seed);
+        final UnsafeBuffer chunk = new UnsafeBuffer(new byte[CHUNK_BYTES]);
+        final UnsafeBuffer read = new UnsafeBuffer(new byte[CHUNK_BYTES]);
+        long stored = 0;
+        long verified = 0;
+        long mismatches = 0;
+        long misses = 0;
+        long noSpace = 0;
+        try (KvStashClient client = KvStashClient.connect(new ClientContext().directory(dir).copyTransport(copy)))
+        {
+            check(client.register(instance, LAYOUT));
+            for (int round = 0; round < rounds; round++)
+            {
+                final int count = 1 + random.nextInt(4);
+                final long first = random.nextInt(keyspace);
+                final ChunkKeys keys = range(first, count);
+                ClientResponse r = client.prepareStore(instance, keys);
+                if (Status.NO_SPACE == r.status())
+                {
+                    noSpace++;
+                }
+                else
+                {
+                    check(r);
+                }
+                if (0 != r.transferId())
+                {
+                    final long transfer = r.transferId();
+                    final int slots = r.slotCount();
+                    final int[] rangeIndex = new int[slots];
+                    final long[] offsets = new long[slots];
+                    for (int i = 0; i < slots; i++)
+                    {
+                        rangeIndex[i] = r.slotRangeIndex(i);
+                        offsets[i] = r.slotOffset(i);
+                    }
+                    for (int i = 0; i < slots; i++)
+                    {
+                        ChunkPattern.fill(chunk, CHUNK_BYTES, first + rangeIndex[i], instance);
+                        check(client.writeChunk(instance, transfer, i, CHUNK_BYTES, offsets[i], chunk, 0));
+                    }
+                    check(client.commitStore(instance, transfer));
+                    stored += slots;
+                }
+                r = client.lookup(instance, keys, true);
+                check(r);
+                final int hits = r.hitChunks();
+                if (hits == 0)
+                {
+                    misses++;
+                    continue;
+                }
+                r = client.prepareRetrieveFromLookup(instance, r.transferId());
+                check(r);
+                final long transfer = r.transferId();
+                final int slots = r.slotCount();
+                final long[] offsets = new long[slots];
+                final int[] rangeIndex = new int[slots];
+                for (int i = 0; i < slots; i++)
+                {
+                    offsets[i] = r.slotOffset(i);
+                    rangeIndex[i] = r.slotRangeIndex(i);
+                }
+                for (int i = 0; i < slots; i++)
+                {
+                    check(client.readChunk(instance, transfer, i, CHUNK_BYTES, offsets[i], read, 0));
+                    if (ChunkPattern.verify(read, CHUNK_BYTES, first + rangeIndex[i]))
+                    {
+                        verified++;
+                    }
+                    else
+                    {
+                        mismatches++;
+                    }
+                }
+                check(client.commitRetrieve(instance, transfer));
+            }
+            check(client.unregister(instance));
+        }
+        System.out.println("RESULT stored=" + stored + " verified=" + verified + " mismatches=" + mismatches +
+            " misses=" + misses + " nospace=" + noSpace);
+    }
+
+    private static void prepareHang(final Path dir, final long instance, final int first, final int count)
+        throws InterruptedException
+    {
+        final KvStashClient client = KvStashClient.connect(new ClientContext().directory(dir));
+        check(client.register(instance, LAYOUT));
+        final ClientResponse r = client.prepareStore(instance, range(first, count));
+        check(r);
+        final UnsafeBuffer view = client.slotView(r, 0, new UnsafeBuffer(0, 0));
+        for (int i = 0; i < CHUNK_BYTES / 2; i += 8)
+        {
+            view.putLong(i, 0xDEADBEEFL);
+        }
+        System.out.println("PREPARED transfer=" + r.transferId() + " slots=" + r.slotCount());
+        System.out.flush();
+        Thread.sleep(TimeUnit.MINUTES.toMillis(10));
+    }
+
+    private static void reconnect(final Path dir) throws InterruptedException
+    {
+        KvStashClient client = KvStashClient.connect(new ClientContext().directory(dir)
+            .timeoutNs(TimeUnit.SECONDS.toNanos(5)).livenessCheckNs(TimeUnit.MILLISECONDS.toNanos(50)));
+        System.out.println("CONNECTED " + Long.toHexString(client.incarnation()));
+        System.out.flush();
+        final long first = client.incarnation();
+        try
+        {
+            while (true)
+            {
+                check(client.ping());
+                Thread.sleep(20);
+            }
+        }
+        catch (final KvStashException ex)
+        {
+            System.out.println("ERROR " + ex.reason() + " " + ex.getMessage());
+            System.out.flush();
+        }
+        client.close();
+        final long deadline = System.currentTimeMillis() + 30_000;
+        while (true)
+        {
+            try
+            {
+                client = KvStashClient.connect(new ClientContext().directory(dir));
+                if (client.incarnation() != first)
+                {
+                    break;
+                }
+                client.close();
+            }
+            catch (final KvStashException ex)
+            {
+                if (System.currentTimeMillis() > deadline)
+                {
+                    throw ex;
+                }
+            }
+            Thread.sleep(100);
+        }
+        check(client.register(77, LAYOUT));
+        final ClientResponse r = client.prepareStore(77, range(5, 1));
+        check(r);
+        final UnsafeBuffer chunk = new UnsafeBuffer(new byte[CHUNK_BYTES]);
+        ChunkPattern.fill(chunk, CHUNK_BYTES, 5, 77);
+        check(client.writeChunk(77, r.transferId(), 0, CHUNK_BYTES, r.slotOffset(0), chunk, 0));
+        check(client.commitStore(77, r.transferId()));
+        final ClientResponse retrieve = client.prepareRetrieve(77, range(5, 1));
+        check(retrieve);
+        final UnsafeBuffer read = new UnsafeBuffer(new byte[CHUNK_BYTES]);
+        check(client.readChunk(77, retrieve.transferId(), 0, CHUNK_BYTES, retrieve.slotOffset(0), read, 0));
+        if (!ChunkPattern.verify(read, CHUNK_BYTES, 5))
+        {
+            throw new IllegalStateException("chunk bytes differ after reconnect");
+        }
+        check(client.commitRetrieve(77, retrieve.transferId()));
+        System.out.println("WORKS " + Long.toHexString(client.incarnation()));
+        client.close();
+    }
+
+    static void check(final ClientResponse r)
+    {
+        if (!r.isOk())
+        {
+            throw new IllegalStateException(r.toString());
+        }
+    }
+
+    static void check(final int status)
+    {
+        if (Status.OK != status)
+        {
+            throw new IllegalStateException(Status.name(status));
+        }
+    }
+}

@@ -1,0 +1,177 @@
+package io.kvstash.server;
+
+import io.kvstash.client.ClientContext;
+import io.kvstash.client.ClientResponse;
+import io.kvstash.client.KvStashClient;
+import io.kvstash.pipeline.PipelineContext;
+import io.kvstash.pipeline.ThreadingMode;
+import io.kvstash.wire.ChunkKeys;
+import io.kvstash.wire.RequestType;
+import io.kvstash.wire.Status;
+import io.kvstash.wire.codec.WireDescriptor;
+import io.kvstash.wire.file.ClientFileDescriptor;
+import io.kvstash.wire.ring.RingDescriptor;
+import org.agrona.IoUtil;
+import org.agrona.concurrent.AgentInvoker;
+import org.agrona.concurrent.UnsafeBuffer;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+import java.nio.MappedByteBuffer;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * A server whose duty cycle the caller runs ({@link ServerContext#useAgentInvoker(boolean)}), and the
+ * Disruptor ring size each threading mode defaults to.
+ */
+@Timeout(60)
+class AgentInvokerServerTest
+{
+    /** The fields of an answer this test checks (a response is valid only during the handler's call). */
+    private record Answer(int status, long correlationId, int slotCount, long transferId, int hitChunks)
+    {
+    }
+
+    private final List<Answer> answers = new ArrayList<>();
+    private Path dir;
+
+    @AfterEach
+    void cleanup()
+    {
+        TestDirs.delete(dir);
+    }
+
+    private void answer(final ClientResponse response)
+    {
+        answers.add(new Answer(response.status(), response.correlationId(), response.slotCount(),
+            response.transferId(), response.hitChunks()));
+    }
+
+    @Test
+    void shouldAnswerOnlyWhenTheCallerRunsTheServersDutyCycle() throws Exception
+    {
+        dir = TestDirs.newDirectory("invoker");
+        try (KvStashServer server = KvStashServer.launch(InvokedServer.context(dir)))
+        {
+            final AgentInvoker invoker = server.invoker();
+            assertNotNull(invoker);
+            final KvStashClient client = InvokedServer.connectAndRegister(invoker, dir, null);
+            try
+            {
+                final long ping = client.sendSimple(RequestType.PING, 0, 0, 0);
+                assertTrue(ping > 0);
+                assertEquals(0, client.poll(this::answer, 16), "answered before its duty cycle ran");
+                invoker.invoke();
+                assertEquals(1, client.poll(this::answer, 16));
+                assertEquals(Status.OK, answers.get(0).status());
+                assertEquals(ping, answers.get(0).correlationId());
+
+                assertTrue(client.sendKeyed(RequestType.PREPARE_STORE, 1, ChunkKeys.ofIds(7, 8), 0) > 0);
+                invoker.invoke();
+                assertEquals(1, client.poll(this::answer, 16));
+                final Answer prepared = answers.get(1);
+                assertEquals(Status.OK, prepared.status(), prepared.toString());
+                assertEquals(2, prepared.slotCount());
+                assertTrue(client.sendSimple(RequestType.COMMIT_STORE, 1, prepared.transferId(), 0) > 0);
+                assertTrue(client.sendKeyed(RequestType.LOOKUP, 1, ChunkKeys.ofIds(7, 8, 9), 0) > 0);
+                invoker.invoke();
+                assertEquals(2, client.poll(this::answer, 16));
+                assertEquals(Status.OK, answers.get(2).status(), answers.get(2).toString());
+                assertEquals(2, answers.get(3).hitChunks(), answers.get(3).toString());
+            }
+            finally
+            {
+                client.close();
+            }
+        }
+    }
+
+    @Test
+    void shouldReleaseARequestRecordOnlyAfterItsAnswerIsWritten() throws Exception
+    {
+        dir = TestDirs.newDirectory("invoker-release");
+        try (KvStashServer server = KvStashServer.launch(InvokedServer.context(dir)))
+        {
+            final AgentInvoker invoker = server.invoker();
+            final KvStashClient client = InvokedServer.connectAndRegister(invoker, dir, null);
+            final MappedByteBuffer mapped = IoUtil.mapExistingFile(client.clientFile().toFile(), "client");
+            try
+            {
+                // The request ring as the client's file holds it: the head the server publishes, then the records.
+                final UnsafeBuffer ring = new UnsafeBuffer(mapped, ClientFileDescriptor.REQUEST_RING_OFFSET,
+                    mapped.capacity() - ClientFileDescriptor.REQUEST_RING_OFFSET);
+                invoker.invoke();
+                final long head = ring.getLongVolatile(RingDescriptor.HEAD_POSITION_OFFSET);
+                final int record = RingDescriptor.HEADER_LENGTH + (int)head;
+                final long ping = client.sendSimple(RequestType.PING, 0, 0, 0);
+
+                invoker.invoke();
+                assertEquals(1, client.poll(this::answer, 16), "answered in the cycle that read it");
+                assertEquals(ping, answers.get(0).correlationId());
+                assertEquals(head, ring.getLongVolatile(RingDescriptor.HEAD_POSITION_OFFSET), "released already");
+                assertEquals(RingDescriptor.RECORD_HEADER_LENGTH + WireDescriptor.REQUEST_HEADER_LENGTH,
+                    ring.getIntVolatile(record + RingDescriptor.RECORD_LENGTH_OFFSET), "zeroed already");
+
+                invoker.invoke();
+                final int aligned =
+                    RingDescriptor.align(RingDescriptor.RECORD_HEADER_LENGTH + WireDescriptor.REQUEST_HEADER_LENGTH);
+                assertEquals(head + aligned, ring.getLongVolatile(RingDescriptor.HEAD_POSITION_OFFSET));
+                for (int i = 0; i < aligned; i += 8)
+                {
+                    assertEquals(0, ring.getLongVolatile(record + i), "byte " + i + " of the released record");
+                }
+            }
+            finally
+            {
+                IoUtil.unmap(mapped);
+                client.close();
+            }
+        }
+    }
+
+    @Test
+    void shouldRunItsOwnThreadWhenNoInvokerIsAsked() throws Exception
+    {
+        dir = TestDirs.newDirectory("no-invoker");
+        try (KvStashServer server = KvStashServer.launch(InvokedServer.context(dir).useAgentInvoker(false));
+            KvStashClient client = KvStashClient.connect(new ClientContext().directory(dir)))
+        {
+            assertNull(server.invoker());
+            assertEquals(Status.OK, client.ping().status());
+        }
+    }
+
+    @Test
+    void shouldRefuseAnInvokerWithoutSharedThreading()
+    {
+        dir = TestDirs.newDirectory("invoker-dedicated");
+        final ServerContext context = new ServerContext()
+            .directory(dir)
+            .threadingMode(ThreadingMode.DEDICATED)
+            .useAgentInvoker(true);
+        assertThrows(IllegalArgumentException.class, context::conclude);
+    }
+
+    @Test
+    void shouldSizeTheDisruptorRingByThreadingModeUnlessGiven()
+    {
+        dir = TestDirs.newDirectory("ring-size");
+        assertEquals(ServerContext.RING_SIZE_SHARED_DEFAULT,
+            new ServerContext().directory(dir).threadingMode(ThreadingMode.SHARED).conclude().ringSize());
+        assertEquals(PipelineContext.RING_SIZE_DEFAULT,
+            new ServerContext().directory(dir).threadingMode(ThreadingMode.DEDICATED).conclude().ringSize());
+        assertEquals(PipelineContext.RING_SIZE_DEFAULT,
+            new ServerContext().directory(dir).threadingMode(ThreadingMode.THREAD_PER_STAGE).conclude().ringSize());
+        assertEquals(256, new ServerContext().directory(dir).threadingMode(ThreadingMode.SHARED).ringSize(256)
+            .conclude().ringSize());
+    }
+}

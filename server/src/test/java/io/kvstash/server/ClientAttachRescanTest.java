@@ -1,0 +1,183 @@
+package io.kvstash.server;
+
+import io.kvstash.client.KvStashClient;
+import io.kvstash.wire.file.ClientFileDescriptor;
+import org.agrona.IoUtil;
+import org.agrona.concurrent.AgentInvoker;
+import org.agrona.concurrent.UnsafeBuffer;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+import java.nio.ByteBuffer;
+import java.nio.MappedByteBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.channels.FileLock;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.util.concurrent.atomic.AtomicLong;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * A client file the server finds before its client published it is attached at a rescan a scan interval later,
+ * not at the next full scan a second later; one that stays unpublished with its lock free is deleted. The server's clock is the test's, so the test controls when its
+ * timers fire; the client file is written by hand, the way {@code KvStashClient} writes it, so the test decides
+ * when it is published.
+ */
+@Timeout(60)
+class ClientAttachRescanTest
+{
+    private static final long MS = 1_000_000L;
+
+    private final AtomicLong nowNs = new AtomicLong(1_000_000 * MS);
+    private Path dir;
+
+    @AfterEach
+    void cleanup()
+    {
+        TestDirs.delete(dir);
+    }
+
+    @Test
+    void shouldAttachAFilePublishedAfterItsFirstScanWithinAFewScanIntervals() throws Exception
+    {
+        final ServerContext context = serverContext("rescan");
+        try (KvStashServer server = KvStashServer.launch(context))
+        {
+            final AgentInvoker invoker = started(server);
+
+            final int requestCapacity = context.requestRingCapacity();
+            final int responseCapacity = context.responseRingCapacity();
+            final Path file = dir.resolve(ClientFileDescriptor.fileName(ProcessHandle.current().pid(), 42));
+            Files.createFile(file);
+            try (FileChannel channel = FileChannel.open(file, StandardOpenOption.READ, StandardOpenOption.WRITE);
+                FileLock lock = channel.lock())
+            {
+                // Held as a live client holds its file's lock: the server's liveness check finds it taken.
+                assertTrue(lock.isValid());
+                final int length = ClientFileDescriptor.fileLength(requestCapacity, responseCapacity);
+                channel.write(ByteBuffer.wrap(new byte[1]), length - 1);
+                final MappedByteBuffer mapped = channel.map(FileChannel.MapMode.READ_WRITE, 0, length);
+                try
+                {
+                    final UnsafeBuffer header = new UnsafeBuffer(mapped, 0, ClientFileDescriptor.HEADER_LENGTH);
+
+                    // A full scan sees the file unpublished (version 0). Then a few more scan intervals pass, real
+                    // time included, so that the file's creation event is delivered and spent.
+                    cycles(invoker, 1_001);
+                    for (int i = 0; i < 5; i++)
+                    {
+                        Thread.sleep(20);
+                        cycles(invoker, 11);
+                    }
+                    assertEquals(ClientFileDescriptor.ATTACH_PENDING,
+                        header.getIntVolatile(ClientFileDescriptor.ATTACH_STATE_OFFSET));
+
+                    header.putLong(ClientFileDescriptor.MAGIC_OFFSET, ClientFileDescriptor.MAGIC);
+                    header.putInt(ClientFileDescriptor.HEADER_LENGTH_OFFSET, ClientFileDescriptor.HEADER_LENGTH);
+                    header.putLong(ClientFileDescriptor.PID_OFFSET, ProcessHandle.current().pid());
+                    header.putLong(ClientFileDescriptor.INCARNATION_OFFSET, KvStashClient.currentIncarnation(dir));
+                    header.putInt(ClientFileDescriptor.REQUEST_CAPACITY_OFFSET, requestCapacity);
+                    header.putInt(ClientFileDescriptor.RESPONSE_CAPACITY_OFFSET, responseCapacity);
+                    header.putIntRelease(ClientFileDescriptor.VERSION_OFFSET, ClientFileDescriptor.VERSION);
+
+                    // The next full scan is due 1,000 ms after the first, about 945 ms from here: attached well
+                    // before that, by a rescan whose delay doubles from the 10 ms scan interval.
+                    long waitedMs = 0;
+                    while (ClientFileDescriptor.ATTACH_ATTACHED !=
+                        header.getIntVolatile(ClientFileDescriptor.ATTACH_STATE_OFFSET) && waitedMs < 500)
+                    {
+                        cycles(invoker, 11);
+                        waitedMs += 11;
+                    }
+                    assertEquals(ClientFileDescriptor.ATTACH_ATTACHED,
+                        header.getIntVolatile(ClientFileDescriptor.ATTACH_STATE_OFFSET),
+                        "not attached " + waitedMs + " ms of the server's clock after it was published");
+                    assertTrue(waitedMs <= 200, "attached only after " + waitedMs + " ms");
+                }
+                finally
+                {
+                    IoUtil.unmap(mapped);
+                }
+            }
+        }
+    }
+
+    @Test
+    void shouldDeleteAFileLeftUnpublishedWithItsLockFreeButKeepALockedOne() throws Exception
+    {
+        final ServerContext context = serverContext("abandoned");
+        try (KvStashServer server = KvStashServer.launch(context))
+        {
+            final AgentInvoker invoker = started(server);
+            final int length = ClientFileDescriptor.fileLength(context.requestRingCapacity(),
+                context.responseRingCapacity());
+            // A client that died after creating its file and before locking or publishing it...
+            final Path abandoned = dir.resolve(ClientFileDescriptor.fileName(ProcessHandle.current().pid(), 1));
+            Files.createFile(abandoned);
+            // ...and one that holds its lock but has not published yet (a slow but live client).
+            final Path slow = dir.resolve(ClientFileDescriptor.fileName(ProcessHandle.current().pid(), 2));
+            Files.createFile(slow);
+            try (FileChannel channel = FileChannel.open(slow, StandardOpenOption.READ, StandardOpenOption.WRITE);
+                FileLock lock = channel.lock())
+            {
+                assertTrue(lock.isValid());
+                channel.write(ByteBuffer.wrap(new byte[1]), length - 1);
+
+                cycles(invoker, 1_001);
+                assertTrue(Files.exists(abandoned), "deleted as soon as it was seen");
+                long waitedMs = 0;
+                while (Files.exists(abandoned) && waitedMs < 5_000)
+                {
+                    cycles(invoker, 50);
+                    waitedMs += 50;
+                }
+                assertTrue(!Files.exists(abandoned), "still there " + waitedMs + " ms of the server's clock later");
+                assertTrue(waitedMs >= 1_900, "deleted after only " + waitedMs + " ms");
+                assertTrue(Files.exists(slow), "a locked file was deleted");
+                assertEquals(ClientFileDescriptor.ATTACH_PENDING, readAttachState(channel));
+            }
+        }
+    }
+
+    private static int readAttachState(final FileChannel channel) throws java.io.IOException
+    {
+        final ByteBuffer state = ByteBuffer.allocate(4).order(java.nio.ByteOrder.LITTLE_ENDIAN);
+        channel.read(state, ClientFileDescriptor.ATTACH_STATE_OFFSET);
+        return state.getInt(0);
+    }
+
+    /**
+     * An invoked server in a new directory on the test's clock, scanning every 10 ms.
+     */
+    private ServerContext serverContext(final String name)
+    {
+        dir = TestDirs.newDirectory(name);
+        return InvokedServer.context(dir).nanoClock(nowNs::get).scanIntervalMs(10);
+    }
+
+    /**
+     * The server's duty cycle, after the first cycles have run its start-up scan.
+     */
+    private AgentInvoker started(final KvStashServer server)
+    {
+        final AgentInvoker invoker = server.invoker();
+        cycles(invoker, 0);
+        return invoker;
+    }
+
+    /**
+     * Moves the server's clock on, then runs enough duty cycles for its timers to read the clock.
+     */
+    private void cycles(final AgentInvoker invoker, final long advanceMs)
+    {
+        nowNs.addAndGet(advanceMs * MS);
+        for (int i = 0; i < 64; i++)
+        {
+            invoker.invoke();
+        }
+    }
+}

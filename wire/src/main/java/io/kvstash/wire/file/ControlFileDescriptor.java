@@ -1,0 +1,187 @@
+package io.kvstash.wire.file;
+
+import org.agrona.concurrent.AtomicBuffer;
+
+import java.nio.charset.StandardCharsets;
+
+/**
+ * Byte layout of the server's control file ({@code <dir>/control}), little-endian. The server creates it
+ * at start (a new inode every start, never truncated while mapped), holds an exclusive {@code fcntl} lock
+ * on it while alive, and writes the version last. Clients read the configuration, watch the heartbeat and
+ * incarnation; {@code kvstash stat} and {@code kvstash errors} read the counters and the error log without
+ * the server's help.
+ * <pre>
+ * Header (HEADER_LENGTH = 256)
+ *   0                   1                   2                   3
+ *   0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1
+ *  +---------------------------------------------------------------+
+ *  |                    Magic "KVSTCTL\0" (i64)                    |  0
+ *  |  Version 0x00MMmmpp (i32, last)   |  Header Length (i32)      |  8
+ *  |                    Server PID (i64)                           |  16
+ *  |                    Incarnation (i64)                          |  24
+ *  |                    Start Time, epoch ms (i64)                 |  32
+ *  |              Heartbeat, epoch ms (i64, release)               |  40
+ *  |  State (i32: 1 RUNNING, 2 CLOSED) |  reserved                 |  48
+ *  |  Config Offset (i32)              |  Config Length (i32)      |  64
+ *  |  Counters Offset (i32)            |  Counters Length (i32)    |  72
+ *  |  Error Log Offset (i32)           |  Error Log Length (i32)   |  80
+ *  +---------------------------------------------------------------+
+ * Config (at CONFIG_OFFSET, CONFIG_LENGTH bytes)
+ *  |  Pool File Name Length (i32) | Pool File Name (ASCII, 124)   |  0
+ *  |                    Pool Data Bytes (i64)                      |  128
+ *  |                    Data Offset in pool file (i64)             |  136
+ *  |                    Slot Table Offset (i64)                    |  144
+ *  |                    Slot Table Length (i64)                    |  152
+ *  |                    Mapping Segment Bytes (i64)                |  160
+ *  |  Alignment (i32)                  |  Chunk Tokens (i32)       |  168
+ *  |                    Lease (ns, i64)                            |  176
+ *  |  Max Chunks Per Request (i32)     |  Max Inline Bytes (i32)   |  184
+ *  |  Request Ring Capacity (i32)      |  Response Ring Capacity   |  192
+ *  |  Max Clients (i32)                |  Heartbeat Interval (ms)  |  200
+ *  |  Heartbeat Timeout (ms, i32)      |  reserved                 |  208
+ * Counters (at COUNTERS_OFFSET: StoreCounters layout)
+ * Error log (Agrona DistinctErrorLog layout, ERROR_LOG_LENGTH bytes)
+ * </pre>
+ */
+public final class ControlFileDescriptor
+{
+    /** File name inside the directory. */
+    public static final String FILE_NAME = "control";
+    /** Magic. */
+    public static final long MAGIC = 0x004C54435453564BL;
+    /** Major version. */
+    public static final int VERSION_MAJOR = 1;
+    /** Packed version. */
+    public static final int VERSION = VERSION_MAJOR << 16;
+    /** State: serving. */
+    public static final int STATE_RUNNING = 1;
+    /** State: shut down cleanly. */
+    public static final int STATE_CLOSED = 2;
+
+    /** Offset of the magic. */
+    public static final int MAGIC_OFFSET = 0;
+    /** Offset of the version. */
+    public static final int VERSION_OFFSET = 8;
+    /** Offset of the header length. */
+    public static final int HEADER_LENGTH_OFFSET = 12;
+    /** Offset of the server pid. */
+    public static final int PID_OFFSET = 16;
+    /** Offset of the incarnation. */
+    public static final int INCARNATION_OFFSET = 24;
+    /** Offset of the start time. */
+    public static final int START_TIME_OFFSET = 32;
+    /** Offset of the heartbeat. */
+    public static final int HEARTBEAT_OFFSET = 40;
+    /** Offset of the state. */
+    public static final int STATE_OFFSET = 48;
+    /** Offset of the config offset and length. */
+    public static final int CONFIG_SECTION_OFFSET = 64;
+    /** Offset of the counters offset and length. */
+    public static final int COUNTERS_SECTION_OFFSET = 72;
+    /** Offset of the error log offset and length. */
+    public static final int ERROR_LOG_SECTION_OFFSET = 80;
+    /** Header length. */
+    public static final int HEADER_LENGTH = 256;
+
+    /** Config offset in the file. */
+    public static final int CONFIG_OFFSET = HEADER_LENGTH;
+    /** Config length. */
+    public static final int CONFIG_LENGTH = 512;
+    /** Config: pool file name length. */
+    public static final int POOL_NAME_LENGTH_OFFSET = 0;
+    /** Config: pool file name bytes. */
+    public static final int POOL_NAME_OFFSET = 4;
+    /** Longest pool file name. */
+    public static final int POOL_NAME_MAX_LENGTH = 124;
+    /** Config: pool data bytes. */
+    public static final int POOL_SIZE_OFFSET = 128;
+    /** Config: data offset in the pool file. */
+    public static final int DATA_OFFSET_OFFSET = 136;
+    /** Config: slot table offset in the pool file. */
+    public static final int SLOT_TABLE_OFFSET_OFFSET = 144;
+    /** Config: slot table length. */
+    public static final int SLOT_TABLE_LENGTH_OFFSET = 152;
+    /** Config: mapping segment bytes. */
+    public static final int SEGMENT_BYTES_OFFSET = 160;
+    /** Config: alignment. */
+    public static final int ALIGNMENT_OFFSET = 168;
+    /** Config: chunk tokens. */
+    public static final int CHUNK_TOKENS_OFFSET = 172;
+    /** Config: lease in ns. */
+    public static final int LEASE_NS_OFFSET = 176;
+    /** Config: max chunks per request. */
+    public static final int MAX_CHUNKS_OFFSET = 184;
+    /** Config: max inline bytes. */
+    public static final int MAX_INLINE_OFFSET = 188;
+    /** Config: request ring capacity. */
+    public static final int REQUEST_RING_CAPACITY_OFFSET = 192;
+    /** Config: response ring capacity. */
+    public static final int RESPONSE_RING_CAPACITY_OFFSET = 196;
+    /** Config: max clients. */
+    public static final int MAX_CLIENTS_OFFSET = 200;
+    /** Config: heartbeat interval in ms. */
+    public static final int HEARTBEAT_INTERVAL_OFFSET = 204;
+    /** Config: heartbeat timeout in ms, after which clients consider the server dead. */
+    public static final int HEARTBEAT_TIMEOUT_OFFSET = 208;
+
+    /** Counters offset in the file. */
+    public static final int COUNTERS_OFFSET = CONFIG_OFFSET + CONFIG_LENGTH;
+    /** Default error log length. */
+    public static final int ERROR_LOG_LENGTH_DEFAULT = 1 << 20;
+
+    private ControlFileDescriptor()
+    {
+    }
+
+    /**
+     * Length of the counters section for a counters length, rounded to two cache lines.
+     *
+     * @param countersLength bytes of the counters.
+     * @return section length.
+     */
+    public static int countersSectionLength(final int countersLength)
+    {
+        return (countersLength + 127) & ~127;
+    }
+
+    /**
+     * Total file length.
+     *
+     * @param countersLength bytes of the counters.
+     * @param errorLogLength bytes of the error log.
+     * @return bytes.
+     */
+    public static int fileLength(final int countersLength, final int errorLogLength)
+    {
+        return COUNTERS_OFFSET + countersSectionLength(countersLength) + errorLogLength;
+    }
+
+    /**
+     * Reads the pool file name from a mapped control file.
+     *
+     * @param control the mapped control file.
+     * @return the name.
+     */
+    public static String poolFileName(final AtomicBuffer control)
+    {
+        final int length = control.getInt(CONFIG_OFFSET + POOL_NAME_LENGTH_OFFSET);
+        if (length <= 0 || length > POOL_NAME_MAX_LENGTH)
+        {
+            throw new IllegalStateException("control file has no valid pool file name");
+        }
+        final byte[] bytes = new byte[length];
+        control.getBytes(CONFIG_OFFSET + POOL_NAME_OFFSET, bytes);
+        return new String(bytes, StandardCharsets.US_ASCII);
+    }
+
+    /**
+     * Major part of a packed version.
+     *
+     * @param version packed version.
+     * @return major.
+     */
+    public static int major(final int version)
+    {
+        return (version >>> 16) & 0xFF;
+    }
+}
