@@ -57,7 +57,7 @@ final class BenchTables
     }
 
     @SuppressWarnings("unchecked")
-    void print(final Map<String, Object> report, final BenchCommand.Results results)
+    void print(final Map<String, Object> report, final BenchResults results)
     {
         final Map<String, Object> run = (Map<String, Object>)report.get("run");
         out.println("kvstash bench (" + report.get("mode") + "): median of " + run.get("reps") + " repetitions after " +

@@ -423,9 +423,9 @@ public final class BenchWorker
         /**
          * The physical limit of the store: the same chunks copied into pool slots with no request at all, so
          * the copy moves bytes through the very pages a store does. A separate {@code /dev/shm} file of the
-         * same size is no fair bound: which pages a file gets, and which process first touched them, moved
-         * copies through it by 20-35 % against the pool's, in either direction (BENCHMARKS, "the copy's
-         * memory"). The slots are those of the keys stored half a lap of the key ring ago: as cold as the
+         * same size is no fair bound: which pages a file gets, and which process first touched them, move
+         * copies through it faster or slower than through the pool's, by tens of percent in either direction.
+         * The slots are those of the keys stored half a lap of the key ring ago: as cold as the
          * least recently used slots a store reuses, and neither those nor the ones a retrieve is about to read.
          * Their chunks are never read again (the retrieves read what their own store just wrote), and the
          * store that reuses a slot rewrites all of it.

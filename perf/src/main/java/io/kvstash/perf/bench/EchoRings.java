@@ -23,8 +23,8 @@ import java.nio.MappedByteBuffer;
  * client copies the whole reply out. Across two cores a cache line moves only when it is touched, so an echo
  * that wrote only its first 16 bytes would cross fewer lines than the requests and responses it stands for.
  * That lighter form (<b>header only</b>: the client writes the reply length and the correlation id, the agent
- * reads those and writes the correlation id back, the client reads it) was the bench's echo until Dec 3 and is
- * still measured beside the other in the bench's alternating rounds, so the two floors can be compared.
+ * reads those and writes the correlation id back, the client reads it) understates the floor for that reason;
+ * it is still measured beside the other in the bench's alternating rounds, so the two floors can be compared.
  */
 final class EchoRings
 {

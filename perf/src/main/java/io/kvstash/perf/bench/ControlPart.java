@@ -1,0 +1,185 @@
+package io.kvstash.perf.bench;
+
+import io.kvstash.core.StoreContext;
+import io.kvstash.pipeline.ThreadingMode;
+import io.kvstash.pipeline.WaitMode;
+import io.kvstash.server.KvStashServer;
+import io.kvstash.server.ServerContext;
+import io.kvstash.wire.RequestType;
+import org.HdrHistogram.Histogram;
+import org.agrona.concurrent.AgentRunner;
+
+import java.nio.MappedByteBuffer;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.LinkedHashMap;
+import java.util.Locale;
+import java.util.Map;
+import java.util.function.Consumer;
+
+/**
+ * The control part of the bench for one wait mode: control pairs against a fresh kvstash server (plain, with
+ * its journal on, and DEDICATED), then the bare ring echo against an echo agent on a thread of this JVM, each
+ * measured by the worker JVM ({@link ControlRun}). Runs on the coordinator's thread. The single control and
+ * echo runs are shared with {@link ControlRoundsPart}.
+ */
+final class ControlPart
+{
+    private ControlPart()
+    {
+    }
+
+    /**
+     * Runs the part for one wait mode, server and client alike.
+     *
+     * @param worker   the worker JVM, the client.
+     * @param settings settings of the run.
+     * @param work     the bench's work directory (servers, journal and echo file go under it).
+     * @param waitMode {@link BenchSupport#BUSY_SPIN} or {@link BenchSupport#BACKOFF}.
+     * @param progress where progress lines go.
+     * @param results  where the summaries go.
+     * @throws Exception when a server, the echo agent or the worker fails.
+     */
+    static void run(
+        final WorkerProcess worker,
+        final BenchSettings settings,
+        final Path work,
+        final String waitMode,
+        final Consumer<String> progress,
+        final BenchResults results) throws Exception
+    {
+        final WaitMode serverWait = WaitMode.parse(waitMode);
+        final Map<String, Object> common = new LinkedHashMap<>();
+        common.put("wait", waitMode);
+        common.put("warmup_ms", settings.warmupMs);
+        common.put("latency_ms", settings.latencyMs);
+        common.put("throughput_ms", settings.throughputMs);
+        common.put("window", settings.window);
+        common.put("paced_rate", settings.pacedRate);
+        common.put("paced_ms", settings.pacedMs);
+
+        progress.accept("control, " + waitMode + ": kvstash server (SHARED, " + serverWait + ") and client " +
+            waitMode);
+        final Map<String, Object> control =
+            control(worker, work, waitMode, common, settings, results, false, ThreadingMode.SHARED);
+        progress.accept("control, " + waitMode + ": the same with the journal on (serve --capture into " + work +
+            ")");
+        final Map<String, Object> controlJournal =
+            control(worker, work, waitMode, common, settings, null, true, ThreadingMode.SHARED);
+        progress.accept("control, " + waitMode + ": the same with the server DEDICATED (a receiver thread and a " +
+            "pipeline thread)");
+        final Map<String, Object> controlDedicated =
+            control(worker, work, waitMode, common, settings, null, false, ThreadingMode.DEDICATED);
+
+        progress.accept("echo, " + waitMode + ": bare rings, echo agent " + serverWait + " and client " + waitMode);
+        final Map<String, Object> echo = echo(worker, work, waitMode, common, true);
+        results.addControl(waitMode, control, echo);
+        results.addControlVariant(results.controlJournal, "control journal", waitMode, controlJournal, "no_journal");
+        results.addControlVariant(results.controlDedicated, "control dedicated", waitMode, controlDedicated, "shared");
+    }
+
+    /**
+     * The bare ring echo against an echo agent on a thread of this JVM, idling as the wait mode says.
+     *
+     * @param worker       the worker JVM, the client.
+     * @param work         the bench's work directory (the echo file goes under it).
+     * @param waitMode     wait mode of the agent and the client.
+     * @param common       the command's measuring parameters.
+     * @param wholeRecords whether both sides write and read every byte of the records (see {@link EchoRings}).
+     * @return the worker's result.
+     * @throws Exception when the echo file or the worker fails.
+     */
+    static Map<String, Object> echo(
+        final WorkerProcess worker,
+        final Path work,
+        final String waitMode,
+        final Map<String, Object> common,
+        final boolean wholeRecords) throws Exception
+    {
+        final Path file = work.resolve("echo-" + waitMode);
+        final MappedByteBuffer mapped = BenchSupport.mapNew(file, EchoRings.FILE_LENGTH);
+        final EchoRings.EchoAgent agent = new EchoRings.EchoAgent(mapped, wholeRecords);
+        final AgentRunner runner = new AgentRunner(WaitMode.parse(waitMode).newIdleStrategy(), Throwable::printStackTrace,
+            null, agent);
+        AgentRunner.startOnThread(runner);
+        try
+        {
+            final Map<String, Object> command = new LinkedHashMap<>(common);
+            command.put("cmd", "echo");
+            command.put("file", file.toString());
+            command.put("whole_records", wholeRecords);
+            return worker.call(command, 300);
+        }
+        finally
+        {
+            runner.close();
+            BenchSupport.unmap(mapped);
+            Files.deleteIfExists(file);
+        }
+    }
+
+    /**
+     * One control run against a fresh server, with or without its journal ({@code serve --capture}) in the
+     * bench's work directory, which is on {@code /dev/shm} unless {@code --out} says otherwise, in a threading
+     * mode: SHARED (the server's default, and the bench's everywhere else) or DEDICATED. The server's own
+     * request times go to {@code results} when given.
+     *
+     * @param worker        the worker JVM, the client.
+     * @param work          the bench's work directory.
+     * @param waitMode      wait mode of the server and the client.
+     * @param common        the command's measuring parameters.
+     * @param settings      settings of the run (the control pool's size).
+     * @param results       where the server's own request times go, or null.
+     * @param journal       whether the server writes its journal.
+     * @param threadingMode the server's threading mode.
+     * @return the worker's result, with the server's prepare and commit p50s added.
+     * @throws Exception when the server or the worker fails.
+     */
+    static Map<String, Object> control(
+        final WorkerProcess worker,
+        final Path work,
+        final String waitMode,
+        final Map<String, Object> common,
+        final BenchSettings settings,
+        final BenchResults results,
+        final boolean journal,
+        final ThreadingMode threadingMode) throws Exception
+    {
+        final Path dir = work.resolve((journal ? "control-journal-" : "control-") +
+            threadingMode.name().toLowerCase(Locale.ROOT) + "-" + waitMode);
+        final Path capture = work.resolve("control-" + waitMode + ".journal");
+        final Map<String, Object> control;
+        final KvStashServer server = KvStashServer.launch(new ServerContext()
+            .directory(dir)
+            .threadingMode(threadingMode)
+            .waitMode(WaitMode.parse(waitMode))
+            .captureFile(journal ? capture : null)
+            .storeContext(new StoreContext().poolSizeBytes(settings.controlPoolBytes)));
+        try
+        {
+            final Map<String, Object> command = new LinkedHashMap<>(common);
+            command.put("cmd", "control");
+            command.put("dir", server.directory().toString());
+            control = worker.call(command, 300);
+        }
+        finally
+        {
+            server.close();
+            BenchSupport.deleteTree(dir);
+            Files.deleteIfExists(capture);
+        }
+        // The server's own view (receiver stamp to response written), read once its threads have stopped.
+        if (null != server.latency())
+        {
+            final Histogram prepare = server.latency().requestTotal(RequestType.PREPARE_STORE);
+            final Histogram commit = server.latency().requestTotal(RequestType.COMMIT_STORE);
+            control.put("server_prepare_p50_us", prepare.getValueAtPercentile(50) / 1e3);
+            control.put("server_commit_p50_us", commit.getValueAtPercentile(50) / 1e3);
+            if (null != results)
+            {
+                results.serverTime(waitMode, prepare, commit);
+            }
+        }
+        return control;
+    }
+}
