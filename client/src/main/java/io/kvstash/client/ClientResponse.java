@@ -1,6 +1,7 @@
 package io.kvstash.client;
 
 import io.kvstash.wire.Status;
+import io.kvstash.wire.codec.ResponseFlyweight;
 import org.agrona.DirectBuffer;
 import org.agrona.MutableDirectBuffer;
 import org.agrona.concurrent.UnsafeBuffer;
@@ -8,7 +9,7 @@ import org.agrona.concurrent.UnsafeBuffer;
 import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
 
-import static io.kvstash.wire.codec.WireDescriptor.*;
+import static io.kvstash.wire.codec.WireDescriptor.RESPONSE_HEADER_LENGTH;
 
 /**
  * A decoded response: a flyweight over a private copy of the response record, so the ring space is
@@ -20,6 +21,7 @@ public final class ClientResponse
     private static final ByteOrder LE = ByteOrder.LITTLE_ENDIAN;
 
     private final UnsafeBuffer buffer;
+    private final ResponseFlyweight record = new ResponseFlyweight();
     private int length;
 
     ClientResponse(final int capacity)
@@ -35,6 +37,12 @@ public final class ClientResponse
         }
         buffer.putBytes(0, source, offset, length);
         this.length = length;
+        record.wrap(buffer, 0, length);
+        if (!record.slotsFit())
+        {
+            throw new KvStashException(
+                KvStashException.Reason.BAD_FILES, "response of " + length + " bytes with " + record.slotCount() + " slots");
+        }
     }
 
     int capacity()
@@ -49,7 +57,7 @@ public final class ClientResponse
      */
     public long correlationId()
     {
-        return buffer.getLong(RESPONSE_CORRELATION_ID_OFFSET, LE);
+        return record.correlationId();
     }
 
     /**
@@ -59,7 +67,7 @@ public final class ClientResponse
      */
     public int status()
     {
-        return buffer.getInt(RESPONSE_STATUS_OFFSET, LE);
+        return record.status();
     }
 
     /**
@@ -79,7 +87,7 @@ public final class ClientResponse
      */
     public int requestType()
     {
-        return buffer.getInt(RESPONSE_TYPE_OFFSET, LE);
+        return record.requestType();
     }
 
     /**
@@ -89,7 +97,7 @@ public final class ClientResponse
      */
     public long transferId()
     {
-        return buffer.getLong(RESPONSE_TRANSFER_ID_OFFSET, LE);
+        return record.transferId();
     }
 
     /**
@@ -99,7 +107,7 @@ public final class ClientResponse
      */
     public int hitChunks()
     {
-        return buffer.getInt(RESPONSE_HIT_CHUNKS_OFFSET, LE);
+        return record.hitChunks();
     }
 
     /**
@@ -109,7 +117,7 @@ public final class ClientResponse
      */
     public int slotCount()
     {
-        return buffer.getInt(RESPONSE_SLOT_COUNT_OFFSET, LE);
+        return record.slotCount();
     }
 
     /**
@@ -119,7 +127,7 @@ public final class ClientResponse
      */
     public long count()
     {
-        return buffer.getLong(RESPONSE_COUNT_OFFSET, LE);
+        return record.count();
     }
 
     /**
@@ -129,7 +137,7 @@ public final class ClientResponse
      */
     public long chunkBytes()
     {
-        return buffer.getLong(RESPONSE_CHUNK_BYTES_OFFSET, LE);
+        return record.chunkBytes();
     }
 
     /**
@@ -139,7 +147,7 @@ public final class ClientResponse
      */
     public long slotBytes()
     {
-        return buffer.getLong(RESPONSE_SLOT_BYTES_OFFSET, LE);
+        return record.slotBytes();
     }
 
     /**
@@ -149,7 +157,7 @@ public final class ClientResponse
      */
     public int slotCapacity()
     {
-        return buffer.getInt(RESPONSE_SLOT_CAPACITY_OFFSET, LE);
+        return record.slotCapacity();
     }
 
     /**
@@ -160,7 +168,7 @@ public final class ClientResponse
      */
     public int slotRangeIndex(final int i)
     {
-        return buffer.getInt(RESPONSE_HEADER_LENGTH + i * SLOT_ENTRY_LENGTH, LE);
+        return record.slotRangeIndex(slot(i));
     }
 
     /**
@@ -171,7 +179,7 @@ public final class ClientResponse
      */
     public int slotGeneration(final int i)
     {
-        return buffer.getInt(RESPONSE_HEADER_LENGTH + i * SLOT_ENTRY_LENGTH + 4, LE);
+        return record.slotGeneration(slot(i));
     }
 
     /**
@@ -182,12 +190,21 @@ public final class ClientResponse
      */
     public long slotOffset(final int i)
     {
-        return buffer.getLong(RESPONSE_HEADER_LENGTH + i * SLOT_ENTRY_LENGTH + 8, LE);
+        return record.slotOffset(slot(i));
+    }
+
+    private int slot(final int i)
+    {
+        if (i < 0 || i >= record.slotCount())
+        {
+            throw new IndexOutOfBoundsException("slot " + i + " of " + record.slotCount());
+        }
+        return i;
     }
 
     private int extraOffset()
     {
-        return RESPONSE_HEADER_LENGTH + slotCount() * SLOT_ENTRY_LENGTH;
+        return record.extraOffset();
     }
 
     /**
@@ -197,7 +214,7 @@ public final class ClientResponse
      */
     public int extraLength()
     {
-        return buffer.getInt(RESPONSE_EXTRA_LENGTH_OFFSET, LE);
+        return record.extraLength();
     }
 
     /**
@@ -248,7 +265,7 @@ public final class ClientResponse
      */
     public long registeredPoolSizeBytes()
     {
-        return buffer.getLong(extraOffset() + 8, LE);
+        return buffer.getLong(extraOffset() + ResponseFlyweight.REGISTER_POOL_BYTES_OFFSET, LE);
     }
 
     /**
@@ -258,7 +275,7 @@ public final class ClientResponse
      */
     public long registeredLeaseNs()
     {
-        return buffer.getLong(extraOffset() + 16, LE);
+        return buffer.getLong(extraOffset() + ResponseFlyweight.REGISTER_LEASE_NS_OFFSET, LE);
     }
 
     /**
@@ -268,7 +285,7 @@ public final class ClientResponse
      */
     public int registeredChunkTokens()
     {
-        return buffer.getInt(extraOffset() + 24, LE);
+        return buffer.getInt(extraOffset() + ResponseFlyweight.REGISTER_CHUNK_TOKENS_OFFSET, LE);
     }
 
     /**
@@ -278,9 +295,9 @@ public final class ClientResponse
      */
     public String registeredPoolFileName()
     {
-        final int n = buffer.getInt(extraOffset() + 28, LE);
-        final byte[] bytes = new byte[Math.max(0, Math.min(n, 128))];
-        buffer.getBytes(extraOffset() + 32, bytes);
+        final int n = buffer.getInt(extraOffset() + ResponseFlyweight.REGISTER_NAME_LENGTH_OFFSET, LE);
+        final byte[] bytes = new byte[Math.max(0, Math.min(n, ResponseFlyweight.REGISTER_MAX_NAME_LENGTH))];
+        buffer.getBytes(extraOffset() + ResponseFlyweight.REGISTER_NAME_OFFSET, bytes);
         return new String(bytes, StandardCharsets.US_ASCII);
     }
 

@@ -5,6 +5,11 @@ import io.kvstash.wire.PoolRegion;
 import io.kvstash.wire.RequestFlags;
 import io.kvstash.wire.RequestType;
 import io.kvstash.wire.Status;
+import io.kvstash.wire.WireVersion;
+import io.kvstash.wire.codec.DataRequestFlyweight;
+import io.kvstash.wire.codec.KeyedRequestFlyweight;
+import io.kvstash.wire.codec.RegisterRequestFlyweight;
+import io.kvstash.wire.codec.RequestFlyweight;
 import io.kvstash.wire.file.ClientFileDescriptor;
 import io.kvstash.wire.file.ControlFileDescriptor;
 import io.kvstash.wire.file.PoolFileDescriptor;
@@ -94,6 +99,10 @@ public final class KvStashClient implements AutoCloseable
     private final UnsafeBuffer clientHeader;
     private final RingProducer requests;
     private final RingConsumer responses;
+    private final RequestFlyweight simpleRecord = new RequestFlyweight();
+    private final KeyedRequestFlyweight keyedRecord = new KeyedRequestFlyweight();
+    private final RegisterRequestFlyweight registerRecord = new RegisterRequestFlyweight();
+    private final DataRequestFlyweight dataRecord = new DataRequestFlyweight();
     private final ClientResponse response;
     private final ClientResponse dataResponse;
     private final long sessionId;
@@ -236,15 +245,14 @@ public final class KvStashClient implements AutoCloseable
             throw new KvStashException(KvStashException.Reason.BAD_FILES, path + " is not a kvstash control file");
         }
         final int version = control.getIntAcquire(ControlFileDescriptor.VERSION_OFFSET);
-        if (0 == version)
+        if (!WireVersion.isWritten(version))
         {
             throw new KvStashException(KvStashException.Reason.SERVER_GONE, "the server on " + path.getParent() +
                 " is still starting");
         }
-        if (ControlFileDescriptor.major(version) != ControlFileDescriptor.VERSION_MAJOR)
+        if (!WireVersion.isCompatible(version))
         {
-            throw new KvStashException(KvStashException.Reason.BAD_FILES, "control file major version " +
-                ControlFileDescriptor.major(version) + " is not " + ControlFileDescriptor.VERSION_MAJOR);
+            throw new KvStashException(KvStashException.Reason.BAD_FILES, WireVersion.incompatible(path.toString(), version));
         }
     }
 
@@ -255,7 +263,7 @@ public final class KvStashClient implements AutoCloseable
         poolMeta = poolChannel.map(FileChannel.MapMode.READ_WRITE, 0, dataOffset);
         final UnsafeBuffer meta = new UnsafeBuffer(poolMeta);
         if (meta.getLong(PoolFileDescriptor.MAGIC_OFFSET) != PoolFileDescriptor.MAGIC ||
-            (meta.getIntAcquire(PoolFileDescriptor.VERSION_OFFSET) >>> 16) != PoolFileDescriptor.VERSION_MAJOR ||
+            !WireVersion.isCompatible(meta.getIntAcquire(PoolFileDescriptor.VERSION_OFFSET)) ||
             meta.getLong(PoolFileDescriptor.INCARNATION_OFFSET) != incarnation)
         {
             throw new KvStashException(KvStashException.Reason.BAD_FILES, poolPath + " is not this server's pool");
@@ -405,7 +413,7 @@ public final class KvStashClient implements AutoCloseable
         {
             final java.nio.ByteBuffer bytes = java.nio.ByteBuffer.allocate(ControlFileDescriptor.HEADER_LENGTH).order(LE);
             channel.read(bytes, 0);
-            return bytes.getInt(ControlFileDescriptor.VERSION_OFFSET) == 0 ? 0 :
+            return !WireVersion.isWritten(bytes.getInt(ControlFileDescriptor.VERSION_OFFSET)) ? 0 :
                 bytes.getLong(ControlFileDescriptor.INCARNATION_OFFSET);
         }
         catch (final IOException ex)
@@ -426,16 +434,18 @@ public final class KvStashClient implements AutoCloseable
     }
 
     private long header(
-        final int at, final long instanceId, final long transferId, final long salt, final int flags, final int keyMode)
+        final RequestFlyweight record,
+        final int at,
+        final int length,
+        final long instanceId,
+        final long transferId,
+        final long salt,
+        final int flags,
+        final int keyMode)
     {
         final long correlationId = nextCorrelationId++;
-        final MutableDirectBuffer b = requests.buffer();
-        b.putLong(at + CORRELATION_ID_OFFSET, correlationId, LE);
-        b.putLong(at + INSTANCE_ID_OFFSET, instanceId, LE);
-        b.putLong(at + TRANSFER_ID_OFFSET, transferId, LE);
-        b.putLong(at + SALT_OFFSET, salt, LE);
-        b.putInt(at + FLAGS_OFFSET, flags, LE);
-        b.putInt(at + KEY_MODE_OFFSET, keyMode, LE);
+        record.wrapForEncode(requests.buffer(), at, length);
+        record.putHeader(correlationId, instanceId, transferId, salt, flags, keyMode);
         return correlationId;
     }
 
@@ -450,13 +460,14 @@ public final class KvStashClient implements AutoCloseable
      */
     public long sendSimple(final int type, final long instanceId, final long transferId, final int flags)
     {
-        final int at = claim(type, REQUEST_HEADER_LENGTH);
+        final int length = RequestFlyweight.HEADER_LENGTH;
+        final int at = claim(type, length);
         if (at < 0)
         {
             return -1;
         }
-        final long correlationId = header(at, instanceId, transferId, 0, flags, KEY_MODE_NONE);
-        requests.commit(REQUEST_HEADER_LENGTH);
+        final long correlationId = header(simpleRecord, at, length, instanceId, transferId, 0, flags, KEY_MODE_NONE);
+        requests.commit(length);
         return correlationId;
     }
 
@@ -471,34 +482,16 @@ public final class KvStashClient implements AutoCloseable
      */
     public long sendKeyed(final int type, final long instanceId, final ChunkKeys keys, final int flags)
     {
-        final int count = keys.count();
-        final int length = REQUEST_HEADER_LENGTH + HASHES_HEADER_LENGTH + count * 16;
+        final int length = KeyedRequestFlyweight.hashesLength(keys.count());
         final int at = claim(type, length);
         if (at < 0)
         {
             return -1;
         }
-        final long correlationId = header(at, instanceId, 0, keys.salt(), flags, KEY_MODE_HASHES);
-        putHashes(requests.buffer(), at + REQUEST_HEADER_LENGTH, keys);
+        final long correlationId = header(keyedRecord, at, length, instanceId, 0, keys.salt(), flags, KEY_MODE_HASHES);
+        keyedRecord.putHashes(keys);
         requests.commit(length);
         return correlationId;
-    }
-
-    /**
-     * Writes a key range in hash mode (section 6.4 of the protocol): its header, then each chunk's hash.
-     */
-    private static void putHashes(final MutableDirectBuffer b, final int offset, final ChunkKeys keys)
-    {
-        final int count = keys.count();
-        b.putInt(offset, count, LE);
-        b.putInt(offset + 4, 0, LE);
-        int i = offset + HASHES_HEADER_LENGTH;
-        for (int k = 0; k < count; k++)
-        {
-            b.putLong(i, keys.hi(k), LE);
-            b.putLong(i + 8, keys.lo(k), LE);
-            i += 16;
-        }
     }
 
     /**
@@ -524,49 +517,28 @@ public final class KvStashClient implements AutoCloseable
         final long salt,
         final int flags)
     {
-        final int length = REQUEST_HEADER_LENGTH + TOKENS_HEADER_LENGTH + tokenCount * Integer.BYTES;
+        final int length = KeyedRequestFlyweight.tokensLength(tokenCount);
         final int at = claim(type, length);
         if (at < 0)
         {
             return -1;
         }
-        final long correlationId = header(at, instanceId, 0, salt, flags, KEY_MODE_TOKENS);
-        final MutableDirectBuffer b = requests.buffer();
-        int i = at + REQUEST_HEADER_LENGTH;
-        b.putInt(i, tokenCount, LE);
-        b.putInt(i + 4, fromChunk, LE);
-        b.putInt(i + 8, toChunk, LE);
-        b.putInt(i + 12, 0, LE);
-        i += TOKENS_HEADER_LENGTH;
-        for (int k = 0; k < tokenCount; k++)
-        {
-            b.putInt(i + k * Integer.BYTES, tokens[k], LE);
-        }
+        final long correlationId = header(keyedRecord, at, length, instanceId, 0, salt, flags, KEY_MODE_TOKENS);
+        keyedRecord.putTokens(tokens, tokenCount, fromChunk, toChunk);
         requests.commit(length);
         return correlationId;
     }
 
     private long sendRegister(final long instanceId, final Layout layout)
     {
-        final byte[] model = layout.modelBytes();
-        final int length = REQUEST_HEADER_LENGTH + REGISTER_BODY_LENGTH + model.length;
+        final int length = RegisterRequestFlyweight.length(layout.modelBytes().length);
         final int at = claim(RequestType.REGISTER, length);
         if (at < 0)
         {
             return -1;
         }
-        final long correlationId = header(at, instanceId, 0, 0, 0, KEY_MODE_NONE);
-        final MutableDirectBuffer b = requests.buffer();
-        final int i = at + REQUEST_HEADER_LENGTH;
-        b.putInt(i, layout.worldSize(), LE);
-        b.putInt(i + 4, layout.rank(), LE);
-        b.putInt(i + 8, layout.layers(), LE);
-        b.putInt(i + 12, layout.hidden(), LE);
-        b.putInt(i + 16, layout.dtypeCode(), LE);
-        b.putInt(i + 20, layout.mla() ? 1 : 0, LE);
-        b.putInt(i + 24, model.length, LE);
-        b.putInt(i + 28, 0, LE);
-        b.putBytes(i + REGISTER_BODY_LENGTH, model);
+        final long correlationId = header(registerRecord, at, length, instanceId, 0, 0, 0, KEY_MODE_NONE);
+        registerRecord.putLayout(layout);
         requests.commit(length);
         return correlationId;
     }
@@ -574,22 +546,14 @@ public final class KvStashClient implements AutoCloseable
     private long sendLookupAllRanks(final String model, final int worldSize, final ChunkKeys keys)
     {
         final byte[] name = model.getBytes(StandardCharsets.UTF_8);
-        final int count = keys.count();
-        final int length = REQUEST_HEADER_LENGTH + 8 + pad8(name.length) + HASHES_HEADER_LENGTH + count * 16;
+        final int length = KeyedRequestFlyweight.allRanksLength(name.length, keys.count());
         final int at = claim(RequestType.LOOKUP_ALL_RANKS, length);
         if (at < 0)
         {
             return -1;
         }
-        final long correlationId = header(at, 0, 0, keys.salt(), 0, KEY_MODE_HASHES);
-        final MutableDirectBuffer b = requests.buffer();
-        int i = at + REQUEST_HEADER_LENGTH;
-        b.putInt(i, worldSize, LE);
-        b.putInt(i + 4, name.length, LE);
-        i += 8;
-        b.putBytes(i, name);
-        i += pad8(name.length);
-        putHashes(b, i, keys);
+        final long correlationId = header(keyedRecord, at, length, 0, 0, keys.salt(), 0, KEY_MODE_HASHES);
+        keyedRecord.putAllRanks(worldSize, name).putHashes(keys);
         requests.commit(length);
         return correlationId;
     }
@@ -615,19 +579,14 @@ public final class KvStashClient implements AutoCloseable
         final int sourceOffset,
         final int length)
     {
-        final int recordLength = REQUEST_HEADER_LENGTH + DATA_HEADER_LENGTH + length;
+        final int recordLength = DataRequestFlyweight.writeLength(length);
         final int at = claim(RequestType.WRITE_DATA, recordLength);
         if (at < 0)
         {
             return -1;
         }
-        final long correlationId = header(at, instanceId, transferId, 0, 0, KEY_MODE_NONE);
-        final MutableDirectBuffer b = requests.buffer();
-        final int i = at + REQUEST_HEADER_LENGTH;
-        b.putInt(i, slotIndex, LE);
-        b.putInt(i + 4, length, LE);
-        b.putLong(i + 8, offset, LE);
-        b.putBytes(i + DATA_HEADER_LENGTH, source, sourceOffset, length);
+        final long correlationId = header(dataRecord, at, recordLength, instanceId, transferId, 0, 0, KEY_MODE_NONE);
+        dataRecord.putData(slotIndex, length, offset).putBytes(source, sourceOffset, length);
         requests.commit(recordLength);
         return correlationId;
     }
@@ -645,18 +604,14 @@ public final class KvStashClient implements AutoCloseable
     public long sendReadData(
         final long instanceId, final long transferId, final int slotIndex, final long offset, final int length)
     {
-        final int recordLength = REQUEST_HEADER_LENGTH + DATA_HEADER_LENGTH;
+        final int recordLength = DataRequestFlyweight.READ_LENGTH;
         final int at = claim(RequestType.READ_DATA, recordLength);
         if (at < 0)
         {
             return -1;
         }
-        final long correlationId = header(at, instanceId, transferId, 0, 0, KEY_MODE_NONE);
-        final MutableDirectBuffer b = requests.buffer();
-        final int i = at + REQUEST_HEADER_LENGTH;
-        b.putInt(i, slotIndex, LE);
-        b.putInt(i + 4, length, LE);
-        b.putLong(i + 8, offset, LE);
+        final long correlationId = header(dataRecord, at, recordLength, instanceId, transferId, 0, 0, KEY_MODE_NONE);
+        dataRecord.putData(slotIndex, length, offset);
         requests.commit(recordLength);
         return correlationId;
     }

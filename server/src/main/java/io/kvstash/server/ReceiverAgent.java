@@ -9,6 +9,7 @@ import io.kvstash.pipeline.latency.TypeSampler;
 import io.kvstash.server.codec.RequestDecoder;
 import io.kvstash.wire.RequestFlags;
 import io.kvstash.wire.RequestType;
+import io.kvstash.wire.WireVersion;
 import io.kvstash.wire.file.ClientFileDescriptor;
 import io.kvstash.wire.ring.RingConsumer;
 import org.agrona.ErrorHandler;
@@ -570,7 +571,7 @@ final class ReceiverAgent implements Agent
     private int check(final org.agrona.concurrent.UnsafeBuffer header, final int version, final long size)
     {
         if (header.getLong(ClientFileDescriptor.MAGIC_OFFSET) != ClientFileDescriptor.MAGIC ||
-            ((version >>> 16) & 0xFF) != ClientFileDescriptor.VERSION_MAJOR)
+            !WireVersion.isCompatible(version))
         {
             return ClientFileDescriptor.REJECT_BAD_HEADER;
         }

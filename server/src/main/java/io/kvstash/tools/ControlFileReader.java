@@ -1,6 +1,7 @@
 package io.kvstash.tools;
 
 import io.kvstash.core.StoreCounters;
+import io.kvstash.wire.WireVersion;
 import io.kvstash.wire.file.ControlFileDescriptor;
 import org.agrona.IoUtil;
 import org.agrona.concurrent.UnsafeBuffer;
@@ -75,16 +76,14 @@ public final class ControlFileReader implements AutoCloseable
         {
             problem = " is not a kvstash control file (bad magic)";
         }
-        else if (0 == header.getIntAcquire(ControlFileDescriptor.VERSION_OFFSET))
+        else if (!WireVersion.isWritten(header.getIntAcquire(ControlFileDescriptor.VERSION_OFFSET)))
         {
             problem = " is not complete: its server never finished starting";
         }
-        else if (ControlFileDescriptor.major(header.getIntAcquire(ControlFileDescriptor.VERSION_OFFSET)) !=
-            ControlFileDescriptor.VERSION_MAJOR)
+        else if (!WireVersion.isCompatible(header.getIntAcquire(ControlFileDescriptor.VERSION_OFFSET)))
         {
-            problem = " has major version " +
-                ControlFileDescriptor.major(header.getIntAcquire(ControlFileDescriptor.VERSION_OFFSET)) +
-                ", this kvstash reads " + ControlFileDescriptor.VERSION_MAJOR;
+            problem = " has version " + WireVersion.toString(header.getIntAcquire(ControlFileDescriptor.VERSION_OFFSET)) +
+                ", this kvstash reads " + WireVersion.MAJOR + ".x";
         }
         else
         {

@@ -5,9 +5,14 @@ import io.kvstash.pipeline.RequestEvent;
 import io.kvstash.wire.RequestFlags;
 import io.kvstash.wire.RequestType;
 import io.kvstash.wire.Status;
+import io.kvstash.wire.codec.DataRequestFlyweight;
+import io.kvstash.wire.codec.KeyedRequestFlyweight;
+import io.kvstash.wire.codec.RegisterRequestFlyweight;
+import io.kvstash.wire.codec.RequestFlyweight;
+import io.kvstash.wire.codec.ResponseFlyweight;
 import io.kvstash.wire.hash.ChunkHasher;
+import io.kvstash.wire.ring.RingDescriptor;
 import org.agrona.DirectBuffer;
-import org.agrona.UnsafeApi;
 
 import java.nio.ByteOrder;
 
@@ -27,6 +32,12 @@ public final class RequestDecoder
     private static final ByteOrder LE = ByteOrder.LITTLE_ENDIAN;
 
     private final ChunkHasher hasher = new ChunkHasher();
+    private final RequestFlyweight simple = new RequestFlyweight();
+    private final RegisterRequestFlyweight register = new RegisterRequestFlyweight();
+    private final KeyedRequestFlyweight keyed = new KeyedRequestFlyweight();
+    private final DataRequestFlyweight data = new DataRequestFlyweight();
+    private final KeyedRequestFlyweight peek = new KeyedRequestFlyweight();
+    private final DataRequestFlyweight peekData = new DataRequestFlyweight();
     private final int chunkTokens;
     private final int maxChunks;
     private final int maxInlineBytes;
@@ -59,180 +70,186 @@ public final class RequestDecoder
         final int type, final DirectBuffer buffer, final int offset, final int length, final RequestEvent event)
     {
         final StoreCommand c = event.command;
-        if (length < 8)
+        if (length < Long.BYTES)
         {
             return false;
         }
-        if (offset < 0 || offset + (long)length > buffer.capacity())
-        {
-            throw new IndexOutOfBoundsException("record at " + offset + " of " + length + " bytes outside the buffer");
-        }
-        // The record lies inside the buffer (checked above), and every field below is read only once the length
-        // says the record holds it: the common header and the chunk hashes are read without Agrona's per-field
-        // bounds checks, which cost the answer's way about as much as the reads themselves.
-        final Object base = buffer.byteArray();
-        final long address = buffer.addressOffset() + offset;
-        c.correlationId = le(UnsafeApi.getLong(base, address + CORRELATION_ID_OFFSET));
+        // wrap checks once that the record lies inside the buffer; every field below is read only once the
+        // record's length says it holds it, without per-field bounds checks.
+        final RequestFlyweight header = flyweightFor(type).wrap(buffer, offset, length);
+        c.correlationId = header.correlationId();
         c.type = type;
         if (!RequestType.isValid(type) || RequestType.SWEEP == type || RequestType.REAP == type)
         {
             event.rejectAtDecode(Status.UNKNOWN_TYPE, "unknown request type");
             return true;
         }
-        if (length < REQUEST_HEADER_LENGTH)
+        if (!header.hasHeader())
         {
             event.rejectAtDecode(Status.MALFORMED, "record shorter than the request header");
             return true;
         }
-        c.instanceId = le(UnsafeApi.getLong(base, address + INSTANCE_ID_OFFSET));
-        c.transferId = le(UnsafeApi.getLong(base, address + TRANSFER_ID_OFFSET));
-        c.salt = le(UnsafeApi.getLong(base, address + SALT_OFFSET));
-        c.flags = le(UnsafeApi.getInt(base, address + FLAGS_OFFSET));
+        c.instanceId = header.instanceId();
+        c.transferId = header.transferId();
+        c.salt = header.salt();
+        c.flags = header.flags();
         if ((c.flags & ~RequestFlags.CLIENT_MASK) != 0)
         {
             event.rejectAtDecode(Status.INVALID_REQUEST, "unknown flags");
             return true;
         }
-        final int keyMode = le(UnsafeApi.getInt(base, address + KEY_MODE_OFFSET));
-        int i = offset + REQUEST_HEADER_LENGTH;
-        final int end = offset + length;
         switch (type)
         {
             case RequestType.REGISTER:
-            {
-                if (i + REGISTER_BODY_LENGTH > end)
-                {
-                    event.rejectAtDecode(Status.MALFORMED, "REGISTER body cut short");
-                    return true;
-                }
-                c.worldSize = buffer.getInt(i, LE);
-                c.rank = buffer.getInt(i + 4, LE);
-                c.layers = buffer.getInt(i + 8, LE);
-                c.hidden = buffer.getInt(i + 12, LE);
-                c.dtypeCode = buffer.getInt(i + 16, LE);
-                c.mla = 0 != buffer.getInt(i + 20, LE);
-                final int modelLength = buffer.getInt(i + 24, LE);
-                i += REGISTER_BODY_LENGTH;
-                if (modelLength < 0 || modelLength > c.model.length || i + modelLength > end)
-                {
-                    event.rejectAtDecode(Status.MALFORMED, "model name length out of range");
-                    return true;
-                }
-                buffer.getBytes(i, c.model, 0, modelLength);
-                c.modelLength = modelLength;
+                decodeRegister(c, event);
                 return true;
-            }
             case RequestType.LOOKUP_ALL_RANKS:
             {
-                if (i + 8 > end)
+                final KeyedRequestFlyweight r = keyed;
+                if (!r.hasAllRanksHead())
                 {
                     event.rejectAtDecode(Status.MALFORMED, "LOOKUP_ALL_RANKS body cut short");
                     return true;
                 }
-                c.worldSize = buffer.getInt(i, LE);
-                final int modelLength = buffer.getInt(i + 4, LE);
-                i += 8;
-                if (modelLength < 0 || modelLength > c.model.length || i + pad8(modelLength) > end)
+                c.worldSize = r.allRanksWorldSize();
+                if (!r.allRanksModelFits(c.model.length))
                 {
                     event.rejectAtDecode(Status.MALFORMED, "model name length out of range");
                     return true;
                 }
-                buffer.getBytes(i, c.model, 0, modelLength);
-                c.modelLength = modelLength;
-                i += pad8(modelLength);
-                decodeKeys(keyMode, buffer, i, end, event);
+                c.modelLength = r.getAllRanksModel(c.model);
+                decodeKeys(r, event);
                 return true;
             }
             case RequestType.LOOKUP:
             case RequestType.PREPARE_STORE:
-                decodeKeys(keyMode, buffer, i, end, event);
+                decodeKeys(keyed, event);
                 return true;
             case RequestType.PREPARE_RETRIEVE:
                 if ((c.flags & RequestFlags.FROM_LOOKUP) == 0)
                 {
-                    decodeKeys(keyMode, buffer, i, end, event);
+                    decodeKeys(keyed, event);
                 }
                 return true;
             case RequestType.WRITE_DATA:
             case RequestType.READ_DATA:
-            {
-                if (i + DATA_HEADER_LENGTH > end)
-                {
-                    event.rejectAtDecode(Status.MALFORMED, "data header cut short");
-                    return true;
-                }
-                c.dataChunkIndex = buffer.getInt(i, LE);
-                c.dataLength = buffer.getInt(i + 4, LE);
-                c.dataOffset = buffer.getLong(i + 8, LE);
-                i += DATA_HEADER_LENGTH;
-                if (c.dataLength < 0 || c.dataLength > maxInlineBytes)
-                {
-                    event.rejectAtDecode(Status.INVALID_REQUEST, "data length out of range");
-                    return true;
-                }
-                if (RequestType.WRITE_DATA == type)
-                {
-                    if (i + c.dataLength > end)
-                    {
-                        event.rejectAtDecode(Status.MALFORMED, "data cut short");
-                        return true;
-                    }
-                    c.data.putBytes(0, buffer, i, c.dataLength);
-                }
+                decodeData(type, c, event);
                 return true;
-            }
             default:
                 return true;
         }
     }
 
-    private void decodeKeys(
-        final int keyMode, final DirectBuffer buffer, final int start, final int end, final RequestEvent event)
+    private RequestFlyweight flyweightFor(final int type)
+    {
+        switch (type)
+        {
+            case RequestType.REGISTER:
+                return register;
+            case RequestType.LOOKUP:
+            case RequestType.LOOKUP_ALL_RANKS:
+            case RequestType.PREPARE_STORE:
+            case RequestType.PREPARE_RETRIEVE:
+                return keyed;
+            case RequestType.WRITE_DATA:
+            case RequestType.READ_DATA:
+                return data;
+            default:
+                return simple;
+        }
+    }
+
+    private void decodeRegister(final StoreCommand c, final RequestEvent event)
+    {
+        final RegisterRequestFlyweight r = register;
+        if (!r.hasBody())
+        {
+            event.rejectAtDecode(Status.MALFORMED, "REGISTER body cut short");
+            return;
+        }
+        c.worldSize = r.worldSize();
+        c.rank = r.rank();
+        c.layers = r.layers();
+        c.hidden = r.hidden();
+        c.dtypeCode = r.dtypeCode();
+        c.mla = r.mla();
+        if (!r.modelFits(c.model.length))
+        {
+            event.rejectAtDecode(Status.MALFORMED, "model name length out of range");
+            return;
+        }
+        c.modelLength = r.getModel(c.model);
+    }
+
+    private void decodeData(final int type, final StoreCommand c, final RequestEvent event)
+    {
+        final DataRequestFlyweight r = data;
+        if (!r.hasBody())
+        {
+            event.rejectAtDecode(Status.MALFORMED, "data header cut short");
+            return;
+        }
+        c.dataChunkIndex = r.slotIndex();
+        c.dataLength = r.dataLength();
+        c.dataOffset = r.chunkOffset();
+        if (c.dataLength < 0 || c.dataLength > maxInlineBytes)
+        {
+            event.rejectAtDecode(Status.INVALID_REQUEST, "data length out of range");
+            return;
+        }
+        if (RequestType.WRITE_DATA == type)
+        {
+            if (!r.bytesFit())
+            {
+                event.rejectAtDecode(Status.MALFORMED, "data cut short");
+                return;
+            }
+            c.data.putBytes(0, r.buffer(), r.bytesOffset(), c.dataLength);
+        }
+    }
+
+    private void decodeKeys(final KeyedRequestFlyweight r, final RequestEvent event)
     {
         final StoreCommand c = event.command;
-        int i = start;
+        final int keyMode = r.keyMode();
         if (KEY_MODE_HASHES == keyMode)
         {
-            if (i + HASHES_HEADER_LENGTH > end)
+            if (!r.hasHashesHeader())
             {
                 event.rejectAtDecode(Status.MALFORMED, "key range header cut short");
                 return;
             }
-            final int count = buffer.getInt(i, LE);
-            i += HASHES_HEADER_LENGTH;
+            final int count = r.hashCount();
             if (count < 0 || count > maxChunks || count > c.maxChunks())
             {
                 event.rejectAtDecode(Status.INVALID_REQUEST, "chunk count out of range");
                 return;
             }
-            if (i + (long)count * 16 > end)
+            if (!r.hashesFit(count))
             {
                 event.rejectAtDecode(Status.MALFORMED, "chunk hashes cut short");
                 return;
             }
-            // Inside the record: checked just above (decode checked that the record lies inside the buffer).
-            final Object base = buffer.byteArray();
-            long address = buffer.addressOffset() + i;
+            final long[] hi = c.keyHi;
+            final long[] lo = c.keyLo;
             for (int k = 0; k < count; k++)
             {
-                c.keyHi[k] = le(UnsafeApi.getLong(base, address));
-                c.keyLo[k] = le(UnsafeApi.getLong(base, address + 8));
-                address += 16;
+                hi[k] = r.hashHi(k);
+                lo[k] = r.hashLo(k);
             }
             c.chunkCount = count;
         }
         else if (KEY_MODE_TOKENS == keyMode)
         {
-            if (i + TOKENS_HEADER_LENGTH > end)
+            if (!r.hasTokensHeader())
             {
                 event.rejectAtDecode(Status.MALFORMED, "token range header cut short");
                 return;
             }
-            final int tokenCount = buffer.getInt(i, LE);
-            final int from = buffer.getInt(i + 4, LE);
-            int to = buffer.getInt(i + 8, LE);
-            i += TOKENS_HEADER_LENGTH;
-            if (tokenCount < 0 || i + (long)tokenCount * Integer.BYTES > end)
+            final int tokenCount = r.tokenCount();
+            final int from = r.fromChunk();
+            int to = r.toChunk();
+            if (!r.tokensFit())
             {
                 event.rejectAtDecode(Status.MALFORMED, "token ids cut short");
                 return;
@@ -248,7 +265,7 @@ public final class RequestDecoder
                 return;
             }
             final int hashed = hasher.hashTokens(
-                buffer, i, LE, tokenCount, chunkTokens, from, to, c.keyHi, c.keyLo);
+                r.buffer(), r.tokensOffset(), LE, tokenCount, chunkTokens, from, to, c.keyHi, c.keyLo);
             if (hashed < 0)
             {
                 event.rejectAtDecode(Status.INVALID_REQUEST, "token range out of range");
@@ -281,56 +298,55 @@ public final class RequestDecoder
     public long peekResponseBound(
         final int type, final DirectBuffer buffer, final int offset, final int length, final int countersLength)
     {
-        final int base = 8 + RESPONSE_HEADER_LENGTH + MAX_MESSAGE_LENGTH + 8;
-        if (length < REQUEST_HEADER_LENGTH)
+        final long error = RingDescriptor.HEADER_LENGTH + ResponseFlyweight.errorLength() + 8;
+        if (length < RequestFlyweight.HEADER_LENGTH)
         {
-            return base;
+            return error;
         }
         switch (type)
         {
             case RequestType.PREPARE_STORE:
             case RequestType.PREPARE_RETRIEVE:
             {
-                final int flags = buffer.getInt(offset + FLAGS_OFFSET, LE);
-                if (RequestType.PREPARE_RETRIEVE == type && (flags & RequestFlags.FROM_LOOKUP) != 0)
+                final KeyedRequestFlyweight r = peek.wrap(buffer, offset, length);
+                if (RequestType.PREPARE_RETRIEVE == type && (r.flags() & RequestFlags.FROM_LOOKUP) != 0)
                 {
-                    return base + (long)SLOT_ENTRY_LENGTH * maxChunks;
+                    return error + ResponseFlyweight.lengthBound(maxChunks, 0);
                 }
-                return base + (long)SLOT_ENTRY_LENGTH * peekChunks(buffer, offset, length);
+                return error + ResponseFlyweight.lengthBound(peekChunks(r), 0);
             }
             case RequestType.READ_DATA:
             {
-                if (length < REQUEST_HEADER_LENGTH + DATA_HEADER_LENGTH)
+                final DataRequestFlyweight r = peekData.wrap(buffer, offset, length);
+                if (!r.hasBody())
                 {
-                    return base;
+                    return error;
                 }
-                final int dataLength = buffer.getInt(offset + REQUEST_HEADER_LENGTH + 4, LE);
-                return base + SLOT_ENTRY_LENGTH + pad8(Math.max(0, Math.min(dataLength, maxInlineBytes)));
+                return error + ResponseFlyweight.lengthBound(1, Math.max(0, Math.min(r.dataLength(), maxInlineBytes)));
             }
             case RequestType.WRITE_DATA:
-                return base + SLOT_ENTRY_LENGTH;
+                return error + ResponseFlyweight.lengthBound(1, 0);
             case RequestType.STATS:
-                return base + countersLength;
+                return error + countersLength;
             case RequestType.REGISTER:
-                return base + 32 + 128;
+                return error + ResponseFlyweight.REGISTER_MAX_EXTRA_LENGTH;
             default:
-                return base;
+                return error;
         }
     }
 
-    private int peekChunks(final DirectBuffer buffer, final int offset, final int length)
+    private int peekChunks(final KeyedRequestFlyweight r)
     {
-        final int keyMode = buffer.getInt(offset + KEY_MODE_OFFSET, LE);
-        final int at = offset + REQUEST_HEADER_LENGTH;
-        if (KEY_MODE_HASHES == keyMode && length >= REQUEST_HEADER_LENGTH + HASHES_HEADER_LENGTH)
+        final int keyMode = r.keyMode();
+        if (KEY_MODE_HASHES == keyMode && r.hasHashesHeader())
         {
-            return Math.max(0, Math.min(buffer.getInt(at, LE), maxChunks));
+            return Math.max(0, Math.min(r.hashCount(), maxChunks));
         }
-        if (KEY_MODE_TOKENS == keyMode && length >= REQUEST_HEADER_LENGTH + TOKENS_HEADER_LENGTH)
+        if (KEY_MODE_TOKENS == keyMode && r.hasTokensHeader())
         {
-            final int tokenCount = buffer.getInt(at, LE);
-            final int from = buffer.getInt(at + 4, LE);
-            final int to = buffer.getInt(at + 8, LE);
+            final int tokenCount = r.tokenCount();
+            final int from = r.fromChunk();
+            final int to = r.toChunk();
             final long end = -1 == to ? Math.max(0, tokenCount) / chunkTokens : to;
             return (int)Math.max(0, Math.min(end - from, maxChunks));
         }

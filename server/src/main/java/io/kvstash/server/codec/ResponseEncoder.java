@@ -4,9 +4,10 @@ import io.kvstash.core.StoreCommand;
 import io.kvstash.core.StoreCounters;
 import io.kvstash.wire.RequestType;
 import io.kvstash.wire.Status;
+import io.kvstash.wire.codec.ResponseFlyweight;
 import io.kvstash.wire.ring.RingProducer;
 import org.agrona.MutableDirectBuffer;
-import org.agrona.UnsafeApi;
+import org.agrona.concurrent.UnsafeBuffer;
 
 import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
@@ -30,6 +31,7 @@ public final class ResponseEncoder
     private static final int MESSAGE_CACHE_PROBES = 8;
     private static final byte[] NO_MESSAGE = new byte[0];
 
+    private final ResponseFlyweight flyweight = new ResponseFlyweight();
     private final StoreCounters counters;
     private final byte[] registerExtra;
     private final String[] cachedMessages = new String[MESSAGE_CACHE_LENGTH];
@@ -70,9 +72,19 @@ public final class ResponseEncoder
         final String poolFileName)
     {
         final byte[] name = poolFileName.getBytes(StandardCharsets.US_ASCII);
-        final java.nio.ByteBuffer b = java.nio.ByteBuffer.allocate(32 + name.length).order(LE);
-        b.putLong(incarnation).putLong(poolSizeBytes).putLong(leaseNs).putInt(chunkTokens).putInt(name.length).put(name);
-        return b.array();
+        if (name.length > ResponseFlyweight.REGISTER_MAX_NAME_LENGTH)
+        {
+            throw new IllegalArgumentException("pool file name longer than " +
+                ResponseFlyweight.REGISTER_MAX_NAME_LENGTH + " bytes: " + poolFileName);
+        }
+        final UnsafeBuffer b = new UnsafeBuffer(new byte[ResponseFlyweight.REGISTER_NAME_OFFSET + name.length]);
+        b.putLong(ResponseFlyweight.REGISTER_INCARNATION_OFFSET, incarnation, LE);
+        b.putLong(ResponseFlyweight.REGISTER_POOL_BYTES_OFFSET, poolSizeBytes, LE);
+        b.putLong(ResponseFlyweight.REGISTER_LEASE_NS_OFFSET, leaseNs, LE);
+        b.putInt(ResponseFlyweight.REGISTER_CHUNK_TOKENS_OFFSET, chunkTokens, LE);
+        b.putInt(ResponseFlyweight.REGISTER_NAME_LENGTH_OFFSET, name.length, LE);
+        b.putBytes(ResponseFlyweight.REGISTER_NAME_OFFSET, name);
+        return b.byteArray();
     }
 
     /**
@@ -107,7 +119,7 @@ public final class ResponseEncoder
         {
             extra = 0;
         }
-        final int length = RESPONSE_HEADER_LENGTH + slots * SLOT_ENTRY_LENGTH + pad8(extra);
+        final int length = ResponseFlyweight.length(slots, extra);
         if (length > producer.maxPayloadLength())
         {
             return false;
@@ -117,31 +129,16 @@ public final class ResponseEncoder
         {
             return false;
         }
-        // The claim lies inside the ring, so the fixed part and the slot entries are written without Agrona's
-        // per-field bounds checks: they cost the answer's way about as much as the stores themselves.
         final MutableDirectBuffer b = producer.buffer();
-        final Object base = b.byteArray();
-        final long address = b.addressOffset() + at;
-        UnsafeApi.putLong(base, address + RESPONSE_CORRELATION_ID_OFFSET, le(c.correlationId));
-        UnsafeApi.putInt(base, address + RESPONSE_STATUS_OFFSET, le(c.status));
-        UnsafeApi.putInt(base, address + RESPONSE_TYPE_OFFSET, le(c.type));
-        UnsafeApi.putLong(base, address + RESPONSE_TRANSFER_ID_OFFSET, le(c.outTransferId));
-        UnsafeApi.putInt(base, address + RESPONSE_HIT_CHUNKS_OFFSET, le(c.hitChunks));
-        UnsafeApi.putInt(base, address + RESPONSE_SLOT_COUNT_OFFSET, le(slots));
-        UnsafeApi.putLong(base, address + RESPONSE_COUNT_OFFSET, le(c.removedCount));
-        UnsafeApi.putLong(base, address + RESPONSE_CHUNK_BYTES_OFFSET, le(c.chunkBytes));
-        UnsafeApi.putLong(base, address + RESPONSE_SLOT_BYTES_OFFSET, le(c.slotBytes));
-        UnsafeApi.putInt(base, address + RESPONSE_SLOT_CAPACITY_OFFSET, le(c.slotCapacity));
-        UnsafeApi.putInt(base, address + RESPONSE_EXTRA_LENGTH_OFFSET, le(extra));
-        long entry = address + RESPONSE_HEADER_LENGTH;
+        final ResponseFlyweight r = flyweight.wrap(b, at, length);
+        r.putHeader(
+            c.correlationId, c.status, c.type, c.outTransferId, c.hitChunks, slots, c.removedCount, c.chunkBytes,
+            c.slotBytes, c.slotCapacity, extra);
         for (int k = 0; k < slots; k++)
         {
-            UnsafeApi.putInt(base, entry, le(c.slotRangeIndex[k]));
-            UnsafeApi.putInt(base, entry + 4, le(c.slotGeneration[k]));
-            UnsafeApi.putLong(base, entry + 8, le(c.slotOffset[k]));
-            entry += SLOT_ENTRY_LENGTH;
+            r.putSlot(k, c.slotRangeIndex[k], c.slotGeneration[k], c.slotOffset[k]);
         }
-        final int i = at + RESPONSE_HEADER_LENGTH + slots * SLOT_ENTRY_LENGTH;
+        final int i = r.extraOffset();
         if (null != message)
         {
             b.putBytes(i, message);

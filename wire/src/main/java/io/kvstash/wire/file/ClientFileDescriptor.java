@@ -1,5 +1,6 @@
 package io.kvstash.wire.file;
 
+import io.kvstash.wire.WireVersion;
 import io.kvstash.wire.ring.RingDescriptor;
 
 /**
@@ -37,10 +38,8 @@ public final class ClientFileDescriptor
     public static final String FILE_PREFIX = "client-";
     /** Magic. */
     public static final long MAGIC = 0x544E4C435453564BL;
-    /** Major version. */
-    public static final int VERSION_MAJOR = 1;
-    /** Packed version. */
-    public static final int VERSION = VERSION_MAJOR << 16;
+    /** Version written last into the header: the contract's one {@link WireVersion}. */
+    public static final int VERSION = WireVersion.CURRENT;
 
     /** Offset of the magic. */
     public static final int MAGIC_OFFSET = 0;

@@ -1,5 +1,6 @@
 package io.kvstash.wire.file;
 
+import io.kvstash.wire.WireVersion;
 import org.agrona.concurrent.AtomicBuffer;
 
 import java.nio.charset.StandardCharsets;
@@ -49,10 +50,8 @@ public final class ControlFileDescriptor
     public static final String FILE_NAME = "control";
     /** Magic. */
     public static final long MAGIC = 0x004C54435453564BL;
-    /** Major version. */
-    public static final int VERSION_MAJOR = 1;
-    /** Packed version. */
-    public static final int VERSION = VERSION_MAJOR << 16;
+    /** Version written last into the header: the contract's one {@link WireVersion}. */
+    public static final int VERSION = WireVersion.CURRENT;
     /** State: serving. */
     public static final int STATE_RUNNING = 1;
     /** State: shut down cleanly. */
@@ -174,14 +173,4 @@ public final class ControlFileDescriptor
         return new String(bytes, StandardCharsets.US_ASCII);
     }
 
-    /**
-     * Major part of a packed version.
-     *
-     * @param version packed version.
-     * @return major.
-     */
-    public static int major(final int version)
-    {
-        return (version >>> 16) & 0xFF;
-    }
 }

@@ -1,6 +1,7 @@
 package io.kvstash.wire.file;
 
 import io.kvstash.wire.SlotGeometry;
+import io.kvstash.wire.WireVersion;
 
 /**
  * Byte layout of the pool file ({@code <dir>/pool-<incarnation hex>}), little-endian: a header page, the
@@ -36,10 +37,8 @@ public final class PoolFileDescriptor
     public static final String FILE_PREFIX = "pool-";
     /** Magic. */
     public static final long MAGIC = 0x4C4F4F505453564BL;
-    /** Major version. */
-    public static final int VERSION_MAJOR = 1;
-    /** Packed version. */
-    public static final int VERSION = VERSION_MAJOR << 16;
+    /** Version written last into the header: the contract's one {@link WireVersion}. */
+    public static final int VERSION = WireVersion.CURRENT;
     /** Data mapping segment: 1 GiB. */
     public static final long SEGMENT_BYTES = SlotGeometry.SEGMENT_BYTES;
 

@@ -1,0 +1,70 @@
+package io.kvstash.wire;
+
+import org.agrona.SemanticVersion;
+
+/**
+ * The one version of the shared-memory contract, written last into the header of every file a server or
+ * client creates (control, pool, client file) and checked by whoever maps one. Packed as Agrona's
+ * {@link SemanticVersion} ({@code 0x00MMmmpp}); 0 means the file's header is not written yet. A reader
+ * accepts any version of its own major: minor versions only add.
+ */
+public final class WireVersion
+{
+    /** Major version: a change no older reader understands. */
+    public static final int MAJOR = 1;
+    /** Minor version: additions an older reader of the same major can ignore. */
+    public static final int MINOR = 0;
+    /** Patch version. */
+    public static final int PATCH = 0;
+    /** The packed version this code writes. */
+    public static final int CURRENT = SemanticVersion.compose(MAJOR, MINOR, PATCH);
+
+    private WireVersion()
+    {
+    }
+
+    /**
+     * Whether a header's version is written yet.
+     *
+     * @param version packed version read with acquire semantics.
+     * @return false while the writer has not finished the header.
+     */
+    public static boolean isWritten(final int version)
+    {
+        return 0 != version;
+    }
+
+    /**
+     * Whether this code reads a file of a version.
+     *
+     * @param version packed version.
+     * @return true for a written version of {@link #MAJOR}.
+     */
+    public static boolean isCompatible(final int version)
+    {
+        return isWritten(version) && SemanticVersion.major(version) == MAJOR;
+    }
+
+    /**
+     * A version as people read it.
+     *
+     * @param version packed version.
+     * @return e.g. {@code 1.0.0}.
+     */
+    public static String toString(final int version)
+    {
+        return SemanticVersion.toString(version);
+    }
+
+    /**
+     * Why a file of a version cannot be read, for an error message.
+     *
+     * @param what    the file, e.g. "control file /dev/shm/kvstash/control".
+     * @param version its packed version.
+     * @return a one-line reason naming both versions.
+     */
+    public static String incompatible(final String what, final int version)
+    {
+        return what + " has version " + toString(version) + "; this kvstash reads " + MAJOR + ".x";
+    }
+}

@@ -1,0 +1,378 @@
+package io.kvstash.wire.codec;
+
+import org.agrona.DirectBuffer;
+import org.agrona.MutableDirectBuffer;
+import org.agrona.UnsafeApi;
+
+import static io.kvstash.wire.codec.WireDescriptor.*;
+
+/**
+ * A response record (see {@link WireDescriptor} for the bytes), encoded by the server and decoded by
+ * clients through the same class: the fixed header, one entry per slot (range index, generation, offset),
+ * then the extra bytes (an error's reason, READ_DATA's bytes, STATS's counters, REGISTER's answer).
+ * <p>
+ * {@link #wrap(DirectBuffer, int, int)} checks once that the record lies inside the buffer; the header and
+ * slot accessors then go without per-field bounds checks (a decoder checks {@link #hasHeader()} and
+ * {@link #slotsFit()} first). Not thread-safe; allocation-free.
+ */
+public final class ResponseFlyweight
+{
+    /** Bytes of the fixed header. */
+    public static final int HEADER_LENGTH = RESPONSE_HEADER_LENGTH;
+
+    /** REGISTER answer: the server's incarnation (i64). */
+    public static final int REGISTER_INCARNATION_OFFSET = 0;
+    /** REGISTER answer: bytes of the pool's data region (i64). */
+    public static final int REGISTER_POOL_BYTES_OFFSET = 8;
+    /** REGISTER answer: lease in nanoseconds (i64). */
+    public static final int REGISTER_LEASE_NS_OFFSET = 16;
+    /** REGISTER answer: tokens per chunk (i32). */
+    public static final int REGISTER_CHUNK_TOKENS_OFFSET = 24;
+    /** REGISTER answer: length of the pool file's name (i32). */
+    public static final int REGISTER_NAME_LENGTH_OFFSET = 28;
+    /** REGISTER answer: the pool file's name, ASCII. */
+    public static final int REGISTER_NAME_OFFSET = 32;
+    /** REGISTER answer: longest pool file name. */
+    public static final int REGISTER_MAX_NAME_LENGTH = 128;
+    /** Longest REGISTER answer. */
+    public static final int REGISTER_MAX_EXTRA_LENGTH = REGISTER_NAME_OFFSET + REGISTER_MAX_NAME_LENGTH;
+
+    private DirectBuffer buffer;
+    private MutableDirectBuffer mutableBuffer;
+    private Object base;
+    private long address;
+    private int offset;
+    private int length;
+
+    /**
+     * Bytes of a response record.
+     *
+     * @param slotCount   slot entries.
+     * @param extraLength extra bytes (padded to 8 in the record).
+     * @return record length.
+     */
+    public static int length(final int slotCount, final int extraLength)
+    {
+        return HEADER_LENGTH + slotCount * SLOT_ENTRY_LENGTH + pad8(extraLength);
+    }
+
+    /**
+     * Bytes of a response record, without overflow, for admission checks on values read from a request.
+     *
+     * @param slotCount   slot entries.
+     * @param extraLength extra bytes.
+     * @return record length.
+     */
+    public static long lengthBound(final long slotCount, final long extraLength)
+    {
+        return HEADER_LENGTH + slotCount * SLOT_ENTRY_LENGTH + ((extraLength + 7) & ~7L);
+    }
+
+    /**
+     * Bytes of the longest error answer.
+     *
+     * @return record length.
+     */
+    public static int errorLength()
+    {
+        return length(0, MAX_MESSAGE_LENGTH);
+    }
+
+    /**
+     * Wraps a record.
+     *
+     * @param buffer buffer holding the record (a {@link MutableDirectBuffer} to encode).
+     * @param offset offset of the record's payload.
+     * @param length bytes of the record's payload.
+     * @return this.
+     * @throws IndexOutOfBoundsException when the record does not lie inside the buffer.
+     */
+    public ResponseFlyweight wrap(final DirectBuffer buffer, final int offset, final int length)
+    {
+        if (offset < 0 || length < 0 || offset + (long)length > buffer.capacity())
+        {
+            throw new IndexOutOfBoundsException(
+                "record at " + offset + " of " + length + " bytes outside a buffer of " + buffer.capacity());
+        }
+        this.buffer = buffer;
+        this.mutableBuffer = buffer instanceof MutableDirectBuffer ? (MutableDirectBuffer)buffer : null;
+        this.base = buffer.byteArray();
+        this.address = buffer.addressOffset() + offset;
+        this.offset = offset;
+        this.length = length;
+        return this;
+    }
+
+    // ------------------------------------------------------------------------------------------ encoding
+
+    /**
+     * Writes the fixed header.
+     *
+     * @param correlationId the request's correlation id.
+     * @param status        {@link io.kvstash.wire.Status} code.
+     * @param requestType   the request's type.
+     * @param transferId    transfer opened or acted on, 0 for none.
+     * @param hitChunks     readable prefix (LOOKUP).
+     * @param slotCount     slot entries that follow.
+     * @param count         removed or reclaimed count.
+     * @param chunkBytes    bytes of one chunk of the instance's layout.
+     * @param slotBytes     bytes of one slot.
+     * @param slotCapacity  slots in the pool.
+     * @param extraLength   extra bytes after the slot entries.
+     * @return this.
+     */
+    public ResponseFlyweight putHeader(
+        final long correlationId,
+        final int status,
+        final int requestType,
+        final long transferId,
+        final int hitChunks,
+        final int slotCount,
+        final long count,
+        final long chunkBytes,
+        final long slotBytes,
+        final int slotCapacity,
+        final int extraLength)
+    {
+        UnsafeApi.putLong(base, address + RESPONSE_CORRELATION_ID_OFFSET, le(correlationId));
+        UnsafeApi.putInt(base, address + RESPONSE_STATUS_OFFSET, le(status));
+        UnsafeApi.putInt(base, address + RESPONSE_TYPE_OFFSET, le(requestType));
+        UnsafeApi.putLong(base, address + RESPONSE_TRANSFER_ID_OFFSET, le(transferId));
+        UnsafeApi.putInt(base, address + RESPONSE_HIT_CHUNKS_OFFSET, le(hitChunks));
+        UnsafeApi.putInt(base, address + RESPONSE_SLOT_COUNT_OFFSET, le(slotCount));
+        UnsafeApi.putLong(base, address + RESPONSE_COUNT_OFFSET, le(count));
+        UnsafeApi.putLong(base, address + RESPONSE_CHUNK_BYTES_OFFSET, le(chunkBytes));
+        UnsafeApi.putLong(base, address + RESPONSE_SLOT_BYTES_OFFSET, le(slotBytes));
+        UnsafeApi.putInt(base, address + RESPONSE_SLOT_CAPACITY_OFFSET, le(slotCapacity));
+        UnsafeApi.putInt(base, address + RESPONSE_EXTRA_LENGTH_OFFSET, le(extraLength));
+        return this;
+    }
+
+    /**
+     * Writes one slot entry.
+     *
+     * @param i          entry index.
+     * @param rangeIndex index of the chunk in the request's key range.
+     * @param generation slot generation.
+     * @param slotOffset slot offset in the data region.
+     * @return this.
+     */
+    public ResponseFlyweight putSlot(final int i, final int rangeIndex, final int generation, final long slotOffset)
+    {
+        final long entry = address + HEADER_LENGTH + (long)i * SLOT_ENTRY_LENGTH;
+        UnsafeApi.putInt(base, entry, le(rangeIndex));
+        UnsafeApi.putInt(base, entry + 4, le(generation));
+        UnsafeApi.putLong(base, entry + 8, le(slotOffset));
+        return this;
+    }
+
+    /**
+     * Where the extra bytes start, in the wrapped buffer, after {@link #slotCount()} entries.
+     *
+     * @return buffer offset.
+     */
+    public int extraOffset()
+    {
+        return offset + HEADER_LENGTH + slotCount() * SLOT_ENTRY_LENGTH;
+    }
+
+    /**
+     * The wrapped buffer, to write or read the extra bytes at {@link #extraOffset()}.
+     *
+     * @return buffer.
+     */
+    public MutableDirectBuffer mutableBuffer()
+    {
+        if (null == mutableBuffer)
+        {
+            throw new IllegalStateException("record wrapped read-only");
+        }
+        return mutableBuffer;
+    }
+
+    // ------------------------------------------------------------------------------------------ decoding
+
+    /**
+     * The wrapped buffer.
+     *
+     * @return buffer.
+     */
+    public DirectBuffer buffer()
+    {
+        return buffer;
+    }
+
+    /**
+     * Bytes of the record.
+     *
+     * @return payload length.
+     */
+    public int length()
+    {
+        return length;
+    }
+
+    /**
+     * Whether the record holds the fixed header.
+     *
+     * @return true when at least {@link #HEADER_LENGTH} bytes long.
+     */
+    public boolean hasHeader()
+    {
+        return length >= HEADER_LENGTH;
+    }
+
+    /**
+     * Whether the stated slot entries are inside the record.
+     *
+     * @return true when {@link #slotCount()} entries fit.
+     */
+    public boolean slotsFit()
+    {
+        final int n = slotCount();
+        return n >= 0 && HEADER_LENGTH + (long)n * SLOT_ENTRY_LENGTH <= length;
+    }
+
+    /**
+     * Correlation id.
+     *
+     * @return the request's correlation id.
+     */
+    public long correlationId()
+    {
+        return le(UnsafeApi.getLong(base, address + RESPONSE_CORRELATION_ID_OFFSET));
+    }
+
+    /**
+     * Status.
+     *
+     * @return {@link io.kvstash.wire.Status} code.
+     */
+    public int status()
+    {
+        return le(UnsafeApi.getInt(base, address + RESPONSE_STATUS_OFFSET));
+    }
+
+    /**
+     * Request type answered.
+     *
+     * @return {@link io.kvstash.wire.RequestType} code.
+     */
+    public int requestType()
+    {
+        return le(UnsafeApi.getInt(base, address + RESPONSE_TYPE_OFFSET));
+    }
+
+    /**
+     * Transfer id.
+     *
+     * @return transfer opened or acted on.
+     */
+    public long transferId()
+    {
+        return le(UnsafeApi.getLong(base, address + RESPONSE_TRANSFER_ID_OFFSET));
+    }
+
+    /**
+     * Hit chunks.
+     *
+     * @return readable prefix.
+     */
+    public int hitChunks()
+    {
+        return le(UnsafeApi.getInt(base, address + RESPONSE_HIT_CHUNKS_OFFSET));
+    }
+
+    /**
+     * Slot entries.
+     *
+     * @return count as stated.
+     */
+    public int slotCount()
+    {
+        return le(UnsafeApi.getInt(base, address + RESPONSE_SLOT_COUNT_OFFSET));
+    }
+
+    /**
+     * Removed or reclaimed count.
+     *
+     * @return count.
+     */
+    public long count()
+    {
+        return le(UnsafeApi.getLong(base, address + RESPONSE_COUNT_OFFSET));
+    }
+
+    /**
+     * Chunk bytes.
+     *
+     * @return bytes of one chunk.
+     */
+    public long chunkBytes()
+    {
+        return le(UnsafeApi.getLong(base, address + RESPONSE_CHUNK_BYTES_OFFSET));
+    }
+
+    /**
+     * Slot bytes.
+     *
+     * @return bytes of one slot.
+     */
+    public long slotBytes()
+    {
+        return le(UnsafeApi.getLong(base, address + RESPONSE_SLOT_BYTES_OFFSET));
+    }
+
+    /**
+     * Slot capacity.
+     *
+     * @return slots in the pool.
+     */
+    public int slotCapacity()
+    {
+        return le(UnsafeApi.getInt(base, address + RESPONSE_SLOT_CAPACITY_OFFSET));
+    }
+
+    /**
+     * Extra length.
+     *
+     * @return extra bytes after the slot entries.
+     */
+    public int extraLength()
+    {
+        return le(UnsafeApi.getInt(base, address + RESPONSE_EXTRA_LENGTH_OFFSET));
+    }
+
+    /**
+     * Range index of a slot entry.
+     *
+     * @param i entry index.
+     * @return index of the chunk in the request's key range.
+     */
+    public int slotRangeIndex(final int i)
+    {
+        return le(UnsafeApi.getInt(base, address + HEADER_LENGTH + (long)i * SLOT_ENTRY_LENGTH));
+    }
+
+    /**
+     * Generation of a slot entry.
+     *
+     * @param i entry index.
+     * @return slot generation.
+     */
+    public int slotGeneration(final int i)
+    {
+        return le(UnsafeApi.getInt(base, address + HEADER_LENGTH + (long)i * SLOT_ENTRY_LENGTH + 4));
+    }
+
+    /**
+     * Offset of a slot entry.
+     *
+     * @param i entry index.
+     * @return slot offset in the data region.
+     */
+    public long slotOffset(final int i)
+    {
+        return le(UnsafeApi.getLong(base, address + HEADER_LENGTH + (long)i * SLOT_ENTRY_LENGTH + 8));
+    }
+}
