@@ -14,9 +14,7 @@ public final class SlotAssigner
 {
     private final long dataOffset;
     private final long poolEnd;
-    private long cachedSlotBytes = -1;
-    private int slotsPerSegment;
-    private int slotsPerSegmentShift;
+    private final SlotGeometry geometry = new SlotGeometry();
 
     /**
      * A slot assigner for a configuration.
@@ -37,25 +35,20 @@ public final class SlotAssigner
     public void assign(final StoreCommand command)
     {
         final int n = command.slotCount;
-        if (command.done && 0 == n)
+        if (0 == n)
         {
             return;
         }
         final long slotBytes = command.slotBytes;
-        if (slotBytes != cachedSlotBytes && slotBytes > 0)
+        if (slotBytes <= 0)
         {
-            // Slots per segment change only when the pool is re-cut: divide once here, not per slot.
-            cachedSlotBytes = slotBytes;
-            slotsPerSegment = (int)(SlotGeometry.SEGMENT_BYTES / slotBytes);
-            slotsPerSegmentShift = Integer.bitCount(slotsPerSegment) == 1 ?
-                Integer.numberOfTrailingZeros(slotsPerSegment) : -1;
+            command.fail(Status.SERVER_ERROR, "slot outside the pool");
+            return;
         }
+        geometry.slotBytes(slotBytes);
         for (int i = 0; i < n; i++)
         {
-            final int slot = command.slotChunkId[i];
-            final int segment = slotsPerSegmentShift >= 0 ? slot >>> slotsPerSegmentShift : slot / slotsPerSegment;
-            final int within = slot - segment * slotsPerSegment;
-            final long offset = dataOffset + segment * SlotGeometry.SEGMENT_BYTES + within * slotBytes;
+            final long offset = dataOffset + geometry.offsetOf(command.slotChunkId[i]);
             if (offset + command.chunkBytes > poolEnd || command.chunkBytes > slotBytes)
             {
                 command.fail(Status.SERVER_ERROR, "slot outside the pool");

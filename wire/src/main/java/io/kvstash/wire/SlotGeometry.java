@@ -12,6 +12,9 @@ package io.kvstash.wire;
  *   slot(offset)    = (offset / SEGMENT_BYTES) * slotsPerSegment + (offset % SEGMENT_BYTES) / slotBytes
  * </pre>
  * Offsets are relative to the data region; the pool file adds its data offset.
+ * <p>
+ * The static methods answer for any slot size; an instance caches one slot size's cut (a shift when the
+ * slots per segment are a power of two) for the server's per-slot loop. Instances are not thread-safe.
  */
 public final class SlotGeometry
 {
@@ -21,8 +24,43 @@ public final class SlotGeometry
      */
     public static final long SEGMENT_BYTES = 1L << 30;
 
-    private SlotGeometry()
+    private long slotBytes = -1;
+    private int slotsPerSegment;
+    private int slotsPerSegmentShift;
+
+    /**
+     * Sets the slot size the instance methods answer for; a no-op when it is already set.
+     *
+     * @param slotBytes bytes of a slot, positive and at most {@link #SEGMENT_BYTES}.
+     * @return this.
+     */
+    public SlotGeometry slotBytes(final long slotBytes)
     {
+        if (slotBytes != this.slotBytes)
+        {
+            if (slotBytes <= 0 || slotBytes > SEGMENT_BYTES)
+            {
+                throw new IllegalArgumentException("slot bytes " + slotBytes + " not in [1, " + SEGMENT_BYTES + "]");
+            }
+            this.slotBytes = slotBytes;
+            slotsPerSegment = (int)(SEGMENT_BYTES / slotBytes);
+            slotsPerSegmentShift = Integer.bitCount(slotsPerSegment) == 1 ?
+                Integer.numberOfTrailingZeros(slotsPerSegment) : -1;
+        }
+        return this;
+    }
+
+    /**
+     * Offset of a slot in the data region, for the slot size set last.
+     *
+     * @param slot slot index.
+     * @return byte offset.
+     */
+    public long offsetOf(final int slot)
+    {
+        final int segment = slotsPerSegmentShift >= 0 ? slot >>> slotsPerSegmentShift : slot / slotsPerSegment;
+        final int within = slot - segment * slotsPerSegment;
+        return segment * SEGMENT_BYTES + within * slotBytes;
     }
 
     /**
