@@ -11,7 +11,7 @@ import io.kvstash.core.layout.Layout;
 import io.kvstash.core.trace.MooncakeTrace;
 import io.kvstash.pipeline.journal.JournalReader;
 import io.kvstash.pipeline.journal.JournalWriter;
-import io.kvstash.pipeline.journal.Replayer;
+import io.kvstash.pipeline.replay.Replayer;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;

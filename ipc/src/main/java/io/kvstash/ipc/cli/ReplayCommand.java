@@ -6,7 +6,7 @@ import io.kvstash.ipc.tools.Json;
 import io.kvstash.ipc.tools.TraceReplay;
 import io.kvstash.pipeline.ThreadingMode;
 import io.kvstash.pipeline.WaitMode;
-import io.kvstash.pipeline.journal.Replayer;
+import io.kvstash.pipeline.replay.Replayer;
 import picocli.CommandLine;
 import picocli.CommandLine.ArgGroup;
 import picocli.CommandLine.Command;
