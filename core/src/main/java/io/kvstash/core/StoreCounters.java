@@ -98,29 +98,20 @@ public final class StoreCounters
     /** Bytes a counters buffer needs. */
     public static final int LENGTH = COUNT * Long.BYTES;
 
+    /** Whether a counter is a gauge (a current value, up and down) or a total (only grows). */
+    private static final boolean GAUGE = true;
+    private static final boolean TOTAL = false;
+
     private static final String[] NAMES = new String[COUNT];
-    private static final String[] DESCRIPTIONS = new String[COUNT];
+    private static final Descriptor[] DESCRIPTORS = new Descriptor[COUNT];
 
     static
     {
-        final String[] book =
+        for (final Descriptor descriptor : Descriptor.values())
         {
-            "readable_chunks", "reserved_chunks", "pinned_chunks", "free_slots", "slot_capacity",
-            "pending_transfers", "instances", "lookup_hit_chunks", "lookup_miss_chunks", "retrieve_hit_chunks",
-            "retrieve_misses", "stored_chunks", "retrieved_chunks", "evictions", "bytes_in", "bytes_out",
-            "reclaimed_leases", "aborted_chunks", "no_space", "unregister_unknown", "empty_prepares",
-            "dead_clients", "cleared_chunks"
-        };
-        System.arraycopy(book, 0, NAMES, 0, book.length);
-        NAMES[COPY_BYTES_IN] = "copy_bytes_in";
-        NAMES[COPY_BYTES_OUT] = "copy_bytes_out";
-        NAMES[WIRE_RECORDS] = "wire_records";
-        NAMES[WIRE_MALFORMED] = "wire_malformed";
-        NAMES[WIRE_CLIENTS_ATTACHED] = "clients_attached";
-        NAMES[WIRE_CLIENTS_DETACHED] = "clients_detached";
-        NAMES[WIRE_CLIENTS] = "clients";
-        NAMES[WIRE_RESPONSES_DROPPED] = "responses_dropped";
-        NAMES[WIRE_BACK_PRESSURE] = "back_pressure";
+            DESCRIPTORS[descriptor.id()] = descriptor;
+            NAMES[descriptor.id()] = descriptor.counterName();
+        }
         for (int type = 0; type < RequestType.COUNT; type++)
         {
             for (int status = 0; status < Status.COUNT; status++)
@@ -129,35 +120,171 @@ public final class StoreCounters
                     "requests." + RequestType.name(type).toLowerCase() + "." + Status.name(status).toLowerCase();
             }
         }
-        NAMES[ERRORS] = "errors";
-        NAMES[REQUESTS_INVALID_TYPE] = "requests.invalid_type";
+    }
 
-        final String[] bookDescriptions =
+    /**
+     * The named counters, one row each: id, name (as {@code kvstash stat}, the counters file's readers and the
+     * Prometheus endpoint print it), whether it is a gauge, and what it counts. The responses table
+     * ({@link #requestId(int, int)}) is not listed: its names are derived from request type and status.
+     * Ids and names are a contract with the counters file's readers; a row is never renumbered or renamed.
+     */
+    public enum Descriptor
+    {
+        /** Readable chunks. */
+        READABLE_CHUNKS(StoreCounters.READABLE_CHUNKS, "readable_chunks", GAUGE,
+            "Readable chunks."),
+        /** Reserved chunks (being written). */
+        RESERVED_CHUNKS(StoreCounters.RESERVED_CHUNKS, "reserved_chunks", GAUGE,
+            "Reserved chunks (being written)."),
+        /** Readable chunks with at least one pin. */
+        PINNED_CHUNKS(StoreCounters.PINNED_CHUNKS, "pinned_chunks", GAUGE,
+            "Readable chunks with at least one pin."),
+        /** Free slots. */
+        FREE_SLOTS(StoreCounters.FREE_SLOTS, "free_slots", GAUGE,
+            "Free slots."),
+        /** Slots in the pool at the current slot size. */
+        SLOT_CAPACITY(StoreCounters.SLOT_CAPACITY, "slot_capacity", GAUGE,
+            "Slots in the pool at the current slot size."),
+        /** Pending transfers (stores, pinned lookups, retrieves). */
+        PENDING_TRANSFERS(StoreCounters.PENDING_TRANSFERS, "pending_transfers", GAUGE,
+            "Pending transfers (stores, pinned lookups, retrieves)."),
+        /** Registered instances. */
+        INSTANCES(StoreCounters.INSTANCES, "instances", GAUGE,
+            "Registered instances."),
+        /** Chunks counted as hits by LOOKUP. */
+        LOOKUP_HIT_CHUNKS(StoreCounters.LOOKUP_HIT_CHUNKS, "lookup_hit_chunks", TOTAL,
+            "Chunks counted as hits by LOOKUP."),
+        /** Chunks of LOOKUP ranges that were not hits. */
+        LOOKUP_MISS_CHUNKS(StoreCounters.LOOKUP_MISS_CHUNKS, "lookup_miss_chunks", TOTAL,
+            "Chunks of LOOKUP ranges that were not hits."),
+        /** Chunks handed out by successful PREPARE_RETRIEVE. */
+        RETRIEVE_HIT_CHUNKS(StoreCounters.RETRIEVE_HIT_CHUNKS, "retrieve_hit_chunks", TOTAL,
+            "Chunks handed out by successful PREPARE_RETRIEVE."),
+        /** PREPARE_RETRIEVE answered MISS. */
+        RETRIEVE_MISSES(StoreCounters.RETRIEVE_MISSES, "retrieve_misses", TOTAL,
+            "PREPARE_RETRIEVE answered MISS."),
+        /** Chunks made readable by COMMIT_STORE. */
+        STORED_CHUNKS(StoreCounters.STORED_CHUNKS, "stored_chunks", TOTAL,
+            "Chunks made readable by COMMIT_STORE."),
+        /** Chunks released by COMMIT_RETRIEVE. */
+        RETRIEVED_CHUNKS(StoreCounters.RETRIEVED_CHUNKS, "retrieved_chunks", TOTAL,
+            "Chunks released by COMMIT_RETRIEVE."),
+        /** Readable chunks evicted to make room for a reservation. */
+        EVICTIONS(StoreCounters.EVICTIONS, "evictions", TOTAL,
+            "Readable chunks evicted to make room for a reservation."),
+        /** Bytes made readable by COMMIT_STORE. */
+        BYTES_IN(StoreCounters.BYTES_IN, "bytes_in", TOTAL,
+            "Bytes made readable by COMMIT_STORE."),
+        /** Bytes handed out by COMMIT_RETRIEVE. */
+        BYTES_OUT(StoreCounters.BYTES_OUT, "bytes_out", TOTAL,
+            "Bytes handed out by COMMIT_RETRIEVE."),
+        /** Transfers reclaimed after their lease. */
+        RECLAIMED_LEASES(StoreCounters.RECLAIMED_LEASES, "reclaimed_leases", TOTAL,
+            "Transfers reclaimed after their lease."),
+        /** Reserved chunks freed without being published. */
+        ABORTED_CHUNKS(StoreCounters.ABORTED_CHUNKS, "aborted_chunks", TOTAL,
+            "Reserved chunks freed without being published."),
+        /** PREPARE_STORE answered NO_SPACE. */
+        NO_SPACE(StoreCounters.NO_SPACE, "no_space", TOTAL,
+            "PREPARE_STORE answered NO_SPACE."),
+        /** UNREGISTER of an unknown instance. */
+        UNREGISTER_UNKNOWN(StoreCounters.UNREGISTER_UNKNOWN, "unregister_unknown", TOTAL,
+            "UNREGISTER of an unknown instance."),
+        /** PREPARE_STORE with nothing to reserve (early return). */
+        EMPTY_PREPARES(StoreCounters.EMPTY_PREPARES, "empty_prepares", TOTAL,
+            "PREPARE_STORE with nothing to reserve (early return)."),
+        /** Client sessions reaped because their process died. */
+        DEAD_CLIENTS(StoreCounters.DEAD_CLIENTS, "dead_clients", TOTAL,
+            "Client sessions reaped because their process died."),
+        /** Readable chunks removed by CLEAR. */
+        CLEARED_CHUNKS(StoreCounters.CLEARED_CHUNKS, "cleared_chunks", TOTAL,
+            "Readable chunks removed by CLEAR."),
+        /** Bytes written into slots by WRITE_DATA (copy transport). */
+        COPY_BYTES_IN(StoreCounters.COPY_BYTES_IN, "copy_bytes_in", TOTAL,
+            "Bytes written into slots by WRITE_DATA (copy transport)."),
+        /** Bytes read from slots by READ_DATA (copy transport). */
+        COPY_BYTES_OUT(StoreCounters.COPY_BYTES_OUT, "copy_bytes_out", TOTAL,
+            "Bytes read from slots by READ_DATA (copy transport)."),
+        /** Records read from request rings. */
+        WIRE_RECORDS(StoreCounters.WIRE_RECORDS, "wire_records", TOTAL,
+            "Records read from request rings."),
+        /** Records that failed decoding. */
+        WIRE_MALFORMED(StoreCounters.WIRE_MALFORMED, "wire_malformed", TOTAL,
+            "Records that failed decoding."),
+        /** Client files attached. */
+        WIRE_CLIENTS_ATTACHED(StoreCounters.WIRE_CLIENTS_ATTACHED, "clients_attached", TOTAL,
+            "Client files attached."),
+        /** Client sessions freed (closed, dead, or corrupt ring). */
+        WIRE_CLIENTS_DETACHED(StoreCounters.WIRE_CLIENTS_DETACHED, "clients_detached", TOTAL,
+            "Client sessions freed (closed, dead, or corrupt ring)."),
+        /** Attached client sessions. */
+        WIRE_CLIENTS(StoreCounters.WIRE_CLIENTS, "clients", GAUGE,
+            "Attached client sessions."),
+        /** Responses that could not be written. */
+        WIRE_RESPONSES_DROPPED(StoreCounters.WIRE_RESPONSES_DROPPED, "responses_dropped", TOTAL,
+            "Responses that could not be written."),
+        /** Requests deferred because the response ring lacked room. */
+        WIRE_BACK_PRESSURE(StoreCounters.WIRE_BACK_PRESSURE, "back_pressure", TOTAL,
+            "Requests deferred because the response ring lacked room."),
+        /** Unexpected errors (see kvstash errors). */
+        ERRORS(StoreCounters.ERRORS, "errors", TOTAL,
+            "Unexpected errors (see kvstash errors)."),
+        /** Responses to requests of an unknown type. */
+        REQUESTS_INVALID_TYPE(StoreCounters.REQUESTS_INVALID_TYPE, "requests.invalid_type", TOTAL,
+            "Responses to requests of an unknown type.");
+
+        private final int id;
+        private final String counterName;
+        private final boolean gauge;
+        private final String description;
+
+        Descriptor(final int id, final String counterName, final boolean gauge, final String description)
         {
-            "Readable chunks.", "Reserved chunks (being written).", "Readable chunks with at least one pin.",
-            "Free slots.", "Slots in the pool at the current slot size.",
-            "Pending transfers (stores, pinned lookups, retrieves).", "Registered instances.",
-            "Chunks counted as hits by LOOKUP.", "Chunks of LOOKUP ranges that were not hits.",
-            "Chunks handed out by successful PREPARE_RETRIEVE.", "PREPARE_RETRIEVE answered MISS.",
-            "Chunks made readable by COMMIT_STORE.", "Chunks released by COMMIT_RETRIEVE.",
-            "Readable chunks evicted to make room for a reservation.", "Bytes made readable by COMMIT_STORE.",
-            "Bytes handed out by COMMIT_RETRIEVE.", "Transfers reclaimed after their lease.",
-            "Reserved chunks freed without being published.", "PREPARE_STORE answered NO_SPACE.",
-            "UNREGISTER of an unknown instance.", "PREPARE_STORE with nothing to reserve (early return).",
-            "Client sessions reaped because their process died.", "Readable chunks removed by CLEAR."
-        };
-        System.arraycopy(bookDescriptions, 0, DESCRIPTIONS, 0, bookDescriptions.length);
-        DESCRIPTIONS[COPY_BYTES_IN] = "Bytes written into slots by WRITE_DATA (copy transport).";
-        DESCRIPTIONS[COPY_BYTES_OUT] = "Bytes read from slots by READ_DATA (copy transport).";
-        DESCRIPTIONS[WIRE_RECORDS] = "Records read from request rings.";
-        DESCRIPTIONS[WIRE_MALFORMED] = "Records that failed decoding.";
-        DESCRIPTIONS[WIRE_CLIENTS_ATTACHED] = "Client files attached.";
-        DESCRIPTIONS[WIRE_CLIENTS_DETACHED] = "Client sessions freed (closed, dead, or corrupt ring).";
-        DESCRIPTIONS[WIRE_CLIENTS] = "Attached client sessions.";
-        DESCRIPTIONS[WIRE_RESPONSES_DROPPED] = "Responses that could not be written.";
-        DESCRIPTIONS[WIRE_BACK_PRESSURE] = "Requests deferred because the response ring lacked room.";
-        DESCRIPTIONS[ERRORS] = "Unexpected errors (see kvstash errors).";
-        DESCRIPTIONS[REQUESTS_INVALID_TYPE] = "Responses to requests of an unknown type.";
+            this.id = id;
+            this.counterName = counterName;
+            this.gauge = gauge;
+            this.description = description;
+        }
+
+        /**
+         * Counter id: the counter's index in the counters buffer.
+         *
+         * @return id.
+         */
+        public int id()
+        {
+            return id;
+        }
+
+        /**
+         * Name of the counter as its readers print it.
+         *
+         * @return name.
+         */
+        public String counterName()
+        {
+            return counterName;
+        }
+
+        /**
+         * Whether the counter is a gauge, a current value that goes up and down; otherwise it only grows.
+         *
+         * @return true for a gauge.
+         */
+        public boolean isGauge()
+        {
+            return gauge;
+        }
+
+        /**
+         * What the counter counts, one sentence.
+         *
+         * @return description.
+         */
+        public String description()
+        {
+            return description;
+        }
     }
 
     private final AtomicBuffer buffer;
@@ -208,7 +335,19 @@ public final class StoreCounters
      */
     public static String description(final int id)
     {
-        return id >= 0 && id < COUNT ? DESCRIPTIONS[id] : null;
+        final Descriptor descriptor = descriptor(id);
+        return null == descriptor ? null : descriptor.description();
+    }
+
+    /**
+     * The row of a named counter.
+     *
+     * @param id counter id.
+     * @return its descriptor, or null for an unused id and for the responses table.
+     */
+    public static Descriptor descriptor(final int id)
+    {
+        return id >= 0 && id < COUNT ? DESCRIPTORS[id] : null;
     }
 
     /**
@@ -219,7 +358,8 @@ public final class StoreCounters
      */
     public static boolean isGauge(final int id)
     {
-        return (id >= READABLE_CHUNKS && id <= INSTANCES) || WIRE_CLIENTS == id;
+        final Descriptor descriptor = descriptor(id);
+        return null != descriptor && descriptor.isGauge();
     }
 
     /**

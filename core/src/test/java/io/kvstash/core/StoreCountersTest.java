@@ -1,5 +1,7 @@
 package io.kvstash.core;
 
+import io.kvstash.wire.RequestType;
+import io.kvstash.wire.Status;
 import org.junit.jupiter.api.Test;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -40,5 +42,32 @@ class StoreCountersTest
         }
         assertFalse(StoreCounters.isGauge(StoreCounters.EVICTIONS));
         assertFalse(StoreCounters.isGauge(StoreCounters.WIRE_CLIENTS_ATTACHED));
+    }
+
+    @Test
+    void shouldKeepEveryRowAtItsIdWithItsContractName()
+    {
+        final String[] expected =
+        {
+            "readable_chunks", "reserved_chunks", "pinned_chunks", "free_slots", "slot_capacity",
+            "pending_transfers", "instances", "lookup_hit_chunks", "lookup_miss_chunks", "retrieve_hit_chunks",
+            "retrieve_misses", "stored_chunks", "retrieved_chunks", "evictions", "bytes_in", "bytes_out",
+            "reclaimed_leases", "aborted_chunks", "no_space", "unregister_unknown", "empty_prepares",
+            "dead_clients", "cleared_chunks"
+        };
+        for (int id = 0; id < expected.length; id++)
+        {
+            assertEquals(expected[id], StoreCounters.name(id), "id " + id);
+        }
+        assertEquals("copy_bytes_in", StoreCounters.name(StoreCounters.COPY_BYTES_IN));
+        assertEquals("clients_attached", StoreCounters.name(StoreCounters.WIRE_CLIENTS_ATTACHED));
+        assertEquals("back_pressure", StoreCounters.name(StoreCounters.WIRE_BACK_PRESSURE));
+        assertEquals("errors", StoreCounters.name(StoreCounters.ERRORS));
+        assertEquals("requests.invalid_type", StoreCounters.name(StoreCounters.REQUESTS_INVALID_TYPE));
+        assertEquals("requests.lookup.ok", StoreCounters.name(StoreCounters.requestId(RequestType.LOOKUP, Status.OK)));
+        for (final StoreCounters.Descriptor descriptor : StoreCounters.Descriptor.values())
+        {
+            assertEquals(descriptor, StoreCounters.descriptor(descriptor.id()), descriptor.counterName());
+        }
     }
 }

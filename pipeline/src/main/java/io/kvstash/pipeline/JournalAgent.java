@@ -1,9 +1,7 @@
 package io.kvstash.pipeline;
 
 import com.lmax.disruptor.EventPoller;
-import io.kvstash.core.StoreCounters;
 import io.kvstash.pipeline.journal.JournalWriter;
-import org.agrona.ErrorHandler;
 import org.agrona.concurrent.Agent;
 import org.agrona.concurrent.BackoffIdleStrategy;
 import org.agrona.concurrent.IdleStrategy;
@@ -41,8 +39,7 @@ final class JournalAgent implements Agent
 
     private final EventPoller<RequestEvent> poller;
     private final JournalWriter writer;
-    private final ErrorHandler errorHandler;
-    private final StoreCounters counters;
+    private final CountedErrorHandler errorHandler;
     private final String roleName;
     private final EventPoller.Handler<RequestEvent> handler = this::onEvent;
     private int count;
@@ -52,14 +49,12 @@ final class JournalAgent implements Agent
     JournalAgent(
         final EventPoller<RequestEvent> poller,
         final JournalWriter writer,
-        final ErrorHandler errorHandler,
-        final StoreCounters counters,
+        final CountedErrorHandler errorHandler,
         final String roleName)
     {
         this.poller = poller;
         this.writer = writer;
         this.errorHandler = errorHandler;
-        this.counters = counters;
         this.roleName = roleName;
     }
 
@@ -147,7 +142,6 @@ final class JournalAgent implements Agent
     private void fail(final Throwable ex)
     {
         failed = true;
-        counters.addAtomic(StoreCounters.ERRORS, 1);
         errorHandler.onError(new IllegalStateException("journal disabled after a write failure", ex));
     }
 }

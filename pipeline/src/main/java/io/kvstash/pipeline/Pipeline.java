@@ -17,6 +17,7 @@ import io.kvstash.core.StoreCounters;
 import io.kvstash.core.book.ChunkBook;
 import io.kvstash.pipeline.journal.JournalWriter;
 import io.kvstash.pipeline.latency.LatencyRecorders;
+import io.kvstash.pipeline.latency.LatencySampling;
 import io.kvstash.wire.RequestType;
 import org.agrona.concurrent.AgentRunner;
 
@@ -47,9 +48,8 @@ public final class Pipeline implements AutoCloseable
     private final RingBuffer<RequestEvent> ring;
     private final ChunkBook book;
     private final LatencyRecorders latency = new LatencyRecorders();
-    private Stages.Inline sharedStages;
+    private final LatencySampling sampling;
     private Stages.Publish sharedPublish;
-    private boolean latencyEnabled;
     private final JournalWriter journalWriter;
     private final List<BatchEventProcessor<RequestEvent>> processors = new ArrayList<>();
     private final List<String> processorNames = new ArrayList<>();
@@ -68,7 +68,7 @@ public final class Pipeline implements AutoCloseable
     public Pipeline(final PipelineContext context)
     {
         this.context = context.conclude();
-        latencyEnabled = this.context.latencyEnabled();
+        sampling = new LatencySampling(this.context.latencyEnabled(), this.context.stageSampleMask());
         final StoreContext storeContext = context.storeContext();
         final StoreCounters counters = context.counters();
         ring = RingBuffer.create(
@@ -82,16 +82,14 @@ public final class Pipeline implements AutoCloseable
         final DataMover mover = new DataMover(storeContext, context.pool(), counters);
         journalWriter = openJournal(context);
         final Stages.Publish publish = new Stages.Publish(context.responseSink(), counters, latency,
-            context.clock(), context.latencyEnabled(), context.errorHandler());
-        final PipelineExceptionHandler exceptionHandler =
-            new PipelineExceptionHandler(context.errorHandler(), counters);
+            context.clock(), sampling, context.countedErrorHandler());
+        final PipelineExceptionHandler exceptionHandler = new PipelineExceptionHandler(context.countedErrorHandler());
 
         switch (context.threadingMode())
         {
             case SHARED:
             {
                 final Stages.Inline inline = newInline(book, assigner, mover, publish);
-                sharedStages = inline;
                 sharedPublish = publish;
                 final EventPoller<RequestEvent> poller = ring.newPoller();
                 ring.addGatingSequences(poller.getSequence());
@@ -115,8 +113,7 @@ public final class Pipeline implements AutoCloseable
             default:
             {
                 agent = null;
-                final Stages.Reserve reserve = new Stages.Reserve(
-                    book, context.clock(), context.stageSampleMask(), context.latencyEnabled());
+                final Stages.Reserve reserve = new Stages.Reserve(book, context.clock(), sampling);
                 final BatchEventProcessor<RequestEvent> reserveProcessor = processor(ring.newBarrier(), reserve);
                 final BatchEventProcessor<RequestEvent> assignProcessor = processor(
                     ring.newBarrier(reserveProcessor.getSequence()), new Stages.SlotAssign(assigner, context.clock()));
@@ -153,8 +150,8 @@ public final class Pipeline implements AutoCloseable
         }
         final EventPoller<RequestEvent> poller = ring.newPoller(behind);
         ring.addGatingSequences(poller.getSequence());
-        return new JournalAgent(poller, journalWriter, context.errorHandler(), context.counters(),
-            context.threadNamePrefix() + "journal");
+        return new JournalAgent(
+            poller, journalWriter, context.countedErrorHandler(), context.threadNamePrefix() + "journal");
     }
 
     private Stages.Inline newInline(
@@ -163,8 +160,8 @@ public final class Pipeline implements AutoCloseable
         final DataMover mover,
         final Stages.Publish publish)
     {
-        return new Stages.Inline(book, assigner, mover, publish, context.clock(),
-            context.stageSampleMask(), context.latencyEnabled(), context.errorHandler(), context.counters());
+        return new Stages.Inline(
+            book, assigner, mover, publish, context.clock(), sampling, context.countedErrorHandler());
     }
 
     private BatchEventProcessor<RequestEvent> processor(
@@ -287,7 +284,19 @@ public final class Pipeline implements AutoCloseable
      */
     public boolean isStageTimed(final long sequence)
     {
-        return Stages.timed(sequence, context.stageSampleMask(), latencyEnabled);
+        return sampling.isStageTimed(sequence);
+    }
+
+    /**
+     * The latency sampling policy of this pipeline, concluded from its context: the stages ask it which events
+     * to time, and so must its producers (which events need a clock reading of their own, and a
+     * {@link LatencySampling#newProducerSampler() producer sampler} for the requests timed end to end).
+     *
+     * @return the policy.
+     */
+    public LatencySampling latencySampling()
+    {
+        return sampling;
     }
 
     /**
@@ -354,21 +363,20 @@ public final class Pipeline implements AutoCloseable
 
     /**
      * Switches latency recording of a SHARED pipeline on or off, from the thread that runs its agent, between
-     * two duty cycles. For measuring what recording costs on one pipeline: two pipelines built alike ran up to
-     * 6 % apart on this project's VM, by where their memory landed, more than the cost measured.
+     * two duty cycles. For measuring what recording costs on one pipeline: two pipelines built alike can differ
+     * by more than that cost, by where their memory landed.
      *
      * @param enabled whether to record latency and time stages from the next duty cycle.
      * @throws IllegalStateException unless the threading mode is SHARED.
      */
     public void latencyEnabled(final boolean enabled)
     {
-        if (null == sharedStages)
+        if (null == sharedPublish)
         {
             throw new IllegalStateException("latency recording is switched only in SHARED mode");
         }
-        latencyEnabled = enabled;
-        sharedStages.latencyEnabled = enabled;
-        sharedPublish.latencyEnabled(enabled);
+        sampling.enabled(enabled);
+        sharedPublish.onLatencySwitched();
     }
 
     /**

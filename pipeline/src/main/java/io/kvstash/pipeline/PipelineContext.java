@@ -32,6 +32,7 @@ public final class PipelineContext
     private boolean multiProducer;
     private ResponseSink responseSink;
     private ErrorHandler errorHandler;
+    private CountedErrorHandler countedErrorHandler;
     private NanoClock clock;
     private boolean latencyEnabled = true;
     private int stageSampleMask = STAGE_SAMPLE_MASK_DEFAULT;
@@ -100,6 +101,7 @@ public final class PipelineContext
         {
             counters = StoreCounters.allocate();
         }
+        countedErrorHandler = new CountedErrorHandler(errorHandler, counters);
         concluded = true;
         return this;
     }
@@ -256,6 +258,17 @@ public final class PipelineContext
     {
         this.errorHandler = errorHandler;
         return this;
+    }
+
+    /**
+     * The error path of the pipeline's stages and journal: counts into {@link StoreCounters#ERRORS}, then
+     * hands the error to {@link #errorHandler()}. Set by {@link #conclude()}.
+     *
+     * @return the counted handler, null before {@link #conclude()}.
+     */
+    public CountedErrorHandler countedErrorHandler()
+    {
+        return countedErrorHandler;
     }
 
     /**

@@ -1,9 +1,7 @@
 package io.kvstash.pipeline;
 
 import com.lmax.disruptor.ExceptionHandler;
-import io.kvstash.core.StoreCounters;
 import io.kvstash.wire.Status;
-import org.agrona.ErrorHandler;
 
 /**
  * Replaces the Disruptor's default fatal handler: an exception thrown by a stage answers its event with
@@ -12,13 +10,11 @@ import org.agrona.ErrorHandler;
  */
 final class PipelineExceptionHandler implements ExceptionHandler<RequestEvent>
 {
-    private final ErrorHandler errorHandler;
-    private final StoreCounters counters;
+    private final CountedErrorHandler errorHandler;
 
-    PipelineExceptionHandler(final ErrorHandler errorHandler, final StoreCounters counters)
+    PipelineExceptionHandler(final CountedErrorHandler errorHandler)
     {
         this.errorHandler = errorHandler;
-        this.counters = counters;
     }
 
     @Override
@@ -28,21 +24,18 @@ final class PipelineExceptionHandler implements ExceptionHandler<RequestEvent>
         {
             event.command.fail(Status.SERVER_ERROR, "unexpected server error");
         }
-        counters.addAtomic(StoreCounters.ERRORS, 1);
         errorHandler.onError(ex);
     }
 
     @Override
     public void handleOnStartException(final Throwable ex)
     {
-        counters.addAtomic(StoreCounters.ERRORS, 1);
         errorHandler.onError(ex);
     }
 
     @Override
     public void handleOnShutdownException(final Throwable ex)
     {
-        counters.addAtomic(StoreCounters.ERRORS, 1);
         errorHandler.onError(ex);
     }
 }

@@ -7,11 +7,10 @@ import io.kvstash.core.StoreCommand;
 import io.kvstash.core.StoreCounters;
 import io.kvstash.core.book.ChunkBook;
 import io.kvstash.pipeline.latency.LatencyRecorders;
-import io.kvstash.pipeline.latency.LoadWeightedSampler;
+import io.kvstash.pipeline.latency.LatencySampling;
 import io.kvstash.pipeline.latency.StrideSampler;
 import io.kvstash.wire.RequestType;
 import io.kvstash.wire.Status;
-import org.agrona.ErrorHandler;
 import org.agrona.concurrent.NanoClock;
 
 /**
@@ -25,20 +24,13 @@ import org.agrona.concurrent.NanoClock;
  *   <li>{@link Publish}: the response sink, the REQUESTS counters and every latency recorder.</li>
  * </ul>
  * The journal, beside publish, is {@link JournalAgent}: it owns the journal writer.
- * A stage never reads another stage's state; what a later stage needs travels in the event.
+ * A stage never reads another stage's state; what a later stage needs travels in the event. Which events are
+ * timed is the pipeline's {@link LatencySampling}'s decision, asked by each stage that times.
  */
 final class Stages
 {
     private Stages()
     {
-    }
-
-    /**
-     * Whether an event is timed per stage.
-     */
-    static boolean timed(final long sequence, final int sampleMask, final boolean latencyEnabled)
-    {
-        return latencyEnabled && (sequence & sampleMask) == 0;
     }
 
     /**
@@ -48,21 +40,19 @@ final class Stages
     {
         private final ChunkBook book;
         private final NanoClock clock;
-        private final int sampleMask;
-        private final boolean latencyEnabled;
+        private final LatencySampling sampling;
 
-        Reserve(final ChunkBook book, final NanoClock clock, final int sampleMask, final boolean latencyEnabled)
+        Reserve(final ChunkBook book, final NanoClock clock, final LatencySampling sampling)
         {
             this.book = book;
             this.clock = clock;
-            this.sampleMask = sampleMask;
-            this.latencyEnabled = latencyEnabled;
+            this.sampling = sampling;
         }
 
         @Override
         public void onEvent(final RequestEvent event, final long sequence, final boolean endOfBatch)
         {
-            if (timed(sequence, sampleMask, latencyEnabled))
+            if (sampling.isStageTimed(sequence))
             {
                 event.reserveStartNs = clock.nanoTime();
                 book.reserve(event.command);
@@ -150,9 +140,9 @@ final class Stages
         private final StoreCounters counters;
         private final LatencyRecorders latency;
         private final NanoClock clock;
-        private boolean latencyEnabled;
-        private final ErrorHandler errorHandler;
-        private final StrideSampler sampler = new StrideSampler(1, LoadWeightedSampler.MAX_WEIGHT);
+        private final LatencySampling sampling;
+        private final CountedErrorHandler errorHandler;
+        private final StrideSampler sampler;
         private long batchStart;
         private long nextPick;
 
@@ -161,14 +151,15 @@ final class Stages
             final StoreCounters counters,
             final LatencyRecorders latency,
             final NanoClock clock,
-            final boolean latencyEnabled,
-            final ErrorHandler errorHandler)
+            final LatencySampling sampling,
+            final CountedErrorHandler errorHandler)
         {
             this.sink = sink;
             this.counters = counters;
             this.latency = latency;
             this.clock = clock;
-            this.latencyEnabled = latencyEnabled;
+            this.sampling = sampling;
+            this.sampler = sampling.newPublishSampler();
             this.errorHandler = errorHandler;
         }
 
@@ -193,10 +184,9 @@ final class Stages
             }
             catch (final Throwable ex)
             {
-                counters.addAtomic(StoreCounters.ERRORS, 1);
                 errorHandler.onError(ex);
             }
-            if (latencyEnabled)
+            if (sampling.isEnabled())
             {
                 if (endOfBatch)
                 {
@@ -214,14 +204,11 @@ final class Stages
         }
 
         /**
-         * Switches latency recording; between duty cycles, by the thread running them. The batch under way when
-         * recording comes back on does not set the sampler's weight: where it started is not known.
-         *
-         * @param enabled whether to record.
+         * Told that latency recording was switched; between duty cycles, by the thread running them. The batch
+         * under way when recording comes back on does not set the sampler's weight: where it started is not known.
          */
-        void latencyEnabled(final boolean enabled)
+        void onLatencySwitched()
         {
-            latencyEnabled = enabled;
             batchStart = -1;
         }
 
@@ -287,12 +274,9 @@ final class Stages
         private final DataMover mover;
         private final Publish publish;
         private final NanoClock clock;
-        private final int sampleMask;
-        private final ErrorHandler errorHandler;
-        private final StoreCounters counters;
+        private final LatencySampling sampling;
+        private final CountedErrorHandler errorHandler;
         private long events;
-        /** Whether stages are timed; switched only between duty cycles by the thread running them. */
-        boolean latencyEnabled;
 
         Inline(
             final ChunkBook book,
@@ -300,20 +284,16 @@ final class Stages
             final DataMover mover,
             final Publish publish,
             final NanoClock clock,
-            final int sampleMask,
-            final boolean latencyEnabled,
-            final ErrorHandler errorHandler,
-            final StoreCounters counters)
+            final LatencySampling sampling,
+            final CountedErrorHandler errorHandler)
         {
             this.book = book;
             this.assigner = assigner;
             this.mover = mover;
             this.publish = publish;
             this.clock = clock;
-            this.sampleMask = sampleMask;
-            this.latencyEnabled = latencyEnabled;
+            this.sampling = sampling;
             this.errorHandler = errorHandler;
-            this.counters = counters;
         }
 
         @Override
@@ -322,7 +302,7 @@ final class Stages
             final StoreCommand command = event.command;
             try
             {
-                if (timed(sequence, sampleMask, latencyEnabled))
+                if (sampling.isStageTimed(sequence))
                 {
                     event.reserveStartNs = clock.nanoTime();
                     book.reserve(command);
@@ -342,7 +322,6 @@ final class Stages
             catch (final Throwable ex)
             {
                 command.fail(Status.SERVER_ERROR, "unexpected server error");
-                counters.addAtomic(StoreCounters.ERRORS, 1);
                 errorHandler.onError(ex);
             }
             publish.onEvent(event, sequence, endOfBatch);
@@ -353,7 +332,6 @@ final class Stages
             }
             catch (final Throwable ex)
             {
-                counters.addAtomic(StoreCounters.ERRORS, 1);
                 errorHandler.onError(ex);
             }
             events++;

@@ -6,7 +6,7 @@ import io.kvstash.core.StoreCounters;
 import io.kvstash.core.trace.MooncakeTrace;
 import io.kvstash.pipeline.journal.JournalReader;
 import io.kvstash.pipeline.journal.JournalWriter;
-import io.kvstash.pipeline.journal.Replayer;
+import io.kvstash.pipeline.replay.Replayer;
 import io.kvstash.wire.ChunkKeys;
 import io.kvstash.wire.RequestType;
 import io.kvstash.wire.Status;

@@ -3,7 +3,7 @@ package io.kvstash.cli;
 import io.kvstash.core.StoreContext;
 import io.kvstash.pipeline.ThreadingMode;
 import io.kvstash.pipeline.WaitMode;
-import io.kvstash.pipeline.journal.Replayer;
+import io.kvstash.pipeline.replay.Replayer;
 import io.kvstash.tools.ChunkPattern;
 import io.kvstash.tools.Json;
 import io.kvstash.tools.TraceReplay;

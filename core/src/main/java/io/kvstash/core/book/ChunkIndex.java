@@ -10,9 +10,9 @@ package io.kvstash.core.book;
  * matches, and a deletion's backward shift finds every entry's home from its tag alone, so neither touches
  * the keys of other chunks. The keys live per chunk id in one array, namespace, high and low side by side,
  * so a key check reads one or two cache lines, not one in each of three arrays. The table costs 8 bytes an
- * entry (2 to 4 entries a chunk) where an {@code int} table cost 4. In {@code ServerLoopback} this took
- * 25-30 ns off each control pair (a PREPARE_STORE that evicts: two lookups, a removal and an insert) on
- * pools of 16,384 and 131,072 chunks.
+ * entry (2 to 4 entries a chunk) where an {@code int} table cost 4: the cache lines saved on every probe
+ * of a control pair (a PREPARE_STORE that evicts: two lookups, a removal and an insert) are worth more than
+ * the memory, on pools too large for the cache.
  * <p>
  * An evicted chunk's entry may be removed later ({@link #removeLater(int)}), once the answer of the request that
  * evicted it is on its way: at most a quarter of the table waits so, and a probe always meets an empty entry.

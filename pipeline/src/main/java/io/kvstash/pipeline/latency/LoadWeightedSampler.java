@@ -2,9 +2,9 @@ package io.kvstash.pipeline.latency;
 
 /**
  * The weight both latency samplers share: how many requests one timed request stands for, set from the size of
- * the batch just run. Timing a request costs a clock read (about 28 ns on this project's VM) and a recorder's two
- * atomics, as much as a simple request in the pipeline (50-75 ns): timing one in eight whatever the load cost a
- * saturated pipeline 7-10 % of its throughput. So the weight is the largest power of two in the last batch's size,
+ * the batch just run. Timing a request costs a clock read and a recorder's two atomics, about as much as a simple
+ * request in the pipeline, so a fixed rate of timing (one in eight, say) whatever the load costs a saturated
+ * pipeline a visible share of its throughput. So the weight is the largest power of two in the last batch's size,
  * between the minimum and the maximum given: about one request timed per batch. A pipeline answering requests one
  * at a time times every one of them (or one in the minimum), a saturated one, whose batches run to hundreds, one
  * in {@link #MAX_WEIGHT}. If timing slows the pipeline down, its batches grow and the weight with them.

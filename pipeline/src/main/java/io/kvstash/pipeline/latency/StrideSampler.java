@@ -4,8 +4,8 @@ package io.kvstash.pipeline.latency;
  * Draws the strides between the events to pick, about one in {@code weight} whatever its type, at random strides
  * averaging the weight; each picked event is recorded with a count of the weight. The publish stage's sampler for
  * the requests whose producer leaves the choice to it: the stage keeps the sequence of its next pick, so an event
- * not picked costs one comparison with it, less than {@link TypeSampler}'s per-type count, and at 20 M requests a
- * second every nanosecond is 2 % of the throughput. The random strides keep a period in the stream (a strict
+ * not picked costs one comparison with it, less than {@link TypeSampler}'s per-type count, which matters at tens of
+ * millions of requests a second, where every nanosecond is a share of the throughput. The random strides keep a period in the stream (a strict
  * alternation of two types, say) from aliasing with the weight: in a steady stream every event is picked with
  * probability one in the weight, so each type's counts are its own in expectation, not exactly as with
  * {@link TypeSampler}. The generator has a fixed seed, so a replay picks the same events.

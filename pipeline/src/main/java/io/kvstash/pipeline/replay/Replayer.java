@@ -1,4 +1,4 @@
-package io.kvstash.pipeline.journal;
+package io.kvstash.pipeline.replay;
 
 import io.kvstash.core.StoreCommand;
 import io.kvstash.core.StoreContext;
@@ -8,6 +8,9 @@ import io.kvstash.pipeline.PipelineAgent;
 import io.kvstash.pipeline.PipelineContext;
 import io.kvstash.pipeline.RequestEvent;
 import io.kvstash.pipeline.ThreadingMode;
+import io.kvstash.pipeline.journal.JournalReader;
+import io.kvstash.pipeline.journal.JournalWriter;
+import io.kvstash.pipeline.journal.RecordCodec;
 import io.kvstash.wire.Status;
 import org.agrona.concurrent.UnsafeBuffer;
 
@@ -20,6 +23,9 @@ import java.util.Arrays;
  * recorded timestamps, and compares every response with the recorded outcome byte for byte, then the final
  * deterministic counters with the journal's shutdown snapshot (when it has one). Runs on the calling
  * thread (SHARED mode), one request at a time.
+ * <p>
+ * It sits above both the pipeline it drives and the journal format it reads ({@code io.kvstash.pipeline.journal},
+ * which depends on nothing of the pipeline), so neither package depends on the other.
  */
 public final class Replayer
 {

@@ -1,0 +1,187 @@
+package io.kvstash.core.book;
+
+import io.kvstash.wire.file.SlotTableDescriptor;
+
+import java.util.Arrays;
+
+/**
+ * The structural invariants of a {@link ChunkBook}, checked from scratch: slow and allocating, for tests and
+ * diagnostics only, never on a request's path.
+ */
+final class BookInvariants
+{
+    private BookInvariants()
+    {
+    }
+
+    /**
+     * Checks every structural invariant. Free + reserved + readable slots equal the capacity; the index holds
+     * exactly the reserved and readable chunks, each once; the LRU list holds exactly the readable chunks; pins
+     * equal the references of pending lookup and retrieve transfers; reserved chunks belong to exactly one
+     * pending store of a live instance; every pending transfer has a registered owner and a deadline; the slot
+     * table agrees with the states (a free slot's word says FREE).
+     *
+     * @param slots     slot states.
+     * @param index     key index.
+     * @param transfers pending transfers.
+     * @param instances registered instances.
+     * @return null when every invariant holds, else a description of the first violation.
+     */
+    static String verify(
+        final SlotStates slots, final ChunkIndex index, final TransferTable transfers, final InstanceTable instances)
+    {
+        final int slotCapacity = slots.slotCapacity();
+        final int freeTop = slots.freeSlots();
+        final int readableChunks = slots.readableChunks();
+        final int reservedChunks = slots.reservedChunks();
+        if (freeTop + reservedChunks + readableChunks != slotCapacity)
+        {
+            return "free " + freeTop + " + reserved " + reservedChunks + " + readable " + readableChunks +
+                " != capacity " + slotCapacity;
+        }
+        if (index.size() != reservedChunks + readableChunks)
+        {
+            return "index size " + index.size() + " != reserved + readable";
+        }
+        if (index.occupiedEntries() != index.size() + index.pendingRemovals())
+        {
+            return "index table holds " + index.occupiedEntries() + " entries for " + index.size() + " chunks and " +
+                index.pendingRemovals() + " pending removals";
+        }
+        final boolean[] seenFree = new boolean[slotCapacity];
+        for (int i = 0; i < freeTop; i++)
+        {
+            final int id = slots.freeSlot(i);
+            if (seenFree[id] || SlotStates.FREE != slots.state(id))
+            {
+                return "slot " + id + " on the free stack twice or not free";
+            }
+            seenFree[id] = true;
+        }
+        final String states = verifyStates(slots, index);
+        if (null != states)
+        {
+            return states;
+        }
+        int inLru = 0;
+        int prev = -1;
+        for (int id = slots.lruHead(); id >= 0; id = slots.lruNext(id))
+        {
+            if (!slots.isReadable(id) || slots.lruPrev(id) != prev || ++inLru > readableChunks)
+            {
+                return "LRU list broken at " + id;
+            }
+            prev = id;
+        }
+        if (inLru != readableChunks || slots.lruTail() != prev)
+        {
+            return "LRU list holds " + inLru + " of " + readableChunks + " readable chunks";
+        }
+        return verifyTransfers(slots, transfers, instances);
+    }
+
+    private static String verifyStates(final SlotStates slots, final ChunkIndex index)
+    {
+        int readable = 0;
+        int reserved = 0;
+        int pinned = 0;
+        int evictable = 0;
+        for (int id = 0; id < slots.slotCapacity(); id++)
+        {
+            final byte state = slots.state(id);
+            if (SlotStates.FREE != state)
+            {
+                if (index.find(index.ns(id), index.hi(id), index.lo(id)) != id)
+                {
+                    return "chunk " + id + " not found under its own key";
+                }
+                if (SlotStates.READABLE == state)
+                {
+                    readable++;
+                    pinned += slots.pins(id) > 0 ? 1 : 0;
+                    evictable += 0 == slots.pins(id) ? 1 : 0;
+                }
+                else
+                {
+                    reserved++;
+                }
+            }
+            final long word = slots.slotWord(id);
+            final int expected = SlotStates.READABLE == state ? SlotTableDescriptor.STATE_READABLE :
+                SlotStates.RESERVED == state ? SlotTableDescriptor.STATE_RESERVED : SlotTableDescriptor.STATE_FREE;
+            if (SlotStates.FREE != state && (SlotTableDescriptor.state(word) != expected ||
+                SlotTableDescriptor.generation(word) != slots.generation(id)))
+            {
+                return "slot word of " + id + " disagrees with its state";
+            }
+            if (SlotStates.FREE == state && SlotTableDescriptor.STATE_FREE != SlotTableDescriptor.state(word))
+            {
+                return "slot word of free slot " + id + " is not FREE";
+            }
+        }
+        if (readable != slots.readableChunks() || reserved != slots.reservedChunks() ||
+            pinned != slots.pinnedChunks() || evictable != slots.evictableChunks())
+        {
+            return "state counts disagree: readable " + readable + "/" + slots.readableChunks() + " reserved " +
+                reserved + "/" + slots.reservedChunks() + " pinned " + pinned + "/" + slots.pinnedChunks() +
+                " evictable " + evictable + "/" + slots.evictableChunks();
+        }
+        return null;
+    }
+
+    private static String verifyTransfers(
+        final SlotStates slots, final TransferTable transfers, final InstanceTable instances)
+    {
+        final int slotCapacity = slots.slotCapacity();
+        final int[] pinRefs = new int[slotCapacity];
+        final int[] reservedBy = new int[slotCapacity];
+        Arrays.fill(reservedBy, -1);
+        int active = 0;
+        for (int t = transfers.leaseHead(); t >= 0; t = transfers.leaseNext(t))
+        {
+            active++;
+            final int instance = transfers.instance(t);
+            if (null == instances.layout(instance))
+            {
+                return "transfer " + t + " has no registered owner";
+            }
+            if (0 == transfers.count(t))
+            {
+                return "transfer " + t + " is pending with no chunk";
+            }
+            for (int i = 0; i < transfers.count(t); i++)
+            {
+                final int id = transfers.chunk(t, i);
+                if (TransferTable.KIND_STORE == transfers.kind(t))
+                {
+                    if (SlotStates.RESERVED != slots.state(id) || slots.owner(id) != t || reservedBy[id] >= 0)
+                    {
+                        return "store transfer " + t + " holds chunk " + id + " that it does not reserve";
+                    }
+                    reservedBy[id] = t;
+                }
+                else
+                {
+                    pinRefs[id]++;
+                }
+            }
+        }
+        if (active != transfers.active())
+        {
+            return "lease list holds " + active + " of " + transfers.active() + " pending transfers";
+        }
+        for (int id = 0; id < slotCapacity; id++)
+        {
+            final boolean readable = slots.isReadable(id);
+            if (SlotStates.RESERVED == slots.state(id) && reservedBy[id] < 0)
+            {
+                return "reserved chunk " + id + " belongs to no pending store";
+            }
+            if (pinRefs[id] != (readable ? slots.pins(id) : 0))
+            {
+                return "chunk " + id + " has " + slots.pins(id) + " pins but " + pinRefs[id] + " references";
+            }
+        }
+        return null;
+    }
+}

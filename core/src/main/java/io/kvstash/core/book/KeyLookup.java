@@ -1,0 +1,123 @@
+package io.kvstash.core.book;
+
+import io.kvstash.core.StoreCommand;
+import io.kvstash.core.StoreContext;
+import io.kvstash.core.StoreCounters;
+import io.kvstash.wire.RequestFlags;
+import io.kvstash.wire.Status;
+import io.kvstash.wire.hash.ChunkHasher;
+import io.kvstash.wire.layout.Layout;
+
+/**
+ * LOOKUP and LOOKUP_ALL_RANKS: how many chunks of a range, from its start, are readable. A LOOKUP with
+ * RequestFlags.PIN also pins the hits under a lookup transfer, so a PREPARE_RETRIEVE from it finds them still there.
+ * A reserved chunk is not a hit: its bytes are not written yet.
+ * <p>
+ * Owner: the reserve stage thread (via {@link ChunkBook}). Not thread safe.
+ */
+final class KeyLookup
+{
+    private final StoreCounters counters;
+    private final SlotStates slots;
+    private final ChunkIndex index;
+    private final TransferLeases leases;
+    private final Registrar registrar;
+    private final ChunkHasher hasher;
+    private final int[] hitIds;
+
+    KeyLookup(
+        final StoreContext context,
+        final StoreCounters counters,
+        final SlotStates slots,
+        final ChunkIndex index,
+        final TransferLeases leases,
+        final Registrar registrar,
+        final ChunkHasher hasher)
+    {
+        this.counters = counters;
+        this.slots = slots;
+        this.index = index;
+        this.leases = leases;
+        this.registrar = registrar;
+        this.hasher = hasher;
+        this.hitIds = new int[context.maxChunksPerRequest()];
+    }
+
+    /**
+     * LOOKUP of the command's instance.
+     *
+     * @param command    the request.
+     * @param instance   the command's instance index, or -1 when the command was already failed.
+     * @param deadlineNs lease deadline of a pinning lookup's transfer.
+     */
+    void onLookup(final StoreCommand command, final int instance, final long deadlineNs)
+    {
+        if (instance < 0)
+        {
+            return;
+        }
+        final long ns = registrar.namespace(instance, command.salt);
+        final int n = command.chunkCount;
+        int hits = 0;
+        while (hits < n)
+        {
+            final int id = index.find(ns, command.keyHi[hits], command.keyLo[hits]);
+            if (id < 0 || !slots.isReadable(id))
+            {
+                break;
+            }
+            hitIds[hits++] = id;
+        }
+        counters.add(StoreCounters.LOOKUP_HIT_CHUNKS, hits);
+        counters.add(StoreCounters.LOOKUP_MISS_CHUNKS, n - hits);
+        command.hitChunks = hits;
+        command.status = Status.OK;
+        command.done = true;
+        if ((command.flags & RequestFlags.PIN) != 0 && hits > 0)
+        {
+            final int t = leases.openPinned(hitIds, hits, TransferTable.KIND_LOOKUP, instance, deadlineNs);
+            if (t < 0)
+            {
+                command.fail(Status.BUSY, "pending transfer limit reached");
+                return;
+            }
+            command.outTransferId = leases.transferId(t);
+        }
+    }
+
+    /**
+     * LOOKUP_ALL_RANKS: the readable prefix common to every rank of a (model, world size); needs no
+     * registered instance.
+     *
+     * @param command the request.
+     */
+    void onLookupAllRanks(final StoreCommand command)
+    {
+        final int worldSize = command.worldSize;
+        if (worldSize <= 0 || worldSize > Layout.MAX_WORLD_SIZE ||
+            command.modelLength <= 0 || command.modelLength > Layout.MAX_MODEL_LENGTH)
+        {
+            command.fail(Status.INVALID_REQUEST, "world size or model name out of range");
+            return;
+        }
+        int hits = command.chunkCount;
+        for (int rank = 0; rank < worldSize && hits > 0; rank++)
+        {
+            final long ns = hasher.namespace(command.model, command.modelLength, worldSize, rank, command.salt);
+            int rankHits = 0;
+            while (rankHits < hits)
+            {
+                final int id = index.find(ns, command.keyHi[rankHits], command.keyLo[rankHits]);
+                if (id < 0 || !slots.isReadable(id))
+                {
+                    break;
+                }
+                rankHits++;
+            }
+            hits = rankHits;
+        }
+        command.hitChunks = hits;
+        command.status = Status.OK;
+        command.done = true;
+    }
+}
