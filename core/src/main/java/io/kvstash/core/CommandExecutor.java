@@ -1,8 +1,9 @@
 package io.kvstash.core;
 
+
 /**
  * Runs a filled {@link StoreCommand} through the store's stages and leaves its outcome in it. The
- * synchronous {@link KvStore} runs them inline on the caller's thread; the pipeline module supplies an
+ * synchronous {@link io.kvstash.core.store.KvStore} runs them inline on the caller's thread; the pipeline module supplies an
  * executor that publishes the command into the Disruptor and waits for its answer, so one conformance suite
  * drives both.
  */

@@ -1,6 +1,7 @@
 package io.kvstash.core;
 
 import io.kvstash.core.book.ChunkBook;
+import io.kvstash.core.store.KvStore;
 import io.kvstash.wire.ChunkKeys;
 import io.kvstash.wire.Status;
 import io.kvstash.wire.file.SlotTableDescriptor;

@@ -1,5 +1,6 @@
 package io.kvstash.core;
 
+import io.kvstash.core.store.KvStore;
 import io.kvstash.core.trace.MooncakeTrace;
 import io.kvstash.wire.ChunkKeys;
 import io.kvstash.wire.Status;

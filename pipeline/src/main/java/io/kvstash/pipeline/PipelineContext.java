@@ -1,8 +1,8 @@
 package io.kvstash.pipeline;
 
-import io.kvstash.core.KvStore;
 import io.kvstash.core.StoreContext;
 import io.kvstash.core.StoreCounters;
+import io.kvstash.core.store.KvStore;
 import io.kvstash.wire.PoolRegion;
 import org.agrona.ErrorHandler;
 import org.agrona.concurrent.AtomicBuffer;

@@ -1,9 +1,9 @@
 package io.kvstash.pipeline;
 
 import io.kvstash.core.CommandExecutor;
-import io.kvstash.core.KvStore;
 import io.kvstash.core.StoreCommand;
 import io.kvstash.core.StoreContext;
+import io.kvstash.core.store.KvStore;
 import org.agrona.concurrent.NanoClock;
 
 /**

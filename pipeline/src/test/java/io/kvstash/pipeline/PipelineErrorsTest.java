@@ -1,9 +1,9 @@
 package io.kvstash.pipeline;
 
-import io.kvstash.core.KvStore;
 import io.kvstash.core.StoreCommand;
 import io.kvstash.core.StoreContext;
 import io.kvstash.core.StoreCounters;
+import io.kvstash.core.store.KvStore;
 import io.kvstash.wire.ChunkKeys;
 import io.kvstash.wire.RequestType;
 import io.kvstash.wire.Status;

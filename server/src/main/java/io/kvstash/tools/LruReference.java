@@ -1,8 +1,8 @@
 package io.kvstash.tools;
 
-import io.kvstash.core.KvStore;
 import io.kvstash.core.StoreCommand;
 import io.kvstash.core.StoreContext;
+import io.kvstash.core.store.KvStore;
 import io.kvstash.core.trace.MooncakeTrace;
 import io.kvstash.wire.ChunkKeys;
 import io.kvstash.wire.Status;

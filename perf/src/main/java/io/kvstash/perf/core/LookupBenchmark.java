@@ -1,8 +1,8 @@
 package io.kvstash.perf.core;
 
-import io.kvstash.core.KvStore;
 import io.kvstash.core.StoreCommand;
 import io.kvstash.core.StoreCounters;
+import io.kvstash.core.store.KvStore;
 import io.kvstash.wire.ChunkKeys;
 import io.kvstash.wire.hash.ChunkHasher;
 import org.openjdk.jmh.annotations.Benchmark;

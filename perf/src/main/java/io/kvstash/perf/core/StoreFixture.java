@@ -1,9 +1,9 @@
 package io.kvstash.perf.core;
 
-import io.kvstash.core.KvStore;
 import io.kvstash.core.StoreCommand;
 import io.kvstash.core.StoreContext;
 import io.kvstash.core.StoreCounters;
+import io.kvstash.core.store.KvStore;
 import io.kvstash.wire.ChunkKeys;
 import io.kvstash.wire.Status;
 import io.kvstash.wire.layout.Dtype;

@@ -1,8 +1,8 @@
 package io.kvstash.perf.pipeline;
 
-import io.kvstash.core.KvStore;
 import io.kvstash.core.StoreCommand;
 import io.kvstash.core.StoreCounters;
+import io.kvstash.core.store.KvStore;
 import io.kvstash.perf.core.StoreFixture;
 import io.kvstash.pipeline.Pipeline;
 import io.kvstash.pipeline.PipelineAgent;

@@ -1,5 +1,11 @@
-package io.kvstash.core;
+package io.kvstash.core.store;
 
+import io.kvstash.core.CommandExecutor;
+import io.kvstash.core.DataMover;
+import io.kvstash.core.SlotAssigner;
+import io.kvstash.core.StoreCommand;
+import io.kvstash.core.StoreContext;
+import io.kvstash.core.StoreCounters;
 import io.kvstash.core.book.ChunkBook;
 import io.kvstash.wire.ChunkKeys;
 import io.kvstash.wire.PoolRegion;
