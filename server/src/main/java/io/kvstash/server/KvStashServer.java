@@ -11,6 +11,7 @@ import org.agrona.ErrorHandler;
 import org.agrona.concurrent.Agent;
 import org.agrona.concurrent.AgentInvoker;
 import org.agrona.concurrent.AgentRunner;
+import org.agrona.concurrent.CachedNanoClock;
 import org.agrona.concurrent.CompositeAgent;
 import org.agrona.concurrent.SleepingMillisIdleStrategy;
 import org.agrona.concurrent.errors.DistinctErrorLog;
@@ -65,14 +66,10 @@ public final class KvStashServer implements AutoCloseable
             endpoint = null == http ? null : PrometheusEndpoint.start(http, counters, context.incarnation(),
                 context.epochClock().time(), context.storeContext().poolSizeBytes());
             prometheus = endpoint;
-            // Logs only: the pipeline stages and the receiver count ERRORS where they catch, once each.
-            final ErrorHandler errorHandler = (throwable) ->
-            {
-                if (!errorLog.record(throwable))
-                {
-                    throwable.printStackTrace();
-                }
-            };
+            // The stages count ERRORS where they catch, so the pipeline logs only; the server's agents and their
+            // runners count and log through the one counted handler.
+            final ErrorHandler loggingHandler = ServerErrors.logging(errorLog);
+            final ErrorHandler errorHandler = ServerErrors.counted(loggingHandler, counters);
             final ClientSession[] sessions = new ClientSession[context.maxClients()];
             for (int i = 0; i < sessions.length; i++)
             {
@@ -92,7 +89,7 @@ public final class KvStashServer implements AutoCloseable
                 .pool(files.pool())
                 .slotTable(files.slotTable())
                 .counters(counters)
-                .errorHandler(errorHandler)
+                .errorHandler(loggingHandler)
                 .responseSink(new ClientPublisher(sessions, counters, io.kvstash.server.codec.ResponseEncoder.registerExtra(
                     context.incarnation(), context.storeContext().poolSizeBytes(), context.storeContext().leaseNs(),
                     context.storeContext().chunkTokens(), files.poolPath().getFileName().toString())))
@@ -100,8 +97,14 @@ public final class KvStashServer implements AutoCloseable
             pipeline = new Pipeline(pipelineContext);
             intervalLogger = context.latencyEnabled() ? new IntervalLogger(pipeline.latency(),
                 openLatencyLog(context.latencyLogFile()), context.epochClock().time()) : null;
-            receiver = new ReceiverAgent(context, files, pipeline, sessions, errorHandler, context.epochClock(),
-                context.nanoClock());
+            // The conductor runs in the receiver's duty cycle at the receiver's clock readings: both publish into
+            // the single-producer pipeline.
+            final CachedNanoClock conductorClock = new CachedNanoClock();
+            conductorClock.update(context.nanoClock().nanoTime());
+            final ClientConductor conductor = new ClientConductor(context, files, pipeline, sessions, errorHandler,
+                context.epochClock(), context.nanoClock(), conductorClock);
+            receiver = new ReceiverAgent(context, pipeline, conductor, sessions, counters, errorHandler,
+                conductorClock);
             final LatencyLogAgent latencyLog = null == intervalLogger ? null :
                 new LatencyLogAgent(intervalLogger, context.epochClock(), context.nanoClock(),
                 context.latencyIntervalMs(),
