@@ -2,9 +2,9 @@ package io.kvstash.server;
 
 import io.kvstash.core.StoreCounters;
 import io.kvstash.pipeline.Pipeline;
-import io.kvstash.pipeline.PipelineContext;
 import io.kvstash.pipeline.ThreadingMode;
 import io.kvstash.pipeline.latency.IntervalLogger;
+import io.kvstash.server.codec.ResponseEncoder;
 import org.HdrHistogram.HistogramLogWriter;
 import org.agrona.CloseHelper;
 import org.agrona.ErrorHandler;
@@ -75,26 +75,10 @@ public final class KvStashServer implements AutoCloseable
             {
                 sessions[i] = new ClientSession(i);
             }
-            context.storeContext().dataOffset(files.dataOffset());
-            final PipelineContext pipelineContext = new PipelineContext()
-                .storeContext(context.storeContext())
-                .threadingMode(context.threadingMode())
-                .waitMode(context.waitMode())
-                .ringSize(context.ringSize())
-                .multiProducer(false)
-                .latencyEnabled(context.latencyEnabled())
-                .clock(context.nanoClock())
-                .journalFile(context.captureFile())
-                .incarnation(context.incarnation())
-                .pool(files.pool())
-                .slotTable(files.slotTable())
-                .counters(counters)
-                .errorHandler(loggingHandler)
-                .responseSink(new ClientPublisher(sessions, counters, io.kvstash.server.codec.ResponseEncoder.registerExtra(
-                    context.incarnation(), context.storeContext().poolSizeBytes(), context.storeContext().leaseNs(),
-                    context.storeContext().chunkTokens(), files.poolPath().getFileName().toString())))
-                .threadNamePrefix("kvstash-");
-            pipeline = new Pipeline(pipelineContext);
+            final ClientPublisher publisher = new ClientPublisher(sessions, counters, ResponseEncoder.registerExtra(
+                context.incarnation(), context.storeContext().poolSizeBytes(), context.storeContext().leaseNs(),
+                context.storeContext().chunkTokens(), files.poolPath().getFileName().toString()));
+            pipeline = new Pipeline(context.concludePipeline(files, loggingHandler, publisher));
             intervalLogger = context.latencyEnabled() ? new IntervalLogger(pipeline.latency(),
                 openLatencyLog(context.latencyLogFile()), context.epochClock().time()) : null;
             // The conductor runs in the receiver's duty cycle at the receiver's clock readings: both publish into
