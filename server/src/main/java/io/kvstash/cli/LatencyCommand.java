@@ -1,8 +1,8 @@
 package io.kvstash.cli;
 
 import io.kvstash.pipeline.PipelineContext;
+import io.kvstash.pipeline.latency.LatencySampling;
 import io.kvstash.pipeline.latency.LoadWeightedSampler;
-import io.kvstash.server.ServerContext;
 import io.kvstash.tools.IntervalLogs;
 import io.kvstash.tools.Json;
 import io.kvstash.tools.PercentilePlot;
@@ -150,11 +150,11 @@ public final class LatencyCommand implements Callable<Integer>
 
     /**
      * Whether a tag's percentiles rest on fewer than {@link #FEW_SAMPLES} timed requests: a server row counts each
-     * timed request as the requests it stands for, at least {@link ReceiverAgent#RECEIVER_MIN_WEIGHT}.
+     * timed request as the requests it stands for, at least {@link LatencySampling#PRODUCER_MIN_WEIGHT}.
      */
     static boolean isFewSamples(final String tag, final Histogram h)
     {
-        final long perSample = tag.startsWith(TYPE_GROUP + ".") ? ServerContext.LATENCY_SAMPLE_MIN_WEIGHT : 1;
+        final long perSample = tag.startsWith(TYPE_GROUP + ".") ? LatencySampling.PRODUCER_MIN_WEIGHT : 1;
         return h.getTotalCount() / perSample < FEW_SAMPLES;
     }
 
@@ -171,9 +171,9 @@ public final class LatencyCommand implements Callable<Integer>
         if (tags.stream().anyMatch((tag) -> tag.startsWith(TYPE_GROUP + ".")))
         {
             how.put(TYPE_GROUP, "the server's time from reading a request to writing its answer, by request type; " +
-                "sampled: one request of each type in " + ServerContext.LATENCY_SAMPLE_MIN_WEIGHT + " (down to one in " +
+                "sampled: one request of each type in " + LatencySampling.PRODUCER_MIN_WEIGHT + " (down to one in " +
                 LoadWeightedSampler.MAX_WEIGHT + " under load) is timed and counted as the requests it stands for, " +
-                "so a count is an estimate (2 LOOKUPs can count as " + ServerContext.LATENCY_SAMPLE_MIN_WEIGHT + ")");
+                "so a count is an estimate (2 LOOKUPs can count as " + LatencySampling.PRODUCER_MIN_WEIGHT + ")");
         }
         if (tags.stream().anyMatch((tag) -> tag.startsWith("stage.")))
         {

@@ -249,8 +249,8 @@ public final class ServeCommand implements Callable<Integer>
 
     /**
      * A warning when the server's busy-spinning threads and one busy-spinning client need more cores than the
-     * machine has: the scheduler's time slices then decide every round trip (DEDICATED with busy-spin took
-     * 16 ms a control pair at the median on 2 cores, docs/BENCHMARKS.md, Dec 3 13:30).
+     * machine has: the scheduler's time slices then decide every round trip, and a control pair takes
+     * milliseconds instead of microseconds.
      *
      * @param threadingMode the server's threading mode.
      * @param waitMode      the server's wait mode.

@@ -21,9 +21,10 @@ import java.nio.file.Path;
  * generation tells them apart, and the session id {@code index << 32 | generation} travels in every event
  * so a response never reaches a newer client in the same slot.
  * <p>
- * Threads: the receiver attaches, reads requests and detaches; the publish stage writes responses. The
- * mapping is released only after the pipeline has passed every event of the session (see
- * {@link #lastSequence}), so the publish stage never writes into an unmapped ring.
+ * Threads: the {@link ClientConductor} attaches, closes and frees it, and the {@link ReceiverAgent} reads its
+ * requests, both on the receiver thread; the publish stage writes responses. The mapping is released only after
+ * the pipeline has passed every event of the session (see {@link #lastSequence}), so the publish stage never
+ * writes into an unmapped ring.
  */
 final class ClientSession
 {

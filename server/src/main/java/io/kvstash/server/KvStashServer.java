@@ -2,15 +2,16 @@ package io.kvstash.server;
 
 import io.kvstash.core.StoreCounters;
 import io.kvstash.pipeline.Pipeline;
-import io.kvstash.pipeline.PipelineContext;
 import io.kvstash.pipeline.ThreadingMode;
 import io.kvstash.pipeline.latency.IntervalLogger;
+import io.kvstash.server.codec.ResponseEncoder;
 import org.HdrHistogram.HistogramLogWriter;
 import org.agrona.CloseHelper;
 import org.agrona.ErrorHandler;
 import org.agrona.concurrent.Agent;
 import org.agrona.concurrent.AgentInvoker;
 import org.agrona.concurrent.AgentRunner;
+import org.agrona.concurrent.CachedNanoClock;
 import org.agrona.concurrent.CompositeAgent;
 import org.agrona.concurrent.SleepingMillisIdleStrategy;
 import org.agrona.concurrent.errors.DistinctErrorLog;
@@ -65,43 +66,29 @@ public final class KvStashServer implements AutoCloseable
             endpoint = null == http ? null : PrometheusEndpoint.start(http, counters, context.incarnation(),
                 context.epochClock().time(), context.storeContext().poolSizeBytes());
             prometheus = endpoint;
-            // Logs only: the pipeline stages and the receiver count ERRORS where they catch, once each.
-            final ErrorHandler errorHandler = (throwable) ->
-            {
-                if (!errorLog.record(throwable))
-                {
-                    throwable.printStackTrace();
-                }
-            };
+            // The stages count ERRORS where they catch, so the pipeline logs only; the server's agents and their
+            // runners count and log through the one counted handler.
+            final ErrorHandler loggingHandler = ServerErrors.logging(errorLog);
+            final ErrorHandler errorHandler = ServerErrors.counted(loggingHandler, counters);
             final ClientSession[] sessions = new ClientSession[context.maxClients()];
             for (int i = 0; i < sessions.length; i++)
             {
                 sessions[i] = new ClientSession(i);
             }
-            context.storeContext().dataOffset(files.dataOffset());
-            final PipelineContext pipelineContext = new PipelineContext()
-                .storeContext(context.storeContext())
-                .threadingMode(context.threadingMode())
-                .waitMode(context.waitMode())
-                .ringSize(context.ringSize())
-                .multiProducer(false)
-                .latencyEnabled(context.latencyEnabled())
-                .clock(context.nanoClock())
-                .journalFile(context.captureFile())
-                .incarnation(context.incarnation())
-                .pool(files.pool())
-                .slotTable(files.slotTable())
-                .counters(counters)
-                .errorHandler(errorHandler)
-                .responseSink(new ClientPublisher(sessions, counters, io.kvstash.server.codec.ResponseEncoder.registerExtra(
-                    context.incarnation(), context.storeContext().poolSizeBytes(), context.storeContext().leaseNs(),
-                    context.storeContext().chunkTokens(), files.poolPath().getFileName().toString())))
-                .threadNamePrefix("kvstash-");
-            pipeline = new Pipeline(pipelineContext);
+            final ClientPublisher publisher = new ClientPublisher(sessions, counters, ResponseEncoder.registerExtra(
+                context.incarnation(), context.storeContext().poolSizeBytes(), context.storeContext().leaseNs(),
+                context.storeContext().chunkTokens(), files.poolPath().getFileName().toString()));
+            pipeline = new Pipeline(context.concludePipeline(files, loggingHandler, publisher));
             intervalLogger = context.latencyEnabled() ? new IntervalLogger(pipeline.latency(),
                 openLatencyLog(context.latencyLogFile()), context.epochClock().time()) : null;
-            receiver = new ReceiverAgent(context, files, pipeline, sessions, errorHandler, context.epochClock(),
-                context.nanoClock());
+            // The conductor runs in the receiver's duty cycle at the receiver's clock readings: both publish into
+            // the single-producer pipeline.
+            final CachedNanoClock conductorClock = new CachedNanoClock();
+            conductorClock.update(context.nanoClock().nanoTime());
+            final ClientConductor conductor = new ClientConductor(context, files, pipeline, sessions, errorHandler,
+                context.epochClock(), context.nanoClock(), conductorClock);
+            receiver = new ReceiverAgent(context, pipeline, conductor, sessions, counters, errorHandler,
+                conductorClock);
             final LatencyLogAgent latencyLog = null == intervalLogger ? null :
                 new LatencyLogAgent(intervalLogger, context.epochClock(), context.nanoClock(),
                 context.latencyIntervalMs(),
@@ -280,8 +267,8 @@ public final class KvStashServer implements AutoCloseable
         CloseHelper.closeAll(prometheus, invoker, receiverRunner);
         if (null != latencyLogRunner)
         {
-            // Its thread sleeps up to 100 ms between looks at the clock; waiting that out made a close take 4-89 ms
-            // against 2-10 ms. With a retry timeout of 1 ms the runner interrupts the sleep instead (4-18 ms).
+            // Its thread sleeps up to 100 ms between looks at the clock (LatencyLogAgent.sleepPeriodMs): with a
+            // retry timeout of 1 ms the runner interrupts the sleep rather than wait it out, so a close stays short.
             latencyLogRunner.close(1, thread -> {});
         }
         pipeline.close();
@@ -296,8 +283,7 @@ public final class KvStashServer implements AutoCloseable
     /**
      * The invoker's duty cycle: the server's agents, then the latency log. Not a {@link CompositeAgent} of the
      * two: the server's agent is a composite too, and the one {@code doWork} call site in {@link CompositeAgent}
-     * would see four agent classes and go megamorphic. A first version did that, and read the clock every cycle:
-     * in {@code ServerLoopback} an idle duty cycle took 27 ns against 16-19 ns, and a control pair 30-100 ns more.
+     * would see four agent classes and go megamorphic, a virtual call on every idle cycle and every request.
      * Here each call site sees one class.
      */
     private static final class InvokedAgent implements Agent

@@ -10,8 +10,8 @@ import java.util.concurrent.TimeUnit;
 /**
  * Closes the server's latency intervals ({@link IntervalLogger#poll(long)}) once an interval, on a thread of
  * its own. A poll copies and resets two dozen histograms of about 200 KiB each and compresses the non-empty
- * ones into the {@code .hlog}: 0.5-2.2 ms at the median here and up to 12 ms ({@code IntervalPollCost}). Run
- * in the receiver's duty cycle, as it was, every request arriving during a poll waited for it, once a second.
+ * ones into the {@code .hlog}, which takes milliseconds ({@code IntervalPollCost} measures it). Run in the
+ * receiver's duty cycle, every request arriving during a poll would wait for it, once an interval.
  * The recorders are {@link org.HdrHistogram.SingleWriterRecorder}s, so this reader never blocks the publish
  * stage that writes them.
  * <p>
@@ -43,7 +43,8 @@ final class LatencyLogAgent implements Agent
      * @param intervalMs         interval length.
      * @param cyclesPerClockRead duty cycles per read of the clock: 1 on a thread of its own, which sleeps
      *                           between cycles; {@link #INVOKED_CYCLES_PER_CLOCK_READ} in an invoker's duty
-     *                           cycle, which would otherwise pay a clock read (20-30 ns here) every cycle.
+     *                           cycle, which would otherwise pay a clock read, as dear as the rest of an idle
+     *                           cycle, every cycle.
      */
     LatencyLogAgent(
         final IntervalLogger logger,

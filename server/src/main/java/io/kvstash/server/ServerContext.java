@@ -2,21 +2,24 @@ package io.kvstash.server;
 
 import io.kvstash.core.StoreContext;
 import io.kvstash.pipeline.PipelineContext;
+import io.kvstash.pipeline.ResponseSink;
 import io.kvstash.pipeline.ThreadingMode;
 import io.kvstash.pipeline.WaitMode;
 import io.kvstash.wire.file.ControlFileDescriptor;
 import io.kvstash.wire.file.SecureDirectory;
 import io.kvstash.wire.ring.RingDescriptor;
+import org.agrona.ErrorHandler;
 import org.agrona.concurrent.EpochClock;
 import org.agrona.concurrent.NanoClock;
 import org.agrona.concurrent.SystemEpochClock;
 import org.agrona.concurrent.SystemNanoClock;
 
 import java.nio.file.Path;
-import java.util.concurrent.TimeUnit;
 
 /**
- * Configuration of a {@link KvStashServer}, validated once by {@link #conclude()}.
+ * Configuration of a {@link KvStashServer}, validated once by {@link #conclude()}: the server's own settings, and
+ * the pipeline's and the store's held once in the {@link PipelineContext} this context owns (its accessors of
+ * them delegate there, nothing is copied). The server completes that context with its mapped files at launch.
  */
 public final class ServerContext
 {
@@ -40,11 +43,6 @@ public final class ServerContext
     public static final long SCAN_INTERVAL_MS_DEFAULT = 10;
     /** Default lease sweep interval. */
     public static final long SWEEP_INTERVAL_MS_DEFAULT = 100;
-    /**
-     * The server times one request of each type in this many end to end, and one in up to
-     * {@code LoadWeightedSampler.MAX_WEIGHT} under load; each timed request is counted as the requests it stands for.
-     */
-    public static final int LATENCY_SAMPLE_MIN_WEIGHT = 8;
     /** Default latency interval log period. */
     public static final long LATENCY_INTERVAL_MS_DEFAULT = 1000;
     /**
@@ -55,15 +53,18 @@ public final class ServerContext
      */
     public static final int RING_SIZE_SHARED_DEFAULT = 64;
 
-    private StoreContext storeContext = new StoreContext();
+    // The pipeline's and the store's settings, held once: the accessors of them here delegate to it.
+    private final PipelineContext pipelineContext = new PipelineContext()
+        .storeContext(new StoreContext())
+        .threadingMode(ThreadingMode.SHARED)
+        .ringSize(0)
+        .multiProducer(false)
+        .clock(new SystemNanoClock());
     private Path directory;
     private int requestRingCapacity = REQUEST_RING_CAPACITY_DEFAULT;
     private int responseRingCapacity = RESPONSE_RING_CAPACITY_DEFAULT;
     private int maxClients = MAX_CLIENTS_DEFAULT;
     private int errorLogLength = ControlFileDescriptor.ERROR_LOG_LENGTH_DEFAULT;
-    private ThreadingMode threadingMode = ThreadingMode.SHARED;
-    private WaitMode waitMode = WaitMode.BACKOFF;
-    private int ringSize = 0;
     private boolean useAgentInvoker;
     private long heartbeatIntervalMs = HEARTBEAT_INTERVAL_MS_DEFAULT;
     private long heartbeatTimeoutMs = HEARTBEAT_TIMEOUT_MS_DEFAULT;
@@ -71,17 +72,13 @@ public final class ServerContext
     private long scanIntervalMs = SCAN_INTERVAL_MS_DEFAULT;
     private long sweepIntervalMs = SWEEP_INTERVAL_MS_DEFAULT;
     private long latencyIntervalMs = LATENCY_INTERVAL_MS_DEFAULT;
-    private Path captureFile;
     private Path latencyLogFile;
     private int prometheusPort = -1;
-    private boolean latencyEnabled = true;
     private boolean pretouch = true;
     private boolean prepareInBackground;
     private java.util.function.Consumer<String> startupLog;
     private volatile boolean startAborted;
     private EpochClock epochClock = SystemEpochClock.INSTANCE;
-    private NanoClock nanoClock = new SystemNanoClock();
-    private long incarnation;
     private boolean concluded;
 
     /**
@@ -105,11 +102,12 @@ public final class ServerContext
         {
             throw new IllegalArgumentException("max clients " + maxClients + " is out of range: give 1 to 65536");
         }
-        if (0 == incarnation)
+        if (0 == pipelineContext.incarnation())
         {
-            incarnation = (System.currentTimeMillis() << 16) ^ (ProcessHandle.current().pid() & 0xFFFF) ^
-                System.nanoTime() & 0xFFF;
+            pipelineContext.incarnation((System.currentTimeMillis() << 16) ^
+                (ProcessHandle.current().pid() & 0xFFFF) ^ System.nanoTime() & 0xFFF);
         }
+        final StoreContext storeContext = pipelineContext.storeContext();
         if (!storeContext.isConcluded())
         {
             storeContext.conclude();
@@ -123,14 +121,15 @@ public final class ServerContext
         {
             throw new IllegalArgumentException("latency interval must be positive: " + latencyIntervalMs);
         }
+        final ThreadingMode threadingMode = pipelineContext.threadingMode();
         if (useAgentInvoker && ThreadingMode.SHARED != threadingMode)
         {
             throw new IllegalArgumentException("an agent invoker needs SHARED threading, not " + threadingMode);
         }
-        if (0 == ringSize)
+        if (0 == pipelineContext.ringSize())
         {
-            ringSize = ThreadingMode.SHARED == threadingMode ?
-                RING_SIZE_SHARED_DEFAULT : PipelineContext.RING_SIZE_DEFAULT;
+            pipelineContext.ringSize(ThreadingMode.SHARED == threadingMode ?
+                RING_SIZE_SHARED_DEFAULT : PipelineContext.RING_SIZE_DEFAULT);
         }
         final int requestMax = RingDescriptor.maxPayloadLength(requestRingCapacity);
         if (requestMax < 256 + storeContext.maxInlineBytes())
@@ -147,31 +146,58 @@ public final class ServerContext
     }
 
     /**
-     * Store configuration.
+     * Completes the pipeline's context with what the server made at launch (the store's data offset, the mapped
+     * regions and counters, the error handler, the response sink) and concludes it.
      *
-     * @return store context.
+     * @param files        the server's files.
+     * @param errorHandler the pipeline's error handler.
+     * @param responseSink the publish stage's sink.
+     * @return the pipeline's context, concluded.
      */
-    public StoreContext storeContext()
+    PipelineContext concludePipeline(
+        final ServerFiles files, final ErrorHandler errorHandler, final ResponseSink responseSink)
     {
-        return storeContext;
+        pipelineContext.storeContext().dataOffset(files.dataOffset());
+        return pipelineContext
+            .pool(files.pool())
+            .slotTable(files.slotTable())
+            .counters(files.counters())
+            .errorHandler(errorHandler)
+            .responseSink(responseSink)
+            .conclude();
     }
 
     /**
-     * Sets the store configuration.
+     * The pipeline's context, owned by this one, for the pipeline settings with no accessor here (such as the
+     * stage timing sample); the server sets its regions, counters, sink and error handler at launch.
      *
-     * @param storeContext store context.
+     * @return the pipeline's context.
+     */
+    public PipelineContext pipelineContext()
+    {
+        return pipelineContext;
+    }
+
+    /**
+     * @return the store's configuration, held by the pipeline's context.
+     */
+    public StoreContext storeContext()
+    {
+        return pipelineContext.storeContext();
+    }
+
+    /**
+     * @param storeContext the store's configuration.
      * @return this.
      */
     public ServerContext storeContext(final StoreContext storeContext)
     {
-        this.storeContext = storeContext;
+        pipelineContext.storeContext(storeContext);
         return this;
     }
 
     /**
-     * Shared-memory directory.
-     *
-     * @return path.
+     * @return the shared-memory directory.
      */
     public Path directory()
     {
@@ -179,9 +205,7 @@ public final class ServerContext
     }
 
     /**
-     * Sets the shared-memory directory.
-     *
-     * @param directory path.
+     * @param directory the shared-memory directory.
      * @return this.
      */
     public ServerContext directory(final Path directory)
@@ -191,9 +215,7 @@ public final class ServerContext
     }
 
     /**
-     * Request ring capacity per client.
-     *
-     * @return bytes.
+     * @return the request ring capacity per client, bytes.
      */
     public int requestRingCapacity()
     {
@@ -201,9 +223,7 @@ public final class ServerContext
     }
 
     /**
-     * Sets the request ring capacity per client.
-     *
-     * @param requestRingCapacity bytes, a power of two.
+     * @param requestRingCapacity the request ring capacity per client, bytes, a power of two.
      * @return this.
      */
     public ServerContext requestRingCapacity(final int requestRingCapacity)
@@ -213,9 +233,7 @@ public final class ServerContext
     }
 
     /**
-     * Response ring capacity per client.
-     *
-     * @return bytes.
+     * @return the response ring capacity per client, bytes.
      */
     public int responseRingCapacity()
     {
@@ -223,9 +241,7 @@ public final class ServerContext
     }
 
     /**
-     * Sets the response ring capacity per client.
-     *
-     * @param responseRingCapacity bytes, a power of two.
+     * @param responseRingCapacity the response ring capacity per client, bytes, a power of two.
      * @return this.
      */
     public ServerContext responseRingCapacity(final int responseRingCapacity)
@@ -235,9 +251,7 @@ public final class ServerContext
     }
 
     /**
-     * Client limit.
-     *
-     * @return clients at most.
+     * @return the most clients attached at once.
      */
     public int maxClients()
     {
@@ -245,9 +259,7 @@ public final class ServerContext
     }
 
     /**
-     * Sets the client limit.
-     *
-     * @param maxClients clients at most.
+     * @param maxClients the most clients attached at once, 1 to 65536.
      * @return this.
      */
     public ServerContext maxClients(final int maxClients)
@@ -257,9 +269,7 @@ public final class ServerContext
     }
 
     /**
-     * Error log length.
-     *
-     * @return bytes.
+     * @return the length of the distinct error log, bytes.
      */
     public int errorLogLength()
     {
@@ -267,9 +277,7 @@ public final class ServerContext
     }
 
     /**
-     * Sets the error log length.
-     *
-     * @param errorLogLength bytes.
+     * @param errorLogLength the length of the distinct error log, bytes.
      * @return this.
      */
     public ServerContext errorLogLength(final int errorLogLength)
@@ -279,50 +287,43 @@ public final class ServerContext
     }
 
     /**
-     * Threading mode of the pipeline and receiver.
-     *
-     * @return mode.
+     * @return the threading mode of the receiver and the pipeline.
      */
     public ThreadingMode threadingMode()
     {
-        return threadingMode;
+        return pipelineContext.threadingMode();
     }
 
     /**
      * Sets the threading mode: SHARED (the default) runs receiver and stages on one thread; DEDICATED a
-     * receiver thread and a pipeline thread; THREAD_PER_STAGE a receiver thread and one per stage. On a
-     * machine of two cores SHARED is the fastest shape measured: a DEDICATED server answered a control pair in
-     * 26 us at the median where a SHARED one took 1.8 us, both backing off when idle, because every request
-     * crosses from the receiver's thread to the pipeline's (docs/BENCHMARKS.md, Dec 3 13:30).
+     * receiver thread and a pipeline thread; THREAD_PER_STAGE a receiver thread and one per stage. SHARED is the
+     * fastest on a machine of few cores: in the other modes every request crosses from the receiver's thread to
+     * the pipeline's, and a thread that backs off when idle must be woken for each one.
      *
      * @param threadingMode mode.
      * @return this.
      */
     public ServerContext threadingMode(final ThreadingMode threadingMode)
     {
-        this.threadingMode = threadingMode;
+        pipelineContext.threadingMode(threadingMode);
         return this;
     }
 
     /**
-     * Wait mode.
-     *
-     * @return mode.
+     * @return the wait mode of every server thread.
      */
     public WaitMode waitMode()
     {
-        return waitMode;
+        return pipelineContext.waitMode();
     }
 
     /**
-     * Sets the wait mode of every server thread.
-     *
-     * @param waitMode mode.
+     * @param waitMode the wait mode of every server thread.
      * @return this.
      */
     public ServerContext waitMode(final WaitMode waitMode)
     {
-        this.waitMode = waitMode;
+        pipelineContext.waitMode(waitMode);
         return this;
     }
 
@@ -334,7 +335,7 @@ public final class ServerContext
      */
     public int ringSize()
     {
-        return ringSize;
+        return pipelineContext.ringSize();
     }
 
     /**
@@ -345,15 +346,12 @@ public final class ServerContext
      */
     public ServerContext ringSize(final int ringSize)
     {
-        this.ringSize = ringSize;
+        pipelineContext.ringSize(ringSize);
         return this;
     }
 
     /**
-     * Whether the caller runs the server's duty cycle ({@link KvStashServer#invoker()}) instead of a thread of
-     * the server's own.
-     *
-     * @return true for an invoker.
+     * @return true when the caller runs the server's duty cycle ({@link KvStashServer#invoker()}).
      */
     public boolean useAgentInvoker()
     {
@@ -376,9 +374,7 @@ public final class ServerContext
     }
 
     /**
-     * Heartbeat interval.
-     *
-     * @return ms.
+     * @return the heartbeat interval, ms.
      */
     public long heartbeatIntervalMs()
     {
@@ -386,9 +382,7 @@ public final class ServerContext
     }
 
     /**
-     * Sets the heartbeat interval.
-     *
-     * @param heartbeatIntervalMs ms.
+     * @param heartbeatIntervalMs the heartbeat interval, ms.
      * @return this.
      */
     public ServerContext heartbeatIntervalMs(final long heartbeatIntervalMs)
@@ -398,9 +392,7 @@ public final class ServerContext
     }
 
     /**
-     * Heartbeat timeout published to clients.
-     *
-     * @return ms.
+     * @return the heartbeat timeout published to clients, ms.
      */
     public long heartbeatTimeoutMs()
     {
@@ -408,9 +400,7 @@ public final class ServerContext
     }
 
     /**
-     * Sets the heartbeat timeout published to clients.
-     *
-     * @param heartbeatTimeoutMs ms.
+     * @param heartbeatTimeoutMs the heartbeat timeout published to clients, ms.
      * @return this.
      */
     public ServerContext heartbeatTimeoutMs(final long heartbeatTimeoutMs)
@@ -420,9 +410,7 @@ public final class ServerContext
     }
 
     /**
-     * Client liveness check interval.
-     *
-     * @return ms.
+     * @return the client liveness check interval, ms.
      */
     public long livenessIntervalMs()
     {
@@ -430,9 +418,7 @@ public final class ServerContext
     }
 
     /**
-     * Sets the client liveness check interval.
-     *
-     * @param livenessIntervalMs ms.
+     * @param livenessIntervalMs the client liveness check interval, ms.
      * @return this.
      */
     public ServerContext livenessIntervalMs(final long livenessIntervalMs)
@@ -442,9 +428,7 @@ public final class ServerContext
     }
 
     /**
-     * New-client scan interval.
-     *
-     * @return ms.
+     * @return the new-client scan interval, ms.
      */
     public long scanIntervalMs()
     {
@@ -452,9 +436,7 @@ public final class ServerContext
     }
 
     /**
-     * Sets the new-client scan interval.
-     *
-     * @param scanIntervalMs ms.
+     * @param scanIntervalMs the new-client scan interval, ms.
      * @return this.
      */
     public ServerContext scanIntervalMs(final long scanIntervalMs)
@@ -464,9 +446,7 @@ public final class ServerContext
     }
 
     /**
-     * Lease sweep interval.
-     *
-     * @return ms.
+     * @return the lease sweep interval, ms.
      */
     public long sweepIntervalMs()
     {
@@ -474,9 +454,7 @@ public final class ServerContext
     }
 
     /**
-     * Sets the lease sweep interval.
-     *
-     * @param sweepIntervalMs ms.
+     * @param sweepIntervalMs the lease sweep interval, ms.
      * @return this.
      */
     public ServerContext sweepIntervalMs(final long sweepIntervalMs)
@@ -486,9 +464,7 @@ public final class ServerContext
     }
 
     /**
-     * Latency interval period.
-     *
-     * @return ms.
+     * @return the latency interval period, ms.
      */
     public long latencyIntervalMs()
     {
@@ -496,9 +472,7 @@ public final class ServerContext
     }
 
     /**
-     * Sets the latency interval period.
-     *
-     * @param latencyIntervalMs ms.
+     * @param latencyIntervalMs the latency interval period, ms, positive.
      * @return this.
      */
     public ServerContext latencyIntervalMs(final long latencyIntervalMs)
@@ -508,31 +482,25 @@ public final class ServerContext
     }
 
     /**
-     * Capture (journal) file.
-     *
-     * @return path or null.
+     * @return the capture (journal) file, or null for none.
      */
     public Path captureFile()
     {
-        return captureFile;
+        return pipelineContext.journalFile();
     }
 
     /**
-     * Sets the capture (journal) file.
-     *
-     * @param captureFile path or null.
+     * @param captureFile the capture (journal) file, or null for none.
      * @return this.
      */
     public ServerContext captureFile(final Path captureFile)
     {
-        this.captureFile = captureFile;
+        pipelineContext.journalFile(captureFile);
         return this;
     }
 
     /**
-     * Latency interval log ({@code .hlog}).
-     *
-     * @return path or null.
+     * @return the latency interval log ({@code .hlog}), or null for none.
      */
     public Path latencyLogFile()
     {
@@ -540,9 +508,7 @@ public final class ServerContext
     }
 
     /**
-     * Sets the latency interval log ({@code .hlog}).
-     *
-     * @param latencyLogFile path or null.
+     * @param latencyLogFile the latency interval log ({@code .hlog}), or null for none.
      * @return this.
      */
     public ServerContext latencyLogFile(final Path latencyLogFile)
@@ -574,13 +540,11 @@ public final class ServerContext
     }
 
     /**
-     * Whether latency is recorded.
-     *
-     * @return true when recording.
+     * @return true when latency is recorded.
      */
     public boolean latencyEnabled()
     {
-        return latencyEnabled;
+        return pipelineContext.latencyEnabled();
     }
 
     /**
@@ -591,14 +555,12 @@ public final class ServerContext
      */
     public ServerContext latencyEnabled(final boolean latencyEnabled)
     {
-        this.latencyEnabled = latencyEnabled;
+        pipelineContext.latencyEnabled(latencyEnabled);
         return this;
     }
 
     /**
-     * Whether the pool is pre-touched at start.
-     *
-     * @return true when pre-touching.
+     * @return true when the pool is pre-touched at start.
      */
     public boolean pretouch()
     {
@@ -677,9 +639,7 @@ public final class ServerContext
     }
 
     /**
-     * Whether {@link #abortStart()} was called.
-     *
-     * @return true when the start is to stop.
+     * @return true when {@link #abortStart()} was called: the start is to stop.
      */
     public boolean isStartAborted()
     {
@@ -718,7 +678,7 @@ public final class ServerContext
      */
     public NanoClock nanoClock()
     {
-        return nanoClock;
+        return pipelineContext.clock();
     }
 
     /**
@@ -729,18 +689,16 @@ public final class ServerContext
      */
     public ServerContext nanoClock(final NanoClock nanoClock)
     {
-        this.nanoClock = nanoClock;
+        pipelineContext.clock(nanoClock);
         return this;
     }
 
     /**
-     * Incarnation of this server start.
-     *
-     * @return incarnation, never 0 once concluded.
+     * @return the incarnation of this server start, never 0 once concluded.
      */
     public long incarnation()
     {
-        return incarnation;
+        return pipelineContext.incarnation();
     }
 
     /**
@@ -751,31 +709,20 @@ public final class ServerContext
      */
     public ServerContext incarnation(final long incarnation)
     {
-        this.incarnation = incarnation;
+        pipelineContext.incarnation(incarnation);
         return this;
-    }
-
-    /**
-     * Lease in ms, for printing.
-     *
-     * @return ms.
-     */
-    public long leaseMs()
-    {
-        return TimeUnit.NANOSECONDS.toMillis(storeContext.leaseNs());
     }
 
     /** {@inheritDoc} */
     @Override
     public String toString()
     {
-        return "ServerContext{directory=" + directory + ", " + storeContext + ", requestRingCapacity=" +
+        return "ServerContext{directory=" + directory + ", " + storeContext() + ", requestRingCapacity=" +
             requestRingCapacity + ", responseRingCapacity=" + responseRingCapacity + ", maxClients=" + maxClients +
-            ", threadingMode=" + threadingMode + ", waitMode=" + waitMode + ", ringSize=" + ringSize +
+            ", threadingMode=" + threadingMode() + ", waitMode=" + waitMode() + ", ringSize=" + ringSize() +
             ", heartbeatIntervalMs=" + heartbeatIntervalMs + ", heartbeatTimeoutMs=" + heartbeatTimeoutMs +
             ", livenessIntervalMs=" + livenessIntervalMs + ", sweepIntervalMs=" + sweepIntervalMs +
-            ", captureFile=" + captureFile + ", latencyLogFile=" + latencyLogFile + ", prometheusPort=" +
-            prometheusPort + ", incarnation=" +
-            Long.toHexString(incarnation) + '}';
+            ", captureFile=" + captureFile() + ", latencyLogFile=" + latencyLogFile + ", prometheusPort=" +
+            prometheusPort + ", incarnation=" + Long.toHexString(incarnation()) + '}';
     }
 }
