@@ -1,14 +1,14 @@
-// Probe behind docs/BENCHMARKS.md "Summary update (11:55 UTC, Dec 4)": a server with a pool of the given MiB that
+// Probe behind docs/BENCHMARKS.md "Server start and client connect": a server with a pool of the given MiB that
 // lives the given seconds, and clients that time KvStashClient.connect with a number of pre-touch threads. Not built.
-//   javac -cp ipc/target/kvstash.jar -d /tmp/probe ClientConnectProbe.java
-//   J="java --add-exports java.base/jdk.internal.misc=ALL-UNNAMED -cp ipc/target/kvstash.jar:/tmp/probe"
+//   javac -cp server/target/kvstash.jar -d /tmp/probe ClientConnectProbe.java
+//   J="java --add-exports java.base/jdk.internal.misc=ALL-UNNAMED -cp server/target/kvstash.jar:/tmp/probe"
 //   $J ClientConnectProbe server /dev/shm/cp 1024 90 &  sleep 4
 //   $J ClientConnectProbe client /dev/shm/cp 1; $J ClientConnectProbe client /dev/shm/cp 2
 import io.kvstash.core.StoreContext;
-import io.kvstash.ipc.client.ClientContext;
-import io.kvstash.ipc.client.KvStashClient;
-import io.kvstash.ipc.server.KvStashServer;
-import io.kvstash.ipc.server.ServerContext;
+import io.kvstash.client.ClientContext;
+import io.kvstash.client.KvStashClient;
+import io.kvstash.server.KvStashServer;
+import io.kvstash.server.ServerContext;
 import java.nio.file.*;
 
 public class ClientConnectProbe

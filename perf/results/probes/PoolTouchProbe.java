@@ -1,4 +1,4 @@
-// Probe behind docs/BENCHMARKS.md "Summary update (12:30 UTC, Dec 4)": pre-touch of a 1 GiB /dev/shm pool, old
+// Probe behind docs/BENCHMARKS.md "Server start and client connect": pre-touch of a 1 GiB /dev/shm pool, old
 // (a write per page) against new (zeros through pwrite, a read per 64 KiB, then a write per page). Not built by Maven.
 //   AG=~/.m2/repository/org/agrona/agrona/2.6.0/agrona-2.6.0.jar; javac -cp $AG PoolTouchProbe.java
 //   J="java --add-exports java.base/jdk.internal.misc=ALL-UNNAMED -cp $AG:."

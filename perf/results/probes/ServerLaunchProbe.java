@@ -1,10 +1,10 @@
-// Probe behind docs/BENCHMARKS.md "Summary update (11:55 UTC, Dec 4)": KvStashServer.launch and close with pools of the
+// Probe behind docs/BENCHMARKS.md "Server start and client connect": KvStashServer.launch and close with pools of the
 // sizes given in MiB, on one jar. Not built by Maven.
-//   javac -cp ipc/target/kvstash.jar -d /tmp/probe ServerLaunchProbe.java
-//   java --add-exports java.base/jdk.internal.misc=ALL-UNNAMED -cp ipc/target/kvstash.jar:/tmp/probe ServerLaunchProbe 1024 4096
+//   javac -cp server/target/kvstash.jar -d /tmp/probe ServerLaunchProbe.java
+//   java --add-exports java.base/jdk.internal.misc=ALL-UNNAMED -cp server/target/kvstash.jar:/tmp/probe ServerLaunchProbe 1024 4096
 import io.kvstash.core.StoreContext;
-import io.kvstash.ipc.server.KvStashServer;
-import io.kvstash.ipc.server.ServerContext;
+import io.kvstash.server.KvStashServer;
+import io.kvstash.server.ServerContext;
 import java.nio.file.*;
 
 public class ServerLaunchProbe

@@ -123,9 +123,8 @@ public final class PipelineSideBySide
         {
             // A pipeline's ring holds about a thousand events of some 70 KiB each (arrays sized for the server's
             // largest request): building one fills a default young generation, and a young collection copies
-            // the pipelines built before it. A copied pipeline ran 15-25 % slower than one left where it was
-            // allocated (Dec 3: 10.6 M against 13.3-14.1 M LOOKUPs a second), so the contenders built first
-            // were the slow ones, and ratios to them were off by as much.
+            // the pipelines built before it. A copied pipeline runs measurably slower than one left where it was
+            // allocated, so the contenders built first would be the slow ones, and ratios to them off by as much.
             System.out.printf(Locale.ROOT, "WARNING: %d garbage collections since the first pipeline was built; " +
                 "the ratios are not fair. Run with -Xms4g -Xmn3g.%n", collections);
         }

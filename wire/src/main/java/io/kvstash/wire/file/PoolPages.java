@@ -11,8 +11,8 @@ import java.util.function.BooleanSupplier;
  * Gets the pool's pages ready before the first chunk moves, so that no page fault lands on a chunk copy.
  * <p>
  * Touching a fresh mapping one page at a time takes one fault per 4 KiB page: 262,144 faults for a 1 GiB pool,
- * about 10 us each on a virtual machine with shadow page tables (2.9-3.2 s for the server, 2.5 s for each client
- * on this project's VMs). Two things cut that:
+ * about 10 us each on a virtual machine with shadow page tables (seconds per GiB for the server and for each
+ * client). Two things cut that:
  * <ul>
  *     <li>The server fills a new pool file with zeros through {@code pwrite} first: the kernel allocates the
  *     file's pages without a fault (about 0.2 s for 1 GiB).</li>
@@ -22,9 +22,9 @@ import java.util.function.BooleanSupplier;
  * </ul>
  * Then one atomic add of zero per page takes the first write to each page (which a virtual machine's shadow page
  * tables still charge for), and leaves every byte as it was: safe beside a running server and other clients.
- * Measured on a 1 GiB pool on one thread: the server 1.3 s instead of 3.0-3.2 s, a client 1.2 s instead of 2.5 s.
- * The server splits a new pool among up to {@link #MAX_THREADS} threads, one per processor, and a client its mapping
- * among {@code ClientContext.pretouchThreads} (docs/BENCHMARKS.md, summary update of 11:55 UTC, Dec 4).
+ * Together they more than halve the time to get a pool ready on one thread. The server splits a new pool among up
+ * to {@link #MAX_THREADS} threads, one per processor, and a client its mapping among
+ * {@code ClientContext.pretouchThreads}.
  */
 public final class PoolPages
 {
