@@ -9,6 +9,7 @@ import io.kvstash.wire.RequestType;
 import io.kvstash.wire.Status;
 import io.kvstash.wire.codec.WireDescriptor;
 import io.kvstash.wire.ring.RingDescriptor;
+import io.kvstash.tools.ShmDirectories;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -32,13 +33,13 @@ class ClientAwaitFloodTest
     @AfterEach
     void cleanup()
     {
-        TestDirs.delete(dir);
+        ShmDirectories.delete(dir);
     }
 
     @Test
     void shouldHandOnAnswersBeyondTheRingsCapacityWhenACallWaitsBehindThem() throws Exception
     {
-        dir = TestDirs.newDirectory("await-flood");
+        dir = ShmDirectories.newPath("kvstash-test-await-flood-");
         final ServerContext context = new ServerContext()
             .directory(dir)
             .threadingMode(ThreadingMode.SHARED)

@@ -11,6 +11,7 @@ import io.kvstash.wire.RequestType;
 import io.kvstash.wire.Status;
 import io.kvstash.wire.layout.Dtype;
 import io.kvstash.wire.layout.Layout;
+import io.kvstash.tools.ShmDirectories;
 import org.agrona.concurrent.UnsafeBuffer;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Timeout;
@@ -32,12 +33,12 @@ class InProcessSmokeTest
     @AfterEach
     void cleanup()
     {
-        TestDirs.delete(dir);
+        ShmDirectories.delete(dir);
     }
 
     private ServerContext serverContext(final String name, final ThreadingMode mode, final long poolBytes)
     {
-        dir = TestDirs.newDirectory(name);
+        dir = ShmDirectories.newPath("kvstash-test-" + name + "-");
         return new ServerContext()
             .directory(dir)
             .threadingMode(mode)

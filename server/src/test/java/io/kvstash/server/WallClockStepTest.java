@@ -12,6 +12,7 @@ import io.kvstash.wire.file.ClientFileDescriptor;
 import io.kvstash.wire.file.ControlFileDescriptor;
 import io.kvstash.wire.layout.Dtype;
 import io.kvstash.wire.layout.Layout;
+import io.kvstash.tools.ShmDirectories;
 import org.agrona.concurrent.UnsafeBuffer;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -46,13 +47,13 @@ class WallClockStepTest
     @AfterEach
     void cleanup()
     {
-        TestDirs.delete(dir);
+        ShmDirectories.delete(dir);
     }
 
     @Test
     void shouldKeepBeatingAttachingAndReclaimingWhenTheServersWallClockStepsBackAnHour() throws Exception
     {
-        dir = TestDirs.newDirectory("clock-step");
+        dir = ShmDirectories.newPath("kvstash-test-clock-step-");
         final AtomicLong behindMs = new AtomicLong();
         final ServerContext context = new ServerContext()
             .directory(dir)
@@ -104,7 +105,7 @@ class WallClockStepTest
     @Test
     void shouldRefuseToConnectToAServerWhoseHeartbeatDoesNotMove() throws Exception
     {
-        dir = TestDirs.newDirectory("clock-still");
+        dir = ShmDirectories.newPath("kvstash-test-clock-still-");
         final ServerContext context = new ServerContext()
             .directory(dir)
             .storeContext(new StoreContext().poolSizeBytes(16L << 20))

@@ -1,5 +1,7 @@
 package io.kvstash.chaos;
 
+import io.kvstash.testkit.TestWorker;
+import io.kvstash.tools.ChildJvm;
 import io.kvstash.client.ClientContext;
 import io.kvstash.client.KvStashClient;
 import io.kvstash.core.StoreContext;
@@ -190,7 +192,7 @@ public final class SoakRunner
 
     private ChildJvm spawn(final Path dir, final int index, final SplittableRandom random) throws IOException
     {
-        return ChildJvm.start(ChaosWorker.class, "load", dir.toString(), Long.toString(100 + index),
+        return ChildJvm.start(TestWorker.class, "load", dir.toString(), Long.toString(100 + index),
             Long.toString(random.nextLong()), "3000", Integer.toString(ChaosRunner.CHUNK_BYTES));
     }
 
