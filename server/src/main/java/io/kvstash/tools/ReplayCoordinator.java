@@ -89,7 +89,8 @@ final class ReplayCoordinator
             .maxChunksPerRequest(maxChunks);
         if (replay.capacityChunks > 0)
         {
-            final long slotBytes = ((long)replay.payloadBytes + TraceReplay.ALIGNMENT - 1) & -(long)TraceReplay.ALIGNMENT;
+            final long slotBytes = ((long)replay.payloadBytes + TraceReplay.ALIGNMENT - 1) &
+                -(long)TraceReplay.ALIGNMENT;
             store.slotBytes(slotBytes).poolSizeBytes(TraceReplay.poolBytesFor(replay.capacityChunks, slotBytes));
             if (SlotGeometry.capacity(store.poolSizeBytes(), slotBytes) != replay.capacityChunks)
             {
@@ -140,7 +141,8 @@ final class ReplayCoordinator
             }
             if (replay.capacityChunks > 0 && slotCapacity != replay.capacityChunks)
             {
-                throw new IllegalStateException("the pool holds " + slotCapacity + " slots, not " + replay.capacityChunks);
+                throw new IllegalStateException("the pool holds " + slotCapacity + " slots, not " +
+                    replay.capacityChunks);
             }
 
             final long start = System.nanoTime();
@@ -170,8 +172,8 @@ final class ReplayCoordinator
                 }
             }
             final long lruHits = LruReference.hitChunks(mooncake.requests(), (int)slotCapacity);
-            return new TraceReplay.Report(tracePath, BundledTrace.isBundled(tracePath), replay.workers, replay.payloadBytes,
-                store.poolSizeBytes(), (int)slotCapacity, merged, wallNs, counters, serverLatency, lruHits);
+            return new TraceReplay.Report(tracePath, BundledTrace.isBundled(tracePath), replay.workers,
+                replay.payloadBytes, store.poolSizeBytes(), (int)slotCapacity, merged, wallNs, counters, serverLatency, lruHits);
         }
         finally
         {

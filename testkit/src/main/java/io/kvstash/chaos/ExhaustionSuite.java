@@ -19,6 +19,10 @@ import java.nio.file.Path;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
 
+import static io.kvstash.chaos.ChaosRunner.CHUNK_BYTES;
+import static io.kvstash.chaos.ChaosRunner.check;
+import static io.kvstash.chaos.ChaosRunner.round;
+
 /**
  * Pool exhaustion: a flood demands several times the pool's capacity while another client holds pinned and
  * reserved chunks; prepares answer NO_SPACE without a long tail, and the held chunks stay intact.
@@ -53,28 +57,28 @@ final class ExhaustionSuite implements ChaosSuite
         {
             final long holderInstance = 1;
             final long floodInstance = 2;
-            ChaosRunner.check(holder.register(holderInstance, LoadWorker.layout(ChaosRunner.CHUNK_BYTES)));
-            ChaosRunner.check(flood.register(floodInstance, LoadWorker.layout(ChaosRunner.CHUNK_BYTES)));
-            final ChunkSeal seal = new ChunkSeal(ChaosRunner.CHUNK_BYTES);
+            check(holder.register(holderInstance, LoadWorker.layout(CHUNK_BYTES)));
+            check(flood.register(floodInstance, LoadWorker.layout(CHUNK_BYTES)));
+            final ChunkSeal seal = new ChunkSeal(CHUNK_BYTES);
             final UnsafeBuffer view = new UnsafeBuffer(0, 0);
 
             // 32 readable chunks pinned by a lookup, and 16 chunks reserved and never committed (yet).
             ClientResponse r = holder.prepareStore(holderInstance, LoadWorker.ids(0, 32));
-            ChaosRunner.check(r);
+            check(r);
             final long pinnedStore = r.transferId();
             final int[] pinnedGeneration = new int[32];
             for (int i = 0; i < r.slotCount(); i++)
             {
                 pinnedGeneration[r.slotRangeIndex(i)] = r.slotGeneration(i);
-                holder.slotView(r.slotOffset(i), ChaosRunner.CHUNK_BYTES, view)
-                    .putBytes(0, seal.seal(0, r.slotRangeIndex(i), r.slotGeneration(i), 0), 0, ChaosRunner.CHUNK_BYTES);
+                holder.slotView(r.slotOffset(i), CHUNK_BYTES, view)
+                    .putBytes(0, seal.seal(0, r.slotRangeIndex(i), r.slotGeneration(i), 0), 0, CHUNK_BYTES);
             }
-            ChaosRunner.check(holder.commitStore(holderInstance, pinnedStore));
+            check(holder.commitStore(holderInstance, pinnedStore));
             r = holder.lookup(holderInstance, LoadWorker.ids(0, 32), true);
-            ChaosRunner.check(r);
+            check(r);
             final long pins = r.transferId();
             r = holder.prepareStore(holderInstance, LoadWorker.ids(1_000, 16));
-            ChaosRunner.check(r);
+            check(r);
             final long reservation = r.transferId();
 
             // Demand at a multiple of the pool, in rounds, with reservations held across prepares (24 chunks of
@@ -113,31 +117,31 @@ final class ExhaustionSuite implements ChaosSuite
                 }
                 else
                 {
-                    ChaosRunner.check(p);
+                    check(p);
                     held[heldCount++] = p.transferId();
                 }
                 if (heldCount == held.length || Status.NO_SPACE == p.status())
                 {
                     for (int h = 0; h < heldCount; h++)
                     {
-                        ChaosRunner.check(flood.commitStore(floodInstance, held[h]));
+                        check(flood.commitStore(floodInstance, held[h]));
                     }
                     heldCount = 0;
                 }
             }
             for (int h = 0; h < heldCount; h++)
             {
-                ChaosRunner.check(flood.commitStore(floodInstance, held[h]));
+                check(flood.commitStore(floodInstance, held[h]));
             }
 
             r = holder.prepareRetrieveFromLookup(holderInstance, pins);
-            ChaosRunner.check(r);
+            check(r);
             for (int i = 0; i < r.slotCount(); i++)
             {
-                seal.scratch().putBytes(0, holder.slotView(r.slotOffset(i), ChaosRunner.CHUNK_BYTES, view), 0, ChaosRunner.CHUNK_BYTES);
+                seal.scratch().putBytes(0, holder.slotView(r.slotOffset(i), CHUNK_BYTES, view), 0, CHUNK_BYTES);
                 pinnedIntact &= seal.verify(0, r.slotRangeIndex(i), pinnedGeneration[r.slotRangeIndex(i)]);
             }
-            ChaosRunner.check(holder.commitRetrieve(holderInstance, r.transferId()));
+            check(holder.commitRetrieve(holderInstance, r.transferId()));
             reservedIntact = holder.commitStore(holderInstance, reservation).isOk() &&
                 16 == holder.lookup(holderInstance, LoadWorker.ids(1_000, 16), false).hitChunks();
             report.put("exhaustion_evictions", server.counters().get(StoreCounters.EVICTIONS));
@@ -145,8 +149,8 @@ final class ExhaustionSuite implements ChaosSuite
             {
                 server.latency().poll(System.currentTimeMillis());
                 final Histogram serverSide = server.latency().copyRequestTotal(RequestType.PREPARE_STORE);
-                report.put("exhaustion_server_prepare_p999_us", ChaosRunner.round(serverSide.getValueAtPercentile(99.9) / 1e3));
-                report.put("exhaustion_server_prepare_max_us", ChaosRunner.round(serverSide.getMaxValue() / 1e3));
+                report.put("exhaustion_server_prepare_p999_us", round(serverSide.getValueAtPercentile(99.9) / 1e3));
+                report.put("exhaustion_server_prepare_max_us", round(serverSide.getMaxValue() / 1e3));
             }
         }
         finally
@@ -157,13 +161,13 @@ final class ExhaustionSuite implements ChaosSuite
         report.put("exhaustion_prepares", prepares);
         report.put("exhaustion_no_space", noSpace);
         report.put("exhaustion_prepares_measured", prepareNs.getTotalCount());
-        report.put("exhaustion_warmup_prepare_max_us", ChaosRunner.round(warmUpMaxNs / 1e3));
-        report.put("exhaustion_prepare_p50_us", ChaosRunner.round(prepareNs.getValueAtPercentile(50) / 1e3));
-        report.put("exhaustion_prepare_p999_us", ChaosRunner.round(prepareNs.getValueAtPercentile(99.9) / 1e3));
-        report.put("exhaustion_prepare_max_us", ChaosRunner.round(prepareNs.getMaxValue() / 1e3));
+        report.put("exhaustion_warmup_prepare_max_us", round(warmUpMaxNs / 1e3));
+        report.put("exhaustion_prepare_p50_us", round(prepareNs.getValueAtPercentile(50) / 1e3));
+        report.put("exhaustion_prepare_p999_us", round(prepareNs.getValueAtPercentile(99.9) / 1e3));
+        report.put("exhaustion_prepare_max_us", round(prepareNs.getMaxValue() / 1e3));
         report.put("exhaustion_pinned_intact", pinnedIntact);
         report.put("exhaustion_reserved_intact", reservedIntact);
         chaos.progress("exhaustion done: " + prepares + " prepares, " + noSpace + " NO_SPACE, p99.9 " +
-            ChaosRunner.round(prepareNs.getValueAtPercentile(99.9) / 1e3) + " us");
+            round(prepareNs.getValueAtPercentile(99.9) / 1e3) + " us");
     }
 }

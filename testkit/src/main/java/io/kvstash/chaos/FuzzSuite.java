@@ -10,6 +10,9 @@ import io.kvstash.tools.ShmDirectories;
 import java.nio.file.Path;
 import java.util.Map;
 
+import static io.kvstash.chaos.ChaosRunner.CHUNK_BYTES;
+import static io.kvstash.chaos.ChaosRunner.round;
+
 /**
  * Wire fuzzing: random valid, mutated and malformed records ({@link WireFuzzer}) against a server in its own
  * process; every answerable record must be answered, without a stall, and the server must stay alive.
@@ -30,7 +33,7 @@ final class FuzzSuite implements ChaosSuite
         // The server runs in its own process, as in production: the fuzzer's own garbage and pauses stay in
         // this JVM, and the server is measured through its answers and its mapped counters alone.
         final Path dir = chaos.newDirectory("fuzz");
-        final long poolBytes = 256L * ChaosRunner.CHUNK_BYTES;
+        final long poolBytes = 256L * CHUNK_BYTES;
         final WireFuzzer.Result result;
         try (ChildJvm server = ChildJvm.start(TestServer.class, TestServer.args(dir, poolBytes, 1000)))
         {
@@ -65,8 +68,8 @@ final class FuzzSuite implements ChaosSuite
         report.put("fuzz_unanswerable", result.unanswerable);
         report.put("fuzz_unanswered", result.unanswered);
         report.put("fuzz_error_statuses", result.errorStatuses);
-        report.put("fuzz_max_response_ms", ChaosRunner.round(result.maxResponseNs / 1e6));
-        report.put("fuzz_max_response_without_fuzzer_gc_ms", ChaosRunner.round(result.maxResponseWithoutFuzzerGcNs / 1e6));
+        report.put("fuzz_max_response_ms", round(result.maxResponseNs / 1e6));
+        report.put("fuzz_max_response_without_fuzzer_gc_ms", round(result.maxResponseWithoutFuzzerGcNs / 1e6));
         report.put("fuzz_stalls_over_100ms", result.stalls);
         report.put("fuzz_stalls_over_100ms_during_fuzzer_gc", result.stallsDuringFuzzerGc);
         report.put("fuzz_slowest", result.slowest);
@@ -75,7 +78,7 @@ final class FuzzSuite implements ChaosSuite
         {
             report.put("fuzz_failure", result.shrunk);
         }
-        chaos.progress("fuzz done: " + result.records + " records, " + result.unanswered + " unanswered, max response " +
-            ChaosRunner.round(result.maxResponseNs / 1e6) + " ms");
+        chaos.progress("fuzz done: " + result.records + " records, " + result.unanswered +
+            " unanswered, max response " + round(result.maxResponseNs / 1e6) + " ms");
     }
 }

@@ -67,8 +67,8 @@ final class KillSuite implements ChaosSuite
                 }
                 if (System.nanoTime() - nextProgress > 0)
                 {
-                    chaos.progress("kill chaos: " + killed.total + " kills, " + verified + " verified reads, " + mismatches +
-                        " mismatches");
+                    chaos.progress("kill chaos: " + killed.total + " kills, " + verified + " verified reads, " +
+                        mismatches + " mismatches");
                     nextProgress = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
                 }
                 for (int i = 0; i < workers.length; i++)
@@ -90,7 +90,8 @@ final class KillSuite implements ChaosSuite
                     if (!respawn && !worker.jvm.isAlive())
                     {
                         crashes++;
-                        chaos.progress("worker " + worker.jvm.pid() + " exited by itself with " + worker.jvm.exitValue());
+                        chaos.progress("worker " + worker.jvm.pid() + " exited by itself with " +
+                            worker.jvm.exitValue());
                         respawn = true;
                     }
                     if (!respawn && null == worker.failpoint && System.nanoTime() - nextRandomKill > 0)
@@ -180,8 +181,8 @@ final class KillSuite implements ChaosSuite
             report.put("reclaimed_leases", counters.get(StoreCounters.RECLAIMED_LEASES));
             report.put("evictions", counters.get(StoreCounters.EVICTIONS));
             report.put("worker_crashes", crashes);
-            chaos.progress("kill chaos done: " + killed.total + " kills, " + verifiedDone + " verified reads, " + mismatches +
-                " mismatches, " + crashes + " crashes");
+            chaos.progress("kill chaos done: " + killed.total + " kills, " + verifiedDone + " verified reads, " +
+                mismatches + " mismatches, " + crashes + " crashes");
         }
         finally
         {

@@ -11,6 +11,8 @@ import java.util.List;
 import java.util.Map;
 import java.util.SplittableRandom;
 
+import static io.kvstash.chaos.ChaosRunner.CHUNK_BYTES;
+
 /**
  * Server kill and restart under load: the server ({@link TestServer}) is killed with SIGKILL and started again
  * while load workers run; every worker must reconnect to the new incarnation, verify what it reads, and the
@@ -31,7 +33,7 @@ final class RestartSuite implements ChaosSuite
         final Map<String, Object> report = chaos.report();
         final Path dir = chaos.newDirectory("restart");
         final SplittableRandom random = new SplittableRandom(options.seed + 1);
-        final long poolBytes = 256L * ChaosRunner.CHUNK_BYTES;
+        final long poolBytes = 256L * CHUNK_BYTES;
         long reconnects = 0;
         long crashes = 0;
         long mismatches = 0;

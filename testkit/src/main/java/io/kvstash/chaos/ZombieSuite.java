@@ -16,6 +16,9 @@ import org.agrona.concurrent.UnsafeBuffer;
 import java.nio.file.Path;
 import java.util.Map;
 
+import static io.kvstash.chaos.ChaosRunner.CHUNK_BYTES;
+import static io.kvstash.chaos.ChaosRunner.check;
+
 /**
  * Zombie fencing: a worker prepares a store and is stopped (SIGSTOP) past its lease; the slot's new owner stores
  * the same key; the zombie, continued, must find its commit rejected and must not have written over the owner.
@@ -43,11 +46,11 @@ final class ZombieSuite implements ChaosSuite
         try (KvStashServer server = KvStashServer.launch(ChaosRunner.serverContext(dir, 64, leaseMs));
             KvStashClient owner = KvStashClient.connect(new ClientContext().directory(dir));
             ChildJvm zombie = ChildJvm.start(TestWorker.class, "zombie", dir.toString(), "7",
-                Integer.toString(ChaosRunner.CHUNK_BYTES)))
+                Integer.toString(CHUNK_BYTES)))
         {
             final long ownerInstance = 8;
-            ChaosRunner.check(owner.register(ownerInstance, LoadWorker.layout(ChaosRunner.CHUNK_BYTES)));
-            final ChunkSeal seal = new ChunkSeal(ChaosRunner.CHUNK_BYTES);
+            check(owner.register(ownerInstance, LoadWorker.layout(CHUNK_BYTES)));
+            final ChunkSeal seal = new ChunkSeal(CHUNK_BYTES);
             final UnsafeBuffer view = new UnsafeBuffer(0, 0);
             zombie.await("READY", 30_000);
             for (int rep = 0; rep < options.zombieReps; rep++)
@@ -68,13 +71,13 @@ final class ZombieSuite implements ChaosSuite
 
                 // The slot's new owner stores the same key: most often into the very slot the zombie held.
                 final ClientResponse r = owner.prepareStore(ownerInstance, LoadWorker.ids(key, 1));
-                ChaosRunner.check(r);
+                check(r);
                 final long transfer = r.transferId();
                 final int generation = r.slotGeneration(0);
                 final long offset = r.slotOffset(0);
                 sameSlot += offset == zombieOffset ? 1 : 0;
-                owner.slotView(offset, ChaosRunner.CHUNK_BYTES, view).putBytes(0, seal.seal(0, key, generation, 1), 0, ChaosRunner.CHUNK_BYTES);
-                ChaosRunner.check(owner.commitStore(ownerInstance, transfer));
+                owner.slotView(offset, CHUNK_BYTES, view).putBytes(0, seal.seal(0, key, generation, 1), 0, CHUNK_BYTES);
+                check(owner.commitStore(ownerInstance, transfer));
 
                 zombie.signal("CONT");
                 zombie.send("go");
@@ -84,13 +87,14 @@ final class ZombieSuite implements ChaosSuite
                 wrote += commit.contains("wrote=true") ? 1 : 0;
 
                 final ClientResponse read = owner.prepareRetrieve(ownerInstance, LoadWorker.ids(key, 1));
-                ChaosRunner.check(read);
-                seal.scratch().putBytes(0, owner.slotView(read.slotOffset(0), ChaosRunner.CHUNK_BYTES, view), 0, ChaosRunner.CHUNK_BYTES);
+                check(read);
+                seal.scratch().putBytes(0, owner.slotView(read.slotOffset(0), CHUNK_BYTES, view), 0, CHUNK_BYTES);
                 ownerIntact += seal.verify(0, key, read.slotGeneration(0)) ? 1 : 0;
-                ChaosRunner.check(owner.commitRetrieve(ownerInstance, read.transferId()));
+                check(owner.commitRetrieve(ownerInstance, read.transferId()));
                 if (rep % 100 == 99)
                 {
-                    chaos.progress("zombie fencing: " + (rep + 1) + " repetitions, " + rejected + " late commits rejected");
+                    chaos.progress("zombie fencing: " + (rep + 1) + " repetitions, " + rejected +
+                        " late commits rejected");
                 }
             }
             zombie.send("end");
