@@ -49,7 +49,7 @@ public final class KvStashCommand implements Callable<Integer>
      */
     public static final String CHAOS_LINE = "  chaos    Runs the reliability suites against a real server and worker";
     /** The second line of {@link #CHAOS_LINE}, indented as picocli indents a command's wrapped description. */
-    public static final String CHAOS_LINE_2 = "             processes: kills, zombies, restarts, fuzzing, exhaustion, or a soak.";
+    public static final String CHAOS_LINE_2 = "             processes: kills, zombies, restarts, fuzzing, pool exhaustion.";
     /**
      * The {@code bench} command's line in the command list: {@code ./kvstash bench} runs from the perf module's jar,
      * whose command line adds the command itself and drops this footer.
