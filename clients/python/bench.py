@@ -1,5 +1,5 @@
 """Python client benchmarks: chunk store/retrieve GB/s next to the raw copy limit of Python, control round
-trips, and the Java client's figures (InteropPeer bench) on the same server.
+trips, and the Java client's figures (the testkit's `TestWorker bench`) on the same server.
 
     python3 clients/python/bench.py                 # starts its own server (1 GiB pool, 256-token chunks)
     python3 clients/python/bench.py --dir DIR       # against a running server (its pool must fit 32 MiB)

@@ -1,8 +1,9 @@
-"""Test support: real server and Java peer processes (io.kvstash.tools.InteropPeer).
+"""Test support: real server and Java peer processes (the testkit's io.kvstash.testkit.TestServer and
+io.kvstash.testkit.TestWorker).
 
-The Java classpath is, in this order: $KVSTASH_JAVA_CLASSPATH, or the module class directories plus the
-dependency jars printed by ``mvn dependency:build-classpath`` (computed once per test run, ~8 s; the
-``test-compile`` phase also compiles InteropPeer). Every server runs in a fresh
+The Java classpath is, in this order: $KVSTASH_JAVA_CLASSPATH, or the testkit's class directory plus the
+dependency jars printed by ``mvn dependency:build-classpath`` (computed once per test run, a few seconds; the
+``test-compile`` phase also compiles the testkit). Every server runs in a fresh
 /dev/shm/kvstash-pytest-<random> directory, created by the server (0700) and removed by the test.
 """
 
@@ -23,7 +24,8 @@ REPO = os.path.dirname(os.path.dirname(CLIENT_ROOT))
 sys.path.insert(0, CLIENT_ROOT)
 
 JAVA_OPTIONS = ["--add-exports", "java.base/jdk.internal.misc=ALL-UNNAMED"]
-PEER_CLASS = "io.kvstash.tools.InteropPeer"
+SERVER_CLASS = "io.kvstash.testkit.TestServer"
+PEER_CLASS = "io.kvstash.testkit.TestWorker"
 HASH_VECTORS = os.path.join(REPO, "wire", "src", "test", "resources", "hash-vectors.txt")
 
 _classpath = None
@@ -31,7 +33,7 @@ _classpath_lock = threading.Lock()
 
 
 def java_classpath():
-    """The classpath of the InteropPeer (see the module comment)."""
+    """The classpath of the Java peers (see the module comment)."""
     global _classpath
     with _classpath_lock:
         if _classpath is not None:
@@ -41,7 +43,7 @@ def java_classpath():
             _classpath = env
             return _classpath
         out = os.path.join(tempfile.mkdtemp(prefix="kvstash-pytest-cp-"), "classpath.txt")
-        base = ["mvn", "-B", "-q", "test-compile", "dependency:build-classpath", "-pl", "server", "-am",
+        base = ["mvn", "-B", "-q", "test-compile", "dependency:build-classpath", "-pl", "testkit", "-am",
                 "-Dmdep.outputFile=" + out, "-Dmdep.includeScope=runtime"]
         for command in (base[:3] + ["-o"] + base[3:], base):          # offline first, then online
             result = subprocess.run(command, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
@@ -53,13 +55,13 @@ def java_classpath():
         with open(out) as f:
             jars = f.read().strip()
         shutil.rmtree(os.path.dirname(out), ignore_errors=True)
-        classes = os.path.join(REPO, "server", "target", "classes")
+        classes = os.path.join(REPO, "testkit", "target", "classes")
         _classpath = classes + os.pathsep + jars
         return _classpath
 
 
-def java_command(*args):
-    return ["java"] + JAVA_OPTIONS + ["-cp", java_classpath(), PEER_CLASS] + [str(a) for a in args]
+def java_command(*args, main=PEER_CLASS):
+    return ["java"] + JAVA_OPTIONS + ["-cp", java_classpath(), main] + [str(a) for a in args]
 
 
 def new_directory():
@@ -69,7 +71,7 @@ def new_directory():
 
 
 class Server:
-    """A kvstash server process (InteropPeer serve). Stops when the test stops it, or at stdin EOF."""
+    """A kvstash server process (TestServer). Stops when the test stops it, or at stdin EOF."""
 
     def __init__(self, pool_bytes=64 << 20, chunk_tokens=16, lease_ms=None, wait=None, directory=None):
         self.pool_bytes = pool_bytes
@@ -81,12 +83,12 @@ class Server:
         self.incarnation = None
 
     def start(self, timeout=60):
-        args = ["serve", self.directory, self.pool_bytes, self.chunk_tokens]
+        args = [self.directory, self.pool_bytes, self.chunk_tokens]
         if self.lease_ms is not None or self.wait is not None:
             args.append(self.lease_ms if self.lease_ms is not None else 30000)
         if self.wait is not None:
             args.append(self.wait)
-        self.process = subprocess.Popen(java_command(*args), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        self.process = subprocess.Popen(java_command(*args, main=SERVER_CLASS), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                         stderr=subprocess.PIPE, text=True)
         ready = {}
 
@@ -156,7 +158,7 @@ class Server:
 
 
 def run_peer(*args, timeout=120):
-    """Runs an InteropPeer command; returns (exit code, {range index: sha256 hex}, DONE line)."""
+    """Runs a TestWorker mode (store, retrieve, bench); returns (exit code, {range index: sha256 hex}, DONE line)."""
     result = subprocess.run(java_command(*args), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             timeout=timeout)
     chunks, done = {}, ""

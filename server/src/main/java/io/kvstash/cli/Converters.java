@@ -2,7 +2,7 @@ package io.kvstash.cli;
 
 import io.kvstash.pipeline.ThreadingMode;
 import io.kvstash.pipeline.WaitMode;
-import io.kvstash.tools.Sizes;
+import io.kvstash.server.Sizes;
 import picocli.CommandLine;
 
 import java.util.Locale;

@@ -2,9 +2,9 @@ package io.kvstash.cli;
 
 import io.kvstash.pipeline.ThreadingMode;
 import io.kvstash.pipeline.WaitMode;
+import io.kvstash.server.Sizes;
 import io.kvstash.tools.BundledTrace;
 import io.kvstash.tools.Json;
-import io.kvstash.tools.Sizes;
 import io.kvstash.tools.TraceReplay;
 import io.kvstash.tools.WorkerResult;
 import picocli.CommandLine.Command;

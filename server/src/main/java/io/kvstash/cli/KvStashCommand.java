@@ -1,6 +1,5 @@
 package io.kvstash.cli;
 
-import io.kvstash.chaos.ChaosCommand;
 import io.kvstash.client.KvStashException;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Model.CommandSpec;
@@ -17,7 +16,8 @@ import java.util.concurrent.Callable;
 
 /**
  * The {@code kvstash} command line: {@code serve}, {@code stat}, {@code errors}, {@code replay},
- * {@code demo} (and the hidden {@code worker} that replays start). {@code --help} works on every command.
+ * {@code demo}, {@code latency} (and the hidden {@code worker} that replays start); {@code chaos} and {@code bench}
+ * are listed here and added by the testkit's and the perf module's command lines. {@code --help} works on every command.
  * Exit codes: 0 success, 1 failure (a one-line {@code kvstash <command>: error: ...} on standard error), 2
  * usage error (unknown option, bad value, no command): the error in one line naming the value and what would be
  * accepted, and a second line pointing at {@code --help}; the usage itself only with {@code --help}.
@@ -32,16 +32,24 @@ import java.util.concurrent.Callable;
  * }</pre>
  * Added subcommands get the same exception handling and exit codes. Replays spawn their workers with this
  * class as main class, so a jar that carries an extended command line must carry this class too (it does
- * when it depends on the ipc module).
+ * when it depends on the server module).
  */
 @Command(name = "kvstash", mixinStandardHelpOptions = true, versionProvider = KvStashCommand.Version.class,
     description = "kvstash: a KV-cache chunk store for LLM inference workers over shared memory.",
-    footer = { KvStashCommand.BENCH_LINE, KvStashCommand.BENCH_LINE_2 },
+    footer = { KvStashCommand.CHAOS_LINE, KvStashCommand.CHAOS_LINE_2, KvStashCommand.BENCH_LINE,
+        KvStashCommand.BENCH_LINE_2 },
     subcommands = {
         ServeCommand.class, StatCommand.class, ErrorsCommand.class, ReplayCommand.class, DemoCommand.class,
-        LatencyCommand.class, ChaosCommand.class, WorkerCommand.class, CommandLine.HelpCommand.class })
+        LatencyCommand.class, WorkerCommand.class, CommandLine.HelpCommand.class })
 public final class KvStashCommand implements Callable<Integer>
 {
+    /**
+     * The {@code chaos} command's line in the command list: {@code ./kvstash chaos} runs from the testkit module's
+     * jar (the reliability suites are test harness, not product), whose command line adds the command itself.
+     */
+    public static final String CHAOS_LINE = "  chaos    Runs the reliability suites against a real server and worker";
+    /** The second line of {@link #CHAOS_LINE}, indented as picocli indents a command's wrapped description. */
+    public static final String CHAOS_LINE_2 = "             processes: kills, zombies, restarts, fuzzing, pool exhaustion.";
     /**
      * The {@code bench} command's line in the command list: {@code ./kvstash bench} runs from the perf module's jar,
      * whose command line adds the command itself and drops this footer.

@@ -1,8 +1,8 @@
 package io.kvstash.cli;
 
 import io.kvstash.core.StoreCounters;
+import io.kvstash.server.Sizes;
 import io.kvstash.tools.BundledTrace;
-import io.kvstash.tools.Sizes;
 import io.kvstash.tools.TraceReplay;
 import io.kvstash.tools.WorkerResult;
 import io.kvstash.wire.RequestType;

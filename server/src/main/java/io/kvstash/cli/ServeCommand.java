@@ -5,7 +5,7 @@ import io.kvstash.pipeline.ThreadingMode;
 import io.kvstash.pipeline.WaitMode;
 import io.kvstash.server.KvStashServer;
 import io.kvstash.server.ServerContext;
-import io.kvstash.tools.Sizes;
+import io.kvstash.server.Sizes;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Model.CommandSpec;

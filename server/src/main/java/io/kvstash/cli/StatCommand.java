@@ -1,9 +1,9 @@
 package io.kvstash.cli;
 
 import io.kvstash.core.StoreCounters;
+import io.kvstash.server.Sizes;
 import io.kvstash.tools.ControlFileReader;
 import io.kvstash.tools.Json;
-import io.kvstash.tools.Sizes;
 import io.kvstash.wire.file.ControlFileDescriptor;
 import io.kvstash.wire.file.SecureDirectory;
 import picocli.CommandLine.Command;

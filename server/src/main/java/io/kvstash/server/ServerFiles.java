@@ -2,7 +2,6 @@ package io.kvstash.server;
 
 import io.kvstash.core.StoreContext;
 import io.kvstash.core.StoreCounters;
-import io.kvstash.tools.Sizes;
 import io.kvstash.wire.PoolRegion;
 import io.kvstash.wire.file.ClientFileDescriptor;
 import io.kvstash.wire.file.ControlFileDescriptor;

@@ -1,5 +1,6 @@
 package io.kvstash.cli;
 
+import io.kvstash.tools.ShmDirectories;
 import org.HdrHistogram.Histogram;
 import org.HdrHistogram.HistogramLogWriter;
 import org.junit.jupiter.api.AfterEach;
@@ -66,7 +67,7 @@ class LatencyCommandTest
     void shouldSayWhatWasSampledAndFlagRowsOfFewSamplesWhenReadingAServersLog() throws Exception
     {
         final Path hlog = temp(".hlog");
-        final Path dir = io.kvstash.server.TestDirs.newDirectory("latency-sampled");
+        final Path dir = ShmDirectories.newPath("kvstash-test-latency-sampled-");
         try
         {
             try (io.kvstash.server.KvStashServer server = io.kvstash.server.KvStashServer.launch(
@@ -84,7 +85,7 @@ class LatencyCommandTest
         }
         finally
         {
-            io.kvstash.server.TestDirs.delete(dir);
+            ShmDirectories.delete(dir);
         }
         final Cli table = Cli.run("latency", hlog.toString());
         assertEquals(0, table.exitCode, table.toString());

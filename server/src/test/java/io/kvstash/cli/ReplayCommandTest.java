@@ -8,7 +8,7 @@ import io.kvstash.pipeline.ThreadingMode;
 import io.kvstash.pipeline.WaitMode;
 import io.kvstash.server.KvStashServer;
 import io.kvstash.server.ServerContext;
-import io.kvstash.server.TestDirs;
+import io.kvstash.tools.ShmDirectories;
 import io.kvstash.wire.ChunkKeys;
 import io.kvstash.wire.Status;
 import io.kvstash.wire.layout.Dtype;
@@ -46,7 +46,7 @@ class ReplayCommandTest
     @AfterEach
     void cleanup()
     {
-        TestDirs.delete(dir);
+        ShmDirectories.delete(dir);
     }
 
     @ParameterizedTest
@@ -176,7 +176,7 @@ class ReplayCommandTest
     @Test
     void shouldReproduceEveryResponseWhenReplayingACapturedJournal() throws Exception
     {
-        dir = TestDirs.newDirectory("cli-journal");
+        dir = ShmDirectories.newPath("kvstash-test-cli-journal-");
         final Path journal = temp.resolve("capture.journal");
         final ServerContext context = new ServerContext()
             .directory(dir)

@@ -5,7 +5,7 @@ import io.kvstash.client.ClientResponse;
 import io.kvstash.client.KvStashClient;
 import io.kvstash.pipeline.ThreadingMode;
 import io.kvstash.pipeline.WaitMode;
-import io.kvstash.server.TestDirs;
+import io.kvstash.tools.ShmDirectories;
 import io.kvstash.wire.ChunkKeys;
 import io.kvstash.wire.Status;
 import io.kvstash.wire.file.ControlFileDescriptor;
@@ -40,13 +40,13 @@ class ServeCommandTest
     @AfterEach
     void cleanup()
     {
-        TestDirs.delete(dir);
+        ShmDirectories.delete(dir);
     }
 
     @Test
     void shouldPrintTheResolvedConfigurationWithoutStartingWhenAskedTo()
     {
-        dir = TestDirs.newDirectory("cli-config");
+        dir = ShmDirectories.newPath("kvstash-test-cli-config-");
         final Cli cli = Cli.run("serve", "--print-config", "--dir", dir.toString(), "--pool-size", "512m",
             "--lease", "500ms", "--threading", "thread-per-stage", "--wait", "busy-spin", "--chunk-tokens", "128");
         assertEquals(0, cli.exitCode, cli.toString());
@@ -76,7 +76,7 @@ class ServeCommandTest
         assertTrue(ServeCommand.spinWarning(ThreadingMode.SHARED, WaitMode.BUSY_SPIN, 1).contains("1 core,"));
 
         // and serve prints it on standard error, as this machine's cores call for
-        dir = TestDirs.newDirectory("cli-spin");
+        dir = ShmDirectories.newPath("kvstash-test-cli-spin-");
         final Cli cli = Cli.run("serve", "--print-config", "--dir", dir.toString(), "--threading", "dedicated",
             "--wait", "busy-spin");
         assertEquals(0, cli.exitCode, cli.toString());
@@ -101,7 +101,7 @@ class ServeCommandTest
     @Test
     void shouldAnswerAClientAndRemoveItsFilesWhenServeRunsAsAProcessAndGetsSigterm() throws Exception
     {
-        dir = TestDirs.newDirectory("cli-serve");
+        dir = ShmDirectories.newPath("kvstash-test-cli-serve-");
         try (Cli.Child serve = Cli.Child.start("serve", "--dir", dir.toString(), "--pool-size", "16m",
             "--prometheus-port", "0"))
         {
@@ -157,7 +157,7 @@ class ServeCommandTest
     {
         for (final String signal : new String[]{ "INT", "TERM" })
         {
-            dir = TestDirs.newDirectory("cli-interrupt");
+            dir = ShmDirectories.newPath("kvstash-test-cli-interrupt-");
             try (Cli.Child serve = Cli.Child.start("serve", "--dir", dir.toString(), "--pool-size", "2g",
                 "--prepare-pool", "foreground"))
             {
@@ -186,7 +186,7 @@ class ServeCommandTest
     @Timeout(120)
     void shouldBeReadyAtOnceAndPrepareThePoolInTheBackgroundWhenThePoolIsLarge() throws Exception
     {
-        dir = TestDirs.newDirectory("cli-background");
+        dir = ShmDirectories.newPath("kvstash-test-cli-background-");
         try (Cli.Child serve = Cli.Child.start("serve", "--dir", dir.toString(), "--pool-size", "4g"))
         {
             final String ready = serve.awaitLine("kvstash ready:", 30_000);
@@ -217,7 +217,7 @@ class ServeCommandTest
     @Timeout(60)
     void shouldStopCleanlyWhenSignalledWhileThePoolIsPreparedInTheBackground() throws Exception
     {
-        dir = TestDirs.newDirectory("cli-background-stop");
+        dir = ShmDirectories.newPath("kvstash-test-cli-background-stop-");
         try (Cli.Child serve = Cli.Child.start("serve", "--dir", dir.toString(), "--pool-size", "4g"))
         {
             serve.awaitLine("kvstash ready:", 30_000);
@@ -265,7 +265,7 @@ class ServeCommandTest
     @Test
     void shouldRefuseAPoolLargerThanTheFreeSpaceBeforeWritingAnything() throws Exception
     {
-        dir = TestDirs.newDirectory("cli-too-big");
+        dir = ShmDirectories.newPath("kvstash-test-cli-too-big-");
         final long free = Files.getFileStore(dir.getParent()).getUsableSpace();
         final long poolBytes = (free / (1 << 30) + 2) << 30;
         final Cli cli = Cli.run("serve", "--dir", dir.toString(), "--pool-size", String.valueOf(poolBytes));
@@ -281,7 +281,7 @@ class ServeCommandTest
     @Test
     void shouldNameThePathOrPortWhenTheServerCannotStart() throws Exception
     {
-        dir = TestDirs.newDirectory("cli-deep");
+        dir = ShmDirectories.newPath("kvstash-test-cli-deep-");
         final Path deep = dir.resolve("not").resolve("there");
         final Cli missingParent = Cli.run("serve", "--dir", deep.toString(), "--pool-size", "16m");
         assertEquals(1, missingParent.exitCode, missingParent.toString());

@@ -6,7 +6,7 @@ import io.kvstash.client.KvStashClient;
 import io.kvstash.core.StoreContext;
 import io.kvstash.server.KvStashServer;
 import io.kvstash.server.ServerContext;
-import io.kvstash.server.TestDirs;
+import io.kvstash.tools.ShmDirectories;
 import io.kvstash.wire.ChunkKeys;
 import io.kvstash.wire.Status;
 import io.kvstash.wire.file.ControlFileDescriptor;
@@ -42,13 +42,13 @@ class StatErrorsCommandTest
     @AfterEach
     void cleanup()
     {
-        TestDirs.delete(dir);
+        ShmDirectories.delete(dir);
     }
 
     @Test
     void shouldSummariseFirstThenListCountersWhenTheServerRuns() throws Exception
     {
-        dir = TestDirs.newDirectory("cli-stat");
+        dir = ShmDirectories.newPath("kvstash-test-cli-stat-");
         final ServerContext context = new ServerContext()
             .directory(dir)
             .storeContext(new StoreContext().poolSizeBytes(8L << 20));
@@ -106,7 +106,7 @@ class StatErrorsCommandTest
     @Test
     void shouldExitTwoForADeadServerAndReadItsErrorLogAndTheDeadControlFileTheNextServerKeeps() throws Exception
     {
-        dir = TestDirs.newDirectory("cli-errors");
+        dir = ShmDirectories.newPath("kvstash-test-cli-errors-");
         final long deadPid;
         try (Cli.Child serve = Cli.Child.start("serve", "--dir", dir.toString(), "--pool-size", "8m"))
         {
@@ -164,7 +164,7 @@ class StatErrorsCommandTest
     @Test
     void shouldExitOneAndStillPrintJsonWhenThereIsNoServer() throws IOException
     {
-        dir = TestDirs.newDirectory("cli-nothing");
+        dir = ShmDirectories.newPath("kvstash-test-cli-nothing-");
         Files.createDirectories(dir);
         final Cli stat = Cli.run("stat", "--dir", dir.toString());
         assertEquals(1, stat.exitCode, stat.toString());

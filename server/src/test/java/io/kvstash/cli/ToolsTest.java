@@ -1,9 +1,9 @@
 package io.kvstash.cli;
 
+import io.kvstash.server.Sizes;
 import io.kvstash.tools.BundledTrace;
 import io.kvstash.tools.ChunkPattern;
 import io.kvstash.tools.Json;
-import io.kvstash.tools.Sizes;
 import io.kvstash.tools.TraceReplay;
 import io.kvstash.tools.WorkerResult;
 import io.kvstash.wire.SlotGeometry;

@@ -57,9 +57,6 @@ class UsageErrorTest
         assertOneLineError(Cli.run("demo", "--capacity-chunks", "0"), 2, "--capacity-chunks 0", "at least 1");
         assertOneLineError(Cli.run("replay", "--trace", Cli.TRACE.toString(), "--workers", "65"), 2, "--workers 65",
             "1 to 64");
-        assertOneLineError(Cli.run("chaos", "--quick", "--long"), 2, "--quick and --long");
-        assertOneLineError(Cli.run("chaos", "--soak", "5", "--long"), 2, "--soak", "--long");
-        assertOneLineError(Cli.run("chaos", "--only", "kill,typo"), 2, "'typo'", "kill, zombie");
         assertOneLineError(Cli.run("demo", "--capacity-chunks", "1", "--quiet"), 2, "--capacity-chunks 1",
             "374 chunks", "at least 374");
     }

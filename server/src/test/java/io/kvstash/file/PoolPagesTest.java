@@ -1,6 +1,6 @@
 package io.kvstash.file;
 
-import io.kvstash.server.TestDirs;
+import io.kvstash.tools.ShmDirectories;
 import io.kvstash.wire.file.PoolPages;
 import org.agrona.IoUtil;
 import org.agrona.concurrent.UnsafeBuffer;
@@ -29,7 +29,7 @@ class PoolPagesTest
     @AfterEach
     void cleanUp()
     {
-        TestDirs.delete(dir);
+        ShmDirectories.delete(dir);
     }
 
     @Test
@@ -127,7 +127,7 @@ class PoolPagesTest
     void prepareNewPoolZerosTheDataRegionAndTouchesEverySegmentOnSeveralThreads() throws IOException
     {
         assumeTrue(Files.isReadable(Path.of("/proc/self/stat")), "needs Linux's /proc/self/stat");
-        dir = TestDirs.newDirectory("pool-pages");
+        dir = ShmDirectories.newPath("kvstash-test-pool-pages-");
         Files.createDirectories(dir);
         final Path file = dir.resolve("pool");
         final int header = 4096;
@@ -216,7 +216,7 @@ class PoolPagesTest
 
     private Path newFile() throws IOException
     {
-        dir = TestDirs.newDirectory("pool-pages");
+        dir = ShmDirectories.newPath("kvstash-test-pool-pages-");
         Files.createDirectories(dir);
         final Path file = dir.resolve("pool");
         Files.write(file, new byte[0]);

@@ -5,6 +5,7 @@ import io.kvstash.client.ClientResponse;
 import io.kvstash.client.KvStashClient;
 import io.kvstash.pipeline.PipelineContext;
 import io.kvstash.pipeline.ThreadingMode;
+import io.kvstash.tools.ShmDirectories;
 import io.kvstash.wire.ChunkKeys;
 import io.kvstash.wire.RequestType;
 import io.kvstash.wire.Status;
@@ -47,7 +48,7 @@ class AgentInvokerServerTest
     @AfterEach
     void cleanup()
     {
-        TestDirs.delete(dir);
+        ShmDirectories.delete(dir);
     }
 
     private void answer(final ClientResponse response)
@@ -59,7 +60,7 @@ class AgentInvokerServerTest
     @Test
     void shouldAnswerOnlyWhenTheCallerRunsTheServersDutyCycle() throws Exception
     {
-        dir = TestDirs.newDirectory("invoker");
+        dir = ShmDirectories.newPath("kvstash-test-invoker-");
         try (KvStashServer server = KvStashServer.launch(InvokedServer.context(dir)))
         {
             final AgentInvoker invoker = server.invoker();
@@ -98,7 +99,7 @@ class AgentInvokerServerTest
     @Test
     void shouldReleaseARequestRecordOnlyAfterItsAnswerIsWritten() throws Exception
     {
-        dir = TestDirs.newDirectory("invoker-release");
+        dir = ShmDirectories.newPath("kvstash-test-invoker-release-");
         try (KvStashServer server = KvStashServer.launch(InvokedServer.context(dir)))
         {
             final AgentInvoker invoker = server.invoker();
@@ -141,7 +142,7 @@ class AgentInvokerServerTest
     @Test
     void shouldRunItsOwnThreadWhenNoInvokerIsAsked() throws Exception
     {
-        dir = TestDirs.newDirectory("no-invoker");
+        dir = ShmDirectories.newPath("kvstash-test-no-invoker-");
         try (KvStashServer server = KvStashServer.launch(InvokedServer.context(dir).useAgentInvoker(false));
             KvStashClient client = KvStashClient.connect(new ClientContext().directory(dir)))
         {
@@ -153,7 +154,7 @@ class AgentInvokerServerTest
     @Test
     void shouldRefuseAnInvokerWithoutSharedThreading()
     {
-        dir = TestDirs.newDirectory("invoker-dedicated");
+        dir = ShmDirectories.newPath("kvstash-test-invoker-dedicated-");
         final ServerContext context = new ServerContext()
             .directory(dir)
             .threadingMode(ThreadingMode.DEDICATED)
@@ -164,7 +165,7 @@ class AgentInvokerServerTest
     @Test
     void shouldSizeTheDisruptorRingByThreadingModeUnlessGiven()
     {
-        dir = TestDirs.newDirectory("ring-size");
+        dir = ShmDirectories.newPath("kvstash-test-ring-size-");
         assertEquals(ServerContext.RING_SIZE_SHARED_DEFAULT,
             new ServerContext().directory(dir).threadingMode(ThreadingMode.SHARED).conclude().ringSize());
         assertEquals(PipelineContext.RING_SIZE_DEFAULT,

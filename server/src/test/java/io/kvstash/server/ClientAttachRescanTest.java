@@ -1,6 +1,7 @@
 package io.kvstash.server;
 
 import io.kvstash.client.KvStashClient;
+import io.kvstash.tools.ShmDirectories;
 import io.kvstash.wire.file.ClientFileDescriptor;
 import org.agrona.IoUtil;
 import org.agrona.concurrent.AgentInvoker;
@@ -38,7 +39,7 @@ class ClientAttachRescanTest
     @AfterEach
     void cleanup()
     {
-        TestDirs.delete(dir);
+        ShmDirectories.delete(dir);
     }
 
     @Test
@@ -155,7 +156,7 @@ class ClientAttachRescanTest
      */
     private ServerContext serverContext(final String name)
     {
-        dir = TestDirs.newDirectory(name);
+        dir = ShmDirectories.newPath("kvstash-test-" + name + "-");
         return InvokedServer.context(dir).nanoClock(nowNs::get).scanIntervalMs(10);
     }
 

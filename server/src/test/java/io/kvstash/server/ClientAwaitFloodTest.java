@@ -5,6 +5,7 @@ import io.kvstash.client.ClientResponse;
 import io.kvstash.client.KvStashClient;
 import io.kvstash.core.StoreContext;
 import io.kvstash.pipeline.ThreadingMode;
+import io.kvstash.tools.ShmDirectories;
 import io.kvstash.wire.RequestType;
 import io.kvstash.wire.Status;
 import io.kvstash.wire.codec.WireDescriptor;
@@ -32,13 +33,13 @@ class ClientAwaitFloodTest
     @AfterEach
     void cleanup()
     {
-        TestDirs.delete(dir);
+        ShmDirectories.delete(dir);
     }
 
     @Test
     void shouldHandOnAnswersBeyondTheRingsCapacityWhenACallWaitsBehindThem() throws Exception
     {
-        dir = TestDirs.newDirectory("await-flood");
+        dir = ShmDirectories.newPath("kvstash-test-await-flood-");
         final ServerContext context = new ServerContext()
             .directory(dir)
             .threadingMode(ThreadingMode.SHARED)

@@ -2,6 +2,7 @@ package io.kvstash.server;
 
 import io.kvstash.client.KvStashClient;
 import io.kvstash.core.StoreCounters;
+import io.kvstash.tools.ShmDirectories;
 import org.agrona.concurrent.AgentInvoker;
 import org.agrona.concurrent.NanoClock;
 import org.junit.jupiter.api.AfterEach;
@@ -42,13 +43,13 @@ class ClientConductorTest
     @AfterEach
     void cleanup()
     {
-        TestDirs.delete(dir);
+        ShmDirectories.delete(dir);
     }
 
     @Test
     void shouldDetachAClosedClientAtTheNextLivenessCheckWhenItsIntervalIsDue() throws Exception
     {
-        dir = TestDirs.newDirectory("conductor");
+        dir = ShmDirectories.newPath("kvstash-test-conductor-");
         try (KvStashServer server = KvStashServer.launch(InvokedServer.context(dir)
             .livenessIntervalMs(LIVENESS_INTERVAL_MS)
             .nanoClock(clock)))

@@ -6,6 +6,7 @@ import io.kvstash.client.KvStashClient;
 import io.kvstash.core.StoreContext;
 import io.kvstash.core.StoreCounters;
 import io.kvstash.pipeline.ThreadingMode;
+import io.kvstash.tools.ShmDirectories;
 import io.kvstash.wire.ChunkKeys;
 import io.kvstash.wire.RequestType;
 import io.kvstash.wire.Status;
@@ -32,12 +33,12 @@ class InProcessSmokeTest
     @AfterEach
     void cleanup()
     {
-        TestDirs.delete(dir);
+        ShmDirectories.delete(dir);
     }
 
     private ServerContext serverContext(final String name, final ThreadingMode mode, final long poolBytes)
     {
-        dir = TestDirs.newDirectory(name);
+        dir = ShmDirectories.newPath("kvstash-test-" + name + "-");
         return new ServerContext()
             .directory(dir)
             .threadingMode(mode)

@@ -6,6 +6,7 @@ import io.kvstash.core.StoreContext;
 import io.kvstash.pipeline.ThreadingMode;
 import io.kvstash.pipeline.latency.IntervalLogger;
 import io.kvstash.pipeline.latency.LatencyRecorders;
+import io.kvstash.tools.ShmDirectories;
 import io.kvstash.wire.RequestType;
 import io.kvstash.wire.Status;
 import org.HdrHistogram.EncodableHistogram;
@@ -37,7 +38,7 @@ class LatencyLogAgentTest
     @AfterEach
     void cleanup() throws Exception
     {
-        TestDirs.delete(dir);
+        ShmDirectories.delete(dir);
         if (null != hlog)
         {
             Files.deleteIfExists(hlog);
@@ -113,7 +114,7 @@ class LatencyLogAgentTest
     @Test
     void shouldLogIntervalsFromAThreadOfItsOwnWhileTheServerRuns() throws Exception
     {
-        dir = TestDirs.newDirectory("latency-log");
+        dir = ShmDirectories.newPath("kvstash-test-latency-log-");
         hlog = Files.createTempFile("kvstash-latency-log-test", ".hlog");
         final ServerContext context = new ServerContext()
             .directory(dir)

@@ -5,6 +5,7 @@ import io.kvstash.client.ClientResponse;
 import io.kvstash.client.KvStashClient;
 import io.kvstash.core.StoreContext;
 import io.kvstash.core.StoreCounters;
+import io.kvstash.tools.ShmDirectories;
 import io.kvstash.wire.ChunkKeys;
 import io.kvstash.wire.Status;
 import io.kvstash.wire.layout.Dtype;
@@ -50,13 +51,13 @@ class PrometheusEndpointTest
     @AfterEach
     void cleanup()
     {
-        TestDirs.delete(dir);
+        ShmDirectories.delete(dir);
     }
 
     @Test
     void shouldAnswerTheCountersOfAServerInTheTextFormat() throws Exception
     {
-        dir = TestDirs.newDirectory("prometheus");
+        dir = ShmDirectories.newPath("kvstash-test-prometheus-");
         final ServerContext context = new ServerContext().directory(dir).prometheusPort(0)
             .storeContext(new StoreContext().poolSizeBytes(16L << 20));
         final int port;
@@ -114,7 +115,7 @@ class PrometheusEndpointTest
         {
             assertTrue(endpoint.address().getAddress().isLoopbackAddress(), endpoint.address().toString());
         }
-        dir = TestDirs.newDirectory("prometheus-off");
+        dir = ShmDirectories.newPath("kvstash-test-prometheus-off-");
         try (KvStashServer server = KvStashServer.launch(new ServerContext().directory(dir)
             .storeContext(new StoreContext().poolSizeBytes(4L << 20))))
         {

@@ -2,6 +2,7 @@ package io.kvstash.server;
 
 import io.kvstash.client.ClientResponse;
 import io.kvstash.client.KvStashClient;
+import io.kvstash.tools.ShmDirectories;
 import io.kvstash.wire.ChunkKeys;
 import io.kvstash.wire.RequestType;
 import io.kvstash.wire.Status;
@@ -50,7 +51,7 @@ class ReceiverStampTest
     @AfterEach
     void cleanup()
     {
-        TestDirs.delete(dir);
+        ShmDirectories.delete(dir);
     }
 
     private void answer(final ClientResponse response)
@@ -66,7 +67,7 @@ class ReceiverStampTest
     @Test
     void shouldReadTheClockForFewRequestsAndRecordLatencyOnlyFromItsOwnReadings() throws Exception
     {
-        dir = TestDirs.newDirectory("stamps");
+        dir = ShmDirectories.newPath("kvstash-test-stamps-");
         try (KvStashServer server = KvStashServer.launch(InvokedServer.context(dir).nanoClock(clock)))
         {
             final AgentInvoker invoker = server.invoker();

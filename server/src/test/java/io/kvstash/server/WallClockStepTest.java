@@ -6,6 +6,7 @@ import io.kvstash.client.KvStashClient;
 import io.kvstash.client.KvStashException;
 import io.kvstash.core.StoreContext;
 import io.kvstash.core.StoreCounters;
+import io.kvstash.tools.ShmDirectories;
 import io.kvstash.wire.ChunkKeys;
 import io.kvstash.wire.Status;
 import io.kvstash.wire.file.ClientFileDescriptor;
@@ -46,13 +47,13 @@ class WallClockStepTest
     @AfterEach
     void cleanup()
     {
-        TestDirs.delete(dir);
+        ShmDirectories.delete(dir);
     }
 
     @Test
     void shouldKeepBeatingAttachingAndReclaimingWhenTheServersWallClockStepsBackAnHour() throws Exception
     {
-        dir = TestDirs.newDirectory("clock-step");
+        dir = ShmDirectories.newPath("kvstash-test-clock-step-");
         final AtomicLong behindMs = new AtomicLong();
         final ServerContext context = new ServerContext()
             .directory(dir)
@@ -104,7 +105,7 @@ class WallClockStepTest
     @Test
     void shouldRefuseToConnectToAServerWhoseHeartbeatDoesNotMove() throws Exception
     {
-        dir = TestDirs.newDirectory("clock-still");
+        dir = ShmDirectories.newPath("kvstash-test-clock-still-");
         final ServerContext context = new ServerContext()
             .directory(dir)
             .storeContext(new StoreContext().poolSizeBytes(16L << 20))

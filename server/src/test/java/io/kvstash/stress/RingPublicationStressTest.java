@@ -5,6 +5,7 @@ import io.kvstash.wire.ring.RingDescriptor;
 import io.kvstash.wire.ring.RingProducer;
 import org.agrona.BufferUtil;
 import org.agrona.concurrent.UnsafeBuffer;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -24,6 +25,7 @@ import static org.junit.jupiter.api.Assertions.assertNull;
  * length word that is not a record (the ring reports corruption). Required: every committed record is seen.
  * Run longer with {@code -Dkvstash.stress.records=N}.
  */
+@Tag("slow")
 @Timeout(300)
 class RingPublicationStressTest
 {

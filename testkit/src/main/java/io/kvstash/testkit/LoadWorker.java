@@ -1,4 +1,4 @@
-package io.kvstash.chaos;
+package io.kvstash.testkit;
 
 import io.kvstash.client.ClientContext;
 import io.kvstash.client.ClientResponse;
@@ -18,7 +18,7 @@ import java.util.SplittableRandom;
 import java.util.concurrent.TimeUnit;
 
 /**
- * A worker process of the chaos suites. It talks to its coordinator through stdout lines and stdin
+ * The chaos suites' worker modes of {@link TestWorker}. A worker talks to its coordinator through stdout lines and stdin
  * commands:
  * <ul>
  *   <li>{@code load}: a mixed store/retrieve loop on a shared key space; it prints {@code ATTACHED} once its
@@ -34,7 +34,7 @@ import java.util.concurrent.TimeUnit;
  *   writes only if so, commits, and prints {@code COMMIT <status> wrote=<bool>}.</li>
  * </ul>
  */
-public final class ChaosWorker
+public final class LoadWorker
 {
     /** Failpoints of the load loop. */
     public enum Failpoint
@@ -60,7 +60,7 @@ public final class ChaosWorker
     private KvStashClient client;
     private volatile boolean stop;
 
-    private ChaosWorker(final Path dir, final long instance, final int chunkBytes)
+    private LoadWorker(final Path dir, final long instance, final int chunkBytes)
     {
         this.dir = dir;
         this.instance = instance;
@@ -80,15 +80,15 @@ public final class ChaosWorker
     }
 
     /**
-     * Entry point: {@code load DIR INSTANCE SEED KEYSPACE CHUNK_BYTES [copy] [FAILPOINT AFTER_OPS]} or
+     * Runs a mode: {@code load DIR INSTANCE SEED KEYSPACE CHUNK_BYTES [copy] [FAILPOINT AFTER_OPS]} or
      * {@code zombie DIR INSTANCE CHUNK_BYTES}.
      *
      * @param args arguments.
      * @throws Exception on a failure the coordinator counts as a crash.
      */
-    public static void main(final String[] args) throws Exception
+    static void run(final String[] args) throws Exception
     {
-        final ChaosWorker worker = new ChaosWorker(Path.of(args[1]), Long.parseLong(args[2]),
+        final LoadWorker worker = new LoadWorker(Path.of(args[1]), Long.parseLong(args[2]),
             Integer.parseInt("load".equals(args[0]) ? args[5] : args[3]));
         if ("load".equals(args[0]))
         {
@@ -335,7 +335,14 @@ public final class ChaosWorker
         }
     }
 
-    static ChunkKeys ids(final long first, final int count)
+    /**
+     * Keys of consecutive chunk ids.
+     *
+     * @param first first id.
+     * @param count ids.
+     * @return the keys.
+     */
+    public static ChunkKeys ids(final long first, final int count)
     {
         final long[] ids = new long[count];
         for (int i = 0; i < count; i++)

@@ -1,5 +1,7 @@
 package io.kvstash.chaos;
 
+import io.kvstash.tools.Json;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -9,9 +11,10 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
- * The quick profile of every reliability suite (issue 6) with real worker and server processes: what the
+ * The quick profile of every reliability suite with real worker and server processes: what the
  * suites promise, asserted; how fast things happened is reported, never asserted.
  */
+@Tag("slow")
 @Timeout(300)
 class ChaosQuickTest
 {
@@ -23,7 +26,7 @@ class ChaosQuickTest
         options.zombieReps = 10;
         options.fuzzRecords = 10_000;
         final Map<String, Object> report = new ChaosRunner(options).run();
-        System.out.println(ChaosRunner.toJson(report));
+        System.out.println(Json.write(report));
 
         assertTrue((Long)report.get("kills") > 0, "no worker was killed");
         assertTrue((Long)report.get("verified_reads") > 0, "no read was verified");

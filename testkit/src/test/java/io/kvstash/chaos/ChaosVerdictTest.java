@@ -1,6 +1,5 @@
 package io.kvstash.chaos;
 
-import io.kvstash.cli.KvStashCommand;
 import io.kvstash.tools.Json;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -13,6 +12,7 @@ import java.util.List;
 import java.util.Map;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
@@ -44,7 +44,7 @@ class ChaosVerdictTest
     {
         final StringWriter out = new StringWriter();
         final StringWriter err = new StringWriter();
-        final CommandLine commandLine = KvStashCommand.newCommandLine();
+        final CommandLine commandLine = ChaosMain.newCommandLine();
         commandLine.setOut(new PrintWriter(out, true));
         commandLine.setErr(new PrintWriter(err, true));
         final int exitCode = commandLine.execute("chaos", "--quick", "--only", "exhaustion");
@@ -56,7 +56,7 @@ class ChaosVerdictTest
 
         final StringWriter jsonOut = new StringWriter();
         final StringWriter jsonErr = new StringWriter();
-        final CommandLine json = KvStashCommand.newCommandLine();
+        final CommandLine json = ChaosMain.newCommandLine();
         json.setOut(new PrintWriter(jsonOut, true));
         json.setErr(new PrintWriter(jsonErr, true));
         assertEquals(0, json.execute("chaos", "--only", "exhaustion", "--json"));
@@ -64,5 +64,44 @@ class ChaosVerdictTest
         assertEquals("PASS", parsed.get("verdict"));
         assertEquals(List.of(), parsed.get("broken_promises"));
         assertTrue(jsonErr.toString().strip().endsWith("no crash"), jsonErr.toString());
+    }
+
+    @Test
+    void shouldRefuseContradictoryOptionsInOneLineWhenTheyMakeNoSense()
+    {
+        assertOneLineUsageError(new String[]{ "chaos", "--quick", "--long" }, "--quick and --long");
+        assertOneLineUsageError(new String[]{ "chaos", "--soak", "5", "--long" }, "--soak", "--long");
+        assertOneLineUsageError(new String[]{ "chaos", "--only", "kill,typo" }, "'typo'", "kill, zombie");
+    }
+
+    @Test
+    void shouldListChaosOnceWhenTheTestkitCommandLineIsAskedForHelp()
+    {
+        final StringWriter out = new StringWriter();
+        final CommandLine commandLine = ChaosMain.newCommandLine();
+        commandLine.setOut(new PrintWriter(out, true));
+        assertEquals(0, commandLine.execute("--help"));
+        assertEquals(out.toString().indexOf("\n  chaos "), out.toString().lastIndexOf("\n  chaos "), out.toString());
+        assertTrue(out.toString().contains("\n  bench "), out.toString());
+    }
+
+    private static void assertOneLineUsageError(final String[] args, final String... fragments)
+    {
+        final StringWriter out = new StringWriter();
+        final StringWriter err = new StringWriter();
+        final CommandLine commandLine = ChaosMain.newCommandLine();
+        commandLine.setOut(new PrintWriter(out, true));
+        commandLine.setErr(new PrintWriter(err, true));
+        final String what = String.join(" ", args) + "\n--- out\n" + out + "--- err\n" + err;
+        assertEquals(2, commandLine.execute(args), what);
+        final String[] lines = err.toString().strip().split("\n");
+        assertTrue(lines.length <= 2, "at most two lines: " + err);
+        assertTrue(lines[0].contains(": error: "), err.toString());
+        for (final String fragment : fragments)
+        {
+            assertTrue(lines[0].contains(fragment), "'" + fragment + "' in " + err);
+        }
+        assertFalse(err.toString().contains("Usage:"), "no usage: " + err);
+        assertEquals("", out.toString(), what);
     }
 }

@@ -6,6 +6,8 @@ import io.kvstash.core.StoreContext;
 import io.kvstash.core.StoreCounters;
 import io.kvstash.server.KvStashServer;
 import io.kvstash.server.ServerContext;
+import io.kvstash.testkit.TestWorker;
+import io.kvstash.tools.ChildJvm;
 
 import java.io.IOException;
 import java.io.PrintStream;
@@ -190,7 +192,7 @@ public final class SoakRunner
 
     private ChildJvm spawn(final Path dir, final int index, final SplittableRandom random) throws IOException
     {
-        return ChildJvm.start(ChaosWorker.class, "load", dir.toString(), Long.toString(100 + index),
+        return ChildJvm.start(TestWorker.class, "load", dir.toString(), Long.toString(100 + index),
             Long.toString(random.nextLong()), "3000", Integer.toString(ChaosRunner.CHUNK_BYTES));
     }
 

@@ -1,4 +1,4 @@
-package io.kvstash.chaos;
+package io.kvstash.testkit;
 
 import io.kvstash.wire.file.ClientFileDescriptor;
 import io.kvstash.wire.file.SecureDirectory;

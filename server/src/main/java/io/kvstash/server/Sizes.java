@@ -1,4 +1,4 @@
-package io.kvstash.tools;
+package io.kvstash.server;
 
 import java.util.Locale;
 import java.util.concurrent.TimeUnit;

@@ -1,7 +1,5 @@
 package io.kvstash.e2e;
 
-import io.kvstash.chaos.ChildJvm;
-import io.kvstash.chaos.RawRingClient;
 import io.kvstash.client.ClientContext;
 import io.kvstash.client.ClientResponse;
 import io.kvstash.client.KvStashClient;
@@ -9,7 +7,12 @@ import io.kvstash.core.StoreContext;
 import io.kvstash.core.StoreCounters;
 import io.kvstash.server.KvStashServer;
 import io.kvstash.server.ServerContext;
-import io.kvstash.server.TestDirs;
+import io.kvstash.testkit.EndToEndWorker;
+import io.kvstash.testkit.RawRingClient;
+import io.kvstash.testkit.TestServer;
+import io.kvstash.testkit.TestWorker;
+import io.kvstash.tools.ChildJvm;
+import io.kvstash.tools.ShmDirectories;
 import io.kvstash.wire.RequestType;
 import io.kvstash.wire.Status;
 import io.kvstash.wire.codec.WireDescriptor;
@@ -53,7 +56,7 @@ class RealProcessTest
     @AfterEach
     void cleanup()
     {
-        TestDirs.delete(dir);
+        ShmDirectories.delete(dir);
     }
 
     static ServerContext serverContext(final Path dir)
@@ -75,7 +78,7 @@ class RealProcessTest
     @Test
     void shouldStoreAndRetrieveVerifiedChunksFromTwoWorkerProcessesOneOnTheCopyTransport() throws Exception
     {
-        dir = TestDirs.newDirectory("two-workers");
+        dir = ShmDirectories.newPath("kvstash-test-two-workers-");
         try (KvStashServer server = KvStashServer.launch(serverContext(dir));
             ChildJvm shared = ChildJvm.startWithHeap(HEAP, TestWorker.class,
                 "store-retrieve", dir.toString(), "1", "400", "80", "11");
@@ -103,7 +106,7 @@ class RealProcessTest
     @Test
     void shouldReclaimTheReservationOfAWorkerKilledBetweenPrepareAndCommitWithinOneSecond() throws Exception
     {
-        dir = TestDirs.newDirectory("kill-worker");
+        dir = ShmDirectories.newPath("kvstash-test-kill-worker-");
         try (KvStashServer server = KvStashServer.launch(serverContext(dir));
             ChildJvm worker = ChildJvm.startWithHeap(HEAP, TestWorker.class, "prepare-hang", dir.toString(), "9", "100",
                 "3"))
@@ -124,9 +127,9 @@ class RealProcessTest
             assertEquals(0, server.counters().get(StoreCounters.PENDING_TRANSFERS));
             try (KvStashClient client = KvStashClient.connect(new ClientContext().directory(dir)))
             {
-                assertEquals(Status.OK, client.register(10, TestWorker.LAYOUT).status());
-                assertEquals(0, client.lookup(10, TestWorker.range(100, 3), false).hitChunks());
-                assertEquals(Status.MISS, client.prepareRetrieve(10, TestWorker.range(100, 1)).status());
+                assertEquals(Status.OK, client.register(10, EndToEndWorker.LAYOUT).status());
+                assertEquals(0, client.lookup(10, EndToEndWorker.range(100, 3), false).hitChunks());
+                assertEquals(Status.MISS, client.prepareRetrieve(10, EndToEndWorker.range(100, 1)).status());
             }
             System.out.println("dead worker reclaimed in " + reclaimMs + " ms");
         }
@@ -135,7 +138,7 @@ class RealProcessTest
     @Test
     void shouldNeverReapALiveIdleWorker() throws Exception
     {
-        dir = TestDirs.newDirectory("idle");
+        dir = ShmDirectories.newPath("kvstash-test-idle-");
         final ServerContext context = serverContext(dir).livenessIntervalMs(20);
         try (KvStashServer server = KvStashServer.launch(context);
             ChildJvm worker = ChildJvm.startWithHeap(HEAP, TestWorker.class, "prepare-hang", dir.toString(), "9", "1", "2"))
@@ -152,11 +155,11 @@ class RealProcessTest
     @Test
     void shouldGiveAClearErrorAndReconnectWhenTheServerIsKilledAndRestarted() throws Exception
     {
-        dir = TestDirs.newDirectory("restart");
+        dir = ShmDirectories.newPath("kvstash-test-restart-");
         try (ChildJvm first = ChildJvm.startWithHeap(HEAP, TestServer.class, dir.toString(),
             Long.toString(POOL_BYTES)))
         {
-            final String firstIncarnation = first.await("READY", 30_000).substring(6);
+            final String firstIncarnation = TestServer.incarnation(first.await(TestServer.READY_PREFIX, 30_000));
             try (ChildJvm worker = ChildJvm.startWithHeap(HEAP, TestWorker.class, "reconnect", dir.toString()))
             {
                 assertEquals("CONNECTED " + firstIncarnation, worker.await("CONNECTED", 30_000));
@@ -168,7 +171,7 @@ class RealProcessTest
                 try (ChildJvm second = ChildJvm.startWithHeap(HEAP, TestServer.class, dir.toString(),
                     Long.toString(POOL_BYTES)))
                 {
-                    final String secondIncarnation = second.await("READY", 30_000).substring(6);
+                    final String secondIncarnation = TestServer.incarnation(second.await(TestServer.READY_PREFIX, 30_000));
                     assertNotEquals(firstIncarnation, secondIncarnation);
                     assertEquals("WORKS " + secondIncarnation, worker.await("WORKS", 60_000));
                     assertEquals(0, worker.exitCode(10_000));
@@ -191,7 +194,7 @@ class RealProcessTest
     @Test
     void shouldRefuseASecondServerOnALiveDirectory() throws Exception
     {
-        dir = TestDirs.newDirectory("second");
+        dir = ShmDirectories.newPath("kvstash-test-second-");
         try (KvStashServer server = KvStashServer.launch(serverContext(dir)))
         {
             final IllegalStateException refused =
@@ -204,7 +207,7 @@ class RealProcessTest
     @Test
     void shouldUseMode0700And0600AndRefuseUnsafeDirectories() throws Exception
     {
-        dir = TestDirs.newDirectory("modes");
+        dir = ShmDirectories.newPath("kvstash-test-modes-");
         try (KvStashServer server = KvStashServer.launch(serverContext(dir));
             KvStashClient client = KvStashClient.connect(new ClientContext().directory(dir)))
         {
@@ -246,7 +249,7 @@ class RealProcessTest
     @Test
     void shouldAnswerBadRecordsWithErrorStatusesAndKeepServingOtherClients() throws Exception
     {
-        dir = TestDirs.newDirectory("garbage");
+        dir = ShmDirectories.newPath("kvstash-test-garbage-");
         final ServerContext context = serverContext(dir);
         try (KvStashServer server = KvStashServer.launch(context);
             KvStashClient good = KvStashClient.connect(new ClientContext().directory(dir));
@@ -254,7 +257,7 @@ class RealProcessTest
                 context.responseRingCapacity()))
         {
             assertTrue(raw.awaitAttached(10_000), "raw client not attached, state " + raw.attachState());
-            assertEquals(Status.OK, good.register(1, TestWorker.LAYOUT).status());
+            assertEquals(Status.OK, good.register(1, EndToEndWorker.LAYOUT).status());
 
             assertTrue(raw.send(RequestType.PING, new byte[4], 10_000));
             assertEquals(Status.MALFORMED, status(raw, correlation(42), RequestType.LOOKUP, 42));
@@ -301,10 +304,10 @@ class RealProcessTest
                 Thread.sleep(5);
             }
             assertEquals(ClientFileDescriptor.ATTACH_DETACHED, raw.attachState());
-            final ClientResponse stored = good.prepareStore(1, TestWorker.range(3, 1));
+            final ClientResponse stored = good.prepareStore(1, EndToEndWorker.range(3, 1));
             assertEquals(Status.OK, stored.status());
             assertEquals(Status.OK, good.commitStore(1, stored.transferId()).status());
-            assertEquals(1, good.lookup(1, TestWorker.range(3, 1), false).hitChunks());
+            assertEquals(1, good.lookup(1, EndToEndWorker.range(3, 1), false).hitChunks());
             // The only error logged is the detach of the corrupt ring; no bad record raised an exception.
             assertEquals(1, server.counters().get(StoreCounters.ERRORS));
         }

@@ -3,6 +3,8 @@ package io.kvstash.chaos;
 import io.kvstash.client.ClientContext;
 import io.kvstash.client.KvStashClient;
 import io.kvstash.server.ServerContext;
+import io.kvstash.testkit.LoadWorker;
+import io.kvstash.testkit.RawRingClient;
 import io.kvstash.wire.RequestFlags;
 import io.kvstash.wire.RequestType;
 import io.kvstash.wire.Status;
@@ -96,7 +98,7 @@ final class WireFuzzer
             {
                 throw new IllegalStateException("fuzz client not attached");
             }
-            good.register(1, ChaosWorker.layout(ChaosRunner.CHUNK_BYTES));
+            good.register(1, LoadWorker.layout(ChaosRunner.CHUNK_BYTES));
             for (long i = 0; i < records; i++)
             {
                 final Record record = next(random, i);
@@ -361,7 +363,7 @@ final class WireFuzzer
                 fresh.responseRingCapacity()))
         {
             raw.awaitAttached(10_000);
-            good.register(1, ChaosWorker.layout(ChaosRunner.CHUNK_BYTES));
+            good.register(1, LoadWorker.layout(ChaosRunner.CHUNK_BYTES));
             final Result result = new Result();
             for (final Record record : records)
             {

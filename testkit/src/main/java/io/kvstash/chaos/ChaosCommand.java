@@ -1,5 +1,6 @@
 package io.kvstash.chaos;
 
+import io.kvstash.tools.Json;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
@@ -25,7 +26,7 @@ import java.util.concurrent.Callable;
 public final class ChaosCommand implements Callable<Integer>
 {
     /** The suites {@code --only} accepts. */
-    static final List<String> SUITES = List.of("kill", "zombie", "restart", "fuzz", "exhaustion");
+    static final List<String> SUITES = ChaosRunner.suiteNames();
 
     @Spec
     CommandSpec spec;
@@ -99,7 +100,7 @@ public final class ChaosCommand implements Callable<Integer>
         final java.io.PrintWriter out = spec.commandLine().getOut();
         if (json)
         {
-            out.println(ChaosRunner.toJson(report));
+            out.println(Json.write(report));
             spec.commandLine().getErr().println(verdict);
             spec.commandLine().getErr().flush();
         }

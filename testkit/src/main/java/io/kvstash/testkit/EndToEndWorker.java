@@ -1,9 +1,10 @@
-package io.kvstash.e2e;
+package io.kvstash.testkit;
 
 import io.kvstash.client.ClientContext;
 import io.kvstash.client.ClientResponse;
 import io.kvstash.client.KvStashClient;
 import io.kvstash.client.KvStashException;
+import io.kvstash.tools.ChunkPattern;
 import io.kvstash.wire.ChunkKeys;
 import io.kvstash.wire.Status;
 import io.kvstash.wire.layout.Dtype;
@@ -15,7 +16,8 @@ import java.util.SplittableRandom;
 import java.util.concurrent.TimeUnit;
 
 /**
- * A worker process for the end-to-end tests. Modes:
+ * The end-to-end tests' worker modes of {@link TestWorker}; every chunk carries the {@link ChunkPattern} of its
+ * chunk id. Modes:
  * <ul>
  *   <li>{@code store-retrieve DIR INSTANCE ROUNDS KEYSPACE SEED [copy]}: stores and retrieves random
  *   ranges, verifying every chunk read; prints {@code RESULT ...};</li>
@@ -25,16 +27,24 @@ import java.util.concurrent.TimeUnit;
  *   next server, stores and retrieves one chunk, prints {@code WORKS <incarnation>}.</li>
  * </ul>
  */
-public final class TestWorker
+public final class EndToEndWorker
 {
-    static final Layout LAYOUT = Layout.of("e2e-model", 1, 0, 1, 16, Dtype.FLOAT16, false);
-    static final int CHUNK_BYTES = 2 * 1 * 256 * 16 * 2;
+    /** The layout every end-to-end worker registers. */
+    public static final Layout LAYOUT = Layout.of("e2e-model", 1, 0, 1, 16, Dtype.FLOAT16, false);
+    /** Bytes of a chunk of {@link #LAYOUT}. */
+    public static final int CHUNK_BYTES = 2 * 1 * 256 * 16 * 2;
 
-    private TestWorker()
+    private EndToEndWorker()
     {
     }
 
-    public static void main(final String[] args) throws Exception
+    /**
+     * Runs a mode (see the class comment).
+     *
+     * @param args mode and its arguments.
+     * @throws Exception on a failure (the test sees the exit code).
+     */
+    static void run(final String[] args) throws Exception
     {
         switch (args[0])
         {
@@ -54,7 +64,14 @@ public final class TestWorker
         }
     }
 
-    static ChunkKeys range(final long first, final int count)
+    /**
+     * Keys of consecutive chunk ids.
+     *
+     * @param first first id.
+     * @param count ids.
+     * @return the keys.
+     */
+    public static ChunkKeys range(final long first, final int count)
     {
         final long[] ids = new long[count];
         for (int i = 0; i < count; i++)
@@ -68,6 +85,7 @@ public final class TestWorker
         final Path dir, final long instance, final int rounds, final int keyspace, final long seed, final boolean copy)
     {
         final SplittableRandom random = new SplittableRandom(seed);
+        final ChunkPattern pattern = new ChunkPattern();
         final UnsafeBuffer chunk = new UnsafeBuffer(new byte[CHUNK_BYTES]);
         final UnsafeBuffer read = new UnsafeBuffer(new byte[CHUNK_BYTES]);
         long stored = 0;
@@ -105,7 +123,7 @@ public final class TestWorker
                     }
                     for (int i = 0; i < slots; i++)
                     {
-                        ChunkPattern.fill(chunk, CHUNK_BYTES, first + rangeIndex[i], instance);
+                        pattern.fill(chunk, CHUNK_BYTES, first + rangeIndex[i], 0);
                         check(client.writeChunk(instance, transfer, i, CHUNK_BYTES, offsets[i], chunk, 0));
                     }
                     check(client.commitStore(instance, transfer));
@@ -133,7 +151,7 @@ public final class TestWorker
                 for (int i = 0; i < slots; i++)
                 {
                     check(client.readChunk(instance, transfer, i, CHUNK_BYTES, offsets[i], read, 0));
-                    if (ChunkPattern.verify(read, CHUNK_BYTES, first + rangeIndex[i]))
+                    if (pattern.verify(read, CHUNK_BYTES, first + rangeIndex[i], 0))
                     {
                         verified++;
                     }
@@ -210,17 +228,18 @@ public final class TestWorker
             Thread.sleep(100);
         }
         check(client.register(77, LAYOUT));
+        final ChunkPattern pattern = new ChunkPattern();
         final ClientResponse r = client.prepareStore(77, range(5, 1));
         check(r);
         final UnsafeBuffer chunk = new UnsafeBuffer(new byte[CHUNK_BYTES]);
-        ChunkPattern.fill(chunk, CHUNK_BYTES, 5, 77);
+        pattern.fill(chunk, CHUNK_BYTES, 5, 0);
         check(client.writeChunk(77, r.transferId(), 0, CHUNK_BYTES, r.slotOffset(0), chunk, 0));
         check(client.commitStore(77, r.transferId()));
         final ClientResponse retrieve = client.prepareRetrieve(77, range(5, 1));
         check(retrieve);
         final UnsafeBuffer read = new UnsafeBuffer(new byte[CHUNK_BYTES]);
         check(client.readChunk(77, retrieve.transferId(), 0, CHUNK_BYTES, retrieve.slotOffset(0), read, 0));
-        if (!ChunkPattern.verify(read, CHUNK_BYTES, 5))
+        if (!pattern.verify(read, CHUNK_BYTES, 5, 0))
         {
             throw new IllegalStateException("chunk bytes differ after reconnect");
         }

@@ -1,4 +1,4 @@
-package io.kvstash.chaos;
+package io.kvstash.testkit;
 
 import org.agrona.concurrent.UnsafeBuffer;
 

@@ -1,20 +1,14 @@
-package io.kvstash.tools;
+package io.kvstash.testkit;
 
 import io.kvstash.client.ClientContext;
 import io.kvstash.client.ClientResponse;
 import io.kvstash.client.KvStashClient;
-import io.kvstash.core.StoreContext;
-import io.kvstash.pipeline.WaitMode;
-import io.kvstash.server.KvStashServer;
-import io.kvstash.server.ServerContext;
 import io.kvstash.wire.ChunkKeys;
 import io.kvstash.wire.Status;
 import io.kvstash.wire.layout.Dtype;
 import io.kvstash.wire.layout.Layout;
 import org.agrona.concurrent.UnsafeBuffer;
 
-import java.io.IOException;
-import java.io.OutputStream;
 import java.io.PrintStream;
 import java.nio.file.Path;
 import java.security.MessageDigest;
@@ -22,18 +16,14 @@ import java.security.NoSuchAlgorithmException;
 import java.util.Arrays;
 import java.util.Locale;
 import java.util.Random;
-import java.util.concurrent.CountDownLatch;
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicBoolean;
 
 /**
- * The Java side of the Python client's cross-language tests (clients/python/tests): a small command-line
- * peer that runs a server, or stores and retrieves chunks through {@link KvStashClient} and prints a
- * SHA-256 per chunk so that the other language can verify the bytes. Output is line-oriented:
- * {@code READY ...}, {@code CHUNK <range index> <sha256 hex>}, {@code DONE ...}, {@code BENCH ...}.
+ * The Java side of the Python client's cross-language tests (clients/python/tests): the worker modes of
+ * {@link TestWorker} that store and retrieve chunks through {@link KvStashClient} and print a SHA-256 per chunk so
+ * that the other language can verify the bytes (the server side is {@link TestServer}). Output is line-oriented:
+ * {@code CHUNK <range index> <sha256 hex>}, {@code DONE ...}, {@code BENCH ...}.
  *
  * <pre>
- * serve    DIR POOL_BYTES [CHUNK_TOKENS [LEASE_MS [WAIT_MODE]]]    runs a server until SIGTERM or stdin EOF
  * store    DIR INSTANCE MODEL LAYERS HIDDEN DTYPE TOKEN_BASE CHUNKS SEED [copy]
  * retrieve DIR INSTANCE MODEL LAYERS HIDDEN DTYPE TOKEN_BASE CHUNKS [copy]
  * bench    DIR CHUNK_BYTES ITERATIONS                                    store/retrieve GB/s, ping p50/p99
@@ -43,31 +33,26 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * {@code TOKEN_BASE, TOKEN_BASE + 1, ...} ({@code CHUNKS} full chunks); {@code store} fills every chunk
  * with {@code new Random(SEED + range index)} bytes.
  */
-public final class InteropPeer
+final class InteropWorker
 {
     private static final PrintStream OUT = System.out;
 
-    private InteropPeer()
+    private InteropWorker()
     {
     }
 
     /**
-     * Runs one command (see the class comment) and exits with 0 on success, 1 on a failed check, 2 on a
-     * usage error.
+     * Runs one mode (see the class comment).
      *
-     * @param args command and its arguments.
-     * @throws Exception on an unexpected failure (the exit code is then non-zero).
+     * @param args mode and its arguments.
+     * @return 0 on success, 1 on a failed check, 2 on a usage error.
+     * @throws Exception on an unexpected failure.
      */
-    public static void main(final String[] args) throws Exception
+    static int run(final String[] args) throws Exception
     {
-        if (args.length < 1)
-        {
-            usage();
-        }
         final int code;
         switch (args[0])
         {
-            case "serve" -> code = serve(args);
             case "store" -> code = store(args);
             case "retrieve" -> code = retrieve(args);
             case "bench" -> code = bench(args);
@@ -78,55 +63,13 @@ public final class InteropPeer
             }
         }
         OUT.flush();
-        System.exit(code);
+        return code;
     }
 
     private static void usage()
     {
-        System.err.println("usage: InteropPeer serve|store|retrieve|bench ... (see the class javadoc)");
+        System.err.println("usage: TestWorker store|retrieve|bench ... (see InteropWorker)");
         System.exit(2);
-    }
-
-    private static int serve(final String[] args) throws IOException, InterruptedException
-    {
-        if (args.length < 3)
-        {
-            usage();
-        }
-        final StoreContext store = new StoreContext().poolSizeBytes(Long.parseLong(args[2]));
-        if (args.length > 3)
-        {
-            store.chunkTokens(Integer.parseInt(args[3]));
-        }
-        if (args.length > 4)
-        {
-            store.leaseNs(TimeUnit.MILLISECONDS.toNanos(Long.parseLong(args[4])));
-        }
-        final ServerContext context = new ServerContext().directory(Path.of(args[1])).storeContext(store);
-        if (args.length > 5)
-        {
-            context.waitMode(WaitMode.valueOf(args[5].toUpperCase(Locale.ROOT).replace('-', '_')));
-        }
-        final KvStashServer server = KvStashServer.launch(context);
-        final AtomicBoolean closed = new AtomicBoolean();
-        final CountDownLatch stopped = new CountDownLatch(1);
-        final Runnable shutdown = () ->
-        {
-            if (closed.compareAndSet(false, true))
-            {
-                server.close();
-                stopped.countDown();
-            }
-        };
-        Runtime.getRuntime().addShutdownHook(new Thread(shutdown, "interop-peer-shutdown"));
-        OUT.println("READY incarnation=" + Long.toHexString(server.context().incarnation()) +
-            " pid=" + ProcessHandle.current().pid());
-        OUT.flush();
-        // Stdin EOF (the test process died) also stops the server, so no test leaves one behind.
-        System.in.transferTo(OutputStream.nullOutputStream());
-        shutdown.run();
-        stopped.await();
-        return 0;
     }
 
     private static KvStashClient connect(final String directory, final boolean copy)
