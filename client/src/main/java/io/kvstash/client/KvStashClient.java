@@ -1,50 +1,15 @@
 package io.kvstash.client;
 
 import io.kvstash.wire.ChunkKeys;
-import io.kvstash.wire.PoolRegion;
 import io.kvstash.wire.RequestFlags;
 import io.kvstash.wire.RequestType;
 import io.kvstash.wire.Status;
-import io.kvstash.wire.WireVersion;
-import io.kvstash.wire.codec.DataRequestFlyweight;
-import io.kvstash.wire.codec.KeyedRequestFlyweight;
-import io.kvstash.wire.codec.RegisterRequestFlyweight;
-import io.kvstash.wire.codec.RequestFlyweight;
-import io.kvstash.wire.file.ClientFileDescriptor;
-import io.kvstash.wire.file.ControlFileDescriptor;
-import io.kvstash.wire.file.PoolFileDescriptor;
-import io.kvstash.wire.file.PoolPages;
-import io.kvstash.wire.file.SecureDirectory;
-import io.kvstash.wire.file.SlotTableDescriptor;
 import io.kvstash.wire.layout.Layout;
-import io.kvstash.wire.ring.RingConsumer;
-import io.kvstash.wire.ring.RingDescriptor;
-import io.kvstash.wire.ring.RingProducer;
-import org.agrona.BufferUtil;
 import org.agrona.DirectBuffer;
-import org.agrona.IoUtil;
 import org.agrona.MutableDirectBuffer;
-import org.agrona.concurrent.IdleStrategy;
 import org.agrona.concurrent.UnsafeBuffer;
 
-import java.io.IOException;
-import java.lang.invoke.VarHandle;
-import java.nio.ByteOrder;
-import java.nio.MappedByteBuffer;
-import java.nio.channels.FileChannel;
-import java.nio.channels.FileLock;
-import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
-import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
-import java.nio.file.StandardOpenOption;
-import java.util.ArrayList;
-import java.util.List;
-import java.util.concurrent.ThreadLocalRandom;
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.locks.LockSupport;
-
-import static io.kvstash.wire.codec.WireDescriptor.*;
 
 /**
  * A worker's connection to a kvstash server over shared memory: its own client file with a request ring and
@@ -56,11 +21,15 @@ import static io.kvstash.wire.codec.WireDescriptor.*;
  * server are never truncated while mapped, so no access here can fault.
  * <p>
  * Not thread safe: one client per worker thread.
+ * <p>
+ * A facade over the parts that do the work, cut as Aeron's client is: {@link ServerConnection} (the files,
+ * from connect to close), {@link ServerLiveness} (whether the server still serves this client),
+ * {@link RequestProxy} (requests encoded into the request ring), {@link ResponseAdapter} (responses read,
+ * awaited and dispatched), {@link ClientConductor} (a synchronous call: send, then await its answer) and
+ * {@link PoolSlots} (the chunk bytes in the mapped pool).
  */
 public final class KvStashClient implements AutoCloseable
 {
-    private static final ByteOrder LE = ByteOrder.LITTLE_ENDIAN;
-
     /**
      * Receives responses of the non-blocking form.
      */
@@ -75,154 +44,22 @@ public final class KvStashClient implements AutoCloseable
         void onResponse(ClientResponse response);
     }
 
-    /** Idle passes of {@link #await} between two clock reads, a power of two. */
-    static final int CLOCK_IDLES = 64;
-
-    private final ClientContext context;
-    private final Path directory;
-    private final IdleStrategy idleStrategy;
-    private final MappedByteBuffer controlMapped;
-    private final UnsafeBuffer control;
-    private final long incarnation;
-    private final long serverPid;
-    private final long heartbeatTimeoutMs;
-    private final int chunkTokens;
-    private final int maxChunks;
-    private final int maxInlineBytes;
-    private final long poolSizeBytes;
-    private final long dataOffset;
-    private final long segmentBytes;
-    private final Path clientPath;
-    private final FileChannel clientChannel;
-    private final FileLock clientLock;
-    private final MappedByteBuffer clientMapped;
-    private final UnsafeBuffer clientHeader;
-    private final RingProducer requests;
-    private final RingConsumer responses;
-    private final RequestFlyweight simpleRecord = new RequestFlyweight();
-    private final KeyedRequestFlyweight keyedRecord = new KeyedRequestFlyweight();
-    private final RegisterRequestFlyweight registerRecord = new RegisterRequestFlyweight();
-    private final DataRequestFlyweight dataRecord = new DataRequestFlyweight();
-    private final ClientResponse response;
-    private final ClientResponse dataResponse;
-    private final long sessionId;
-    private FileChannel poolChannel;
-    private MappedByteBuffer poolMeta;
-    private final List<MappedByteBuffer> poolSegments = new ArrayList<>();
-    private PoolRegion pool;
-    private UnsafeBuffer slotTable;
-    private ResponseHandler asyncHandler;
-    private long nextCorrelationId = 1;
-    private long orphanResponses;
-    private long lastHeartbeat;
-    private long lastHeartbeatChangeNs;
-    private boolean closed;
+    private final ServerConnection connection;
+    private final ServerLiveness liveness;
+    private final PoolSlots slots;
+    private final RequestProxy proxy;
+    private final ResponseAdapter responses;
+    private final ClientConductor conductor;
 
     private KvStashClient(final ClientContext context)
     {
-        this.context = context.conclude();
-        this.directory = context.directory();
-        this.idleStrategy = context.idleStrategy();
-        try
-        {
-            SecureDirectory.check(directory);
-        }
-        catch (final NoSuchFileException ex)
-        {
-            throw new KvStashException(KvStashException.Reason.SERVER_GONE, "no kvstash server on " + directory);
-        }
-        catch (final IOException ex)
-        {
-            throw new KvStashException(KvStashException.Reason.BAD_FILES, ex.getMessage(), ex);
-        }
-        final Path controlPath = directory.resolve(ControlFileDescriptor.FILE_NAME);
-        try (FileChannel channel = FileChannel.open(controlPath, StandardOpenOption.READ))
-        {
-            controlMapped = channel.map(FileChannel.MapMode.READ_ONLY, 0, channel.size());
-        }
-        catch (final NoSuchFileException ex)
-        {
-            throw new KvStashException(KvStashException.Reason.SERVER_GONE, "no kvstash server on " + directory);
-        }
-        catch (final IOException ex)
-        {
-            throw new KvStashException(KvStashException.Reason.BAD_FILES, "cannot map " + controlPath, ex);
-        }
-        control = new UnsafeBuffer(controlMapped);
-        try
-        {
-            checkControl(control, controlPath);
-            incarnation = control.getLong(ControlFileDescriptor.INCARNATION_OFFSET);
-            serverPid = control.getLong(ControlFileDescriptor.PID_OFFSET);
-            final int c = ControlFileDescriptor.CONFIG_OFFSET;
-            heartbeatTimeoutMs = control.getInt(c + ControlFileDescriptor.HEARTBEAT_TIMEOUT_OFFSET);
-            chunkTokens = control.getInt(c + ControlFileDescriptor.CHUNK_TOKENS_OFFSET);
-            maxChunks = control.getInt(c + ControlFileDescriptor.MAX_CHUNKS_OFFSET);
-            maxInlineBytes = control.getInt(c + ControlFileDescriptor.MAX_INLINE_OFFSET);
-            poolSizeBytes = control.getLong(c + ControlFileDescriptor.POOL_SIZE_OFFSET);
-            dataOffset = control.getLong(c + ControlFileDescriptor.DATA_OFFSET_OFFSET);
-            segmentBytes = control.getLong(c + ControlFileDescriptor.SEGMENT_BYTES_OFFSET);
-            final int requestCapacity = control.getInt(c + ControlFileDescriptor.REQUEST_RING_CAPACITY_OFFSET);
-            final int responseCapacity = control.getInt(c + ControlFileDescriptor.RESPONSE_RING_CAPACITY_OFFSET);
-            if (!aliveAtConnect(control.getInt(c + ControlFileDescriptor.HEARTBEAT_INTERVAL_OFFSET)))
-            {
-                throw new KvStashException(KvStashException.Reason.SERVER_GONE, "the server on " + directory +
-                    " is not running (pid " + serverPid + ")");
-            }
-            if (!context.copyTransport())
-            {
-                mapPool(ControlFileDescriptor.poolFileName(control));
-            }
-
-            final long pid = ProcessHandle.current().pid();
-            clientPath = directory.resolve(ClientFileDescriptor.fileName(pid, ThreadLocalRandom.current().nextLong()));
-            SecureDirectory.createFile(clientPath);
-            final int fileLength = ClientFileDescriptor.fileLength(requestCapacity, responseCapacity);
-            clientChannel = FileChannel.open(clientPath, StandardOpenOption.READ, StandardOpenOption.WRITE);
-            clientLock = clientChannel.lock();
-            clientChannel.write(java.nio.ByteBuffer.wrap(new byte[1]), fileLength - 1);
-            clientMapped = clientChannel.map(FileChannel.MapMode.READ_WRITE, 0, fileLength);
-            clientHeader = new UnsafeBuffer(clientMapped, 0, ClientFileDescriptor.HEADER_LENGTH);
-            clientHeader.putLong(ClientFileDescriptor.MAGIC_OFFSET, ClientFileDescriptor.MAGIC);
-            clientHeader.putInt(ClientFileDescriptor.HEADER_LENGTH_OFFSET, ClientFileDescriptor.HEADER_LENGTH);
-            clientHeader.putLong(ClientFileDescriptor.PID_OFFSET, pid);
-            clientHeader.putLong(ClientFileDescriptor.INCARNATION_OFFSET, incarnation);
-            clientHeader.putInt(ClientFileDescriptor.REQUEST_CAPACITY_OFFSET, requestCapacity);
-            clientHeader.putInt(ClientFileDescriptor.RESPONSE_CAPACITY_OFFSET, responseCapacity);
-            clientHeader.putInt(ClientFileDescriptor.FLAGS_OFFSET,
-                context.copyTransport() ? ClientFileDescriptor.FLAG_COPY_TRANSPORT : 0);
-            requests = new RingProducer(new UnsafeBuffer(clientMapped, ClientFileDescriptor.REQUEST_RING_OFFSET,
-                RingDescriptor.totalLength(requestCapacity)));
-            responses = new RingConsumer(new UnsafeBuffer(clientMapped,
-                ClientFileDescriptor.responseRingOffset(requestCapacity), RingDescriptor.totalLength(responseCapacity)));
-            response = new ClientResponse(RingDescriptor.maxPayloadLength(responseCapacity));
-            // The copy transport's data answers land here, so the prepare's response stays readable.
-            dataResponse = new ClientResponse(RingDescriptor.maxPayloadLength(responseCapacity));
-            clientHeader.putIntRelease(ClientFileDescriptor.VERSION_OFFSET, ClientFileDescriptor.VERSION);
-            long attachedSession;
-            try
-            {
-                attachedSession = awaitAttach();
-            }
-            catch (final KvStashException ex)
-            {
-                // Refused or never attached: the file is this client's to remove.
-                Files.deleteIfExists(clientPath);
-                throw ex;
-            }
-            sessionId = attachedSession;
-        }
-        catch (final IOException ex)
-        {
-            releaseMappings();
-            throw new KvStashException(KvStashException.Reason.BAD_FILES, "cannot create a client file in " +
-                directory, ex);
-        }
-        catch (final RuntimeException ex)
-        {
-            releaseMappings();
-            throw ex;
-        }
+        final ClientContext concluded = context.conclude();
+        connection = new ServerConnection(concluded);
+        liveness = connection.liveness();
+        slots = connection.slots();
+        proxy = new RequestProxy(connection.requests());
+        responses = new ResponseAdapter(connection.responses(), connection.maxResponseLength(), concluded, liveness);
+        conductor = new ClientConductor(proxy, responses, connection.maxInlineBytes());
     }
 
     /**
@@ -235,84 +72,6 @@ public final class KvStashClient implements AutoCloseable
     public static KvStashClient connect(final ClientContext context)
     {
         return new KvStashClient(context);
-    }
-
-    private static void checkControl(final UnsafeBuffer control, final Path path)
-    {
-        if (control.capacity() < ControlFileDescriptor.COUNTERS_OFFSET ||
-            control.getLong(ControlFileDescriptor.MAGIC_OFFSET) != ControlFileDescriptor.MAGIC)
-        {
-            throw new KvStashException(KvStashException.Reason.BAD_FILES, path + " is not a kvstash control file");
-        }
-        final int version = control.getIntAcquire(ControlFileDescriptor.VERSION_OFFSET);
-        if (!WireVersion.isWritten(version))
-        {
-            throw new KvStashException(KvStashException.Reason.SERVER_GONE, "the server on " + path.getParent() +
-                " is still starting");
-        }
-        if (!WireVersion.isCompatible(version))
-        {
-            throw new KvStashException(KvStashException.Reason.BAD_FILES, WireVersion.incompatible(path.toString(), version));
-        }
-    }
-
-    private void mapPool(final String poolName) throws IOException
-    {
-        final Path poolPath = directory.resolve(poolName);
-        poolChannel = FileChannel.open(poolPath, StandardOpenOption.READ, StandardOpenOption.WRITE);
-        poolMeta = poolChannel.map(FileChannel.MapMode.READ_WRITE, 0, dataOffset);
-        final UnsafeBuffer meta = new UnsafeBuffer(poolMeta);
-        if (meta.getLong(PoolFileDescriptor.MAGIC_OFFSET) != PoolFileDescriptor.MAGIC ||
-            !WireVersion.isCompatible(meta.getIntAcquire(PoolFileDescriptor.VERSION_OFFSET)) ||
-            meta.getLong(PoolFileDescriptor.INCARNATION_OFFSET) != incarnation)
-        {
-            throw new KvStashException(KvStashException.Reason.BAD_FILES, poolPath + " is not this server's pool");
-        }
-        final long tableOffset = meta.getLong(PoolFileDescriptor.SLOT_TABLE_OFFSET_OFFSET);
-        final long tableLength = meta.getLong(PoolFileDescriptor.SLOT_TABLE_LENGTH_OFFSET);
-        slotTable = new UnsafeBuffer(meta, (int)tableOffset, (int)Math.max(8, tableLength));
-        final int segments = (int)((poolSizeBytes + segmentBytes - 1) / segmentBytes);
-        final long[] addresses = new long[segments];
-        final UnsafeBuffer[] mapped = new UnsafeBuffer[segments];
-        for (int i = 0; i < segments; i++)
-        {
-            final long start = i * segmentBytes;
-            final long length = Math.min(segmentBytes, poolSizeBytes - start);
-            final MappedByteBuffer segment = poolChannel.map(FileChannel.MapMode.READ_WRITE, dataOffset + start, length);
-            poolSegments.add(segment);
-            addresses[i] = BufferUtil.address(segment);
-            mapped[i] = new UnsafeBuffer(segment);
-        }
-        if (context.pretouchPool())
-        {
-            PoolPages.touchSegments(poolSizeBytes, mapped, segmentBytes, context.pretouchThreads());
-        }
-        pool = PoolRegion.ofSegments(addresses, segmentBytes, poolSizeBytes, poolSegments);
-    }
-
-    private long awaitAttach()
-    {
-        final long deadline = System.nanoTime() + context.timeoutNs();
-        idleStrategy.reset();
-        while (true)
-        {
-            final int state = clientHeader.getIntAcquire(ClientFileDescriptor.ATTACH_STATE_OFFSET);
-            if (ClientFileDescriptor.ATTACH_ATTACHED == state)
-            {
-                return clientHeader.getLong(ClientFileDescriptor.SESSION_ID_OFFSET);
-            }
-            if (ClientFileDescriptor.ATTACH_REJECTED == state)
-            {
-                throw new KvStashException(KvStashException.Reason.REJECTED, "the server refused the client (reason " +
-                    clientHeader.getInt(ClientFileDescriptor.REJECT_REASON_OFFSET) + ")");
-            }
-            if (System.nanoTime() - deadline > 0)
-            {
-                throw new KvStashException(alive() ? KvStashException.Reason.TIMEOUT : KvStashException.Reason.SERVER_GONE,
-                    "the server did not attach the client in time");
-            }
-            idleStrategy.idle();
-        }
     }
 
     // ------------------------------------------------------------------------------------------ liveness
@@ -329,75 +88,7 @@ public final class KvStashClient implements AutoCloseable
      */
     public boolean alive()
     {
-        if (ControlFileDescriptor.STATE_RUNNING != control.getIntAcquire(ControlFileDescriptor.STATE_OFFSET))
-        {
-            return false;
-        }
-        final long heartbeat = control.getLongAcquire(ControlFileDescriptor.HEARTBEAT_OFFSET);
-        final long nowNs = System.nanoTime();
-        if (heartbeat != lastHeartbeat)
-        {
-            lastHeartbeat = heartbeat;
-            lastHeartbeatChangeNs = nowNs;
-        }
-        else if (nowNs - lastHeartbeatChangeNs > TimeUnit.MILLISECONDS.toNanos(heartbeatTimeoutMs))
-        {
-            return false;
-        }
-        return serverProcessAlive();
-    }
-
-    /**
-     * The first liveness check, with no heartbeat seen before. It only seeds what {@link #alive()} judges by:
-     * a heartbeat within the timeout of this machine's wall clock (either way) counts as seen changing that
-     * long ago; any other (a server whose wall clock stands apart from this one's, or a dead server) counts as
-     * stale, and is watched for up to three heartbeat intervals while the server's process lives, so that it
-     * is fresh only if it moves.
-     */
-    private boolean aliveAtConnect(final long heartbeatIntervalMs)
-    {
-        final long heartbeat = control.getLongAcquire(ControlFileDescriptor.HEARTBEAT_OFFSET);
-        final long ageMs = System.currentTimeMillis() - heartbeat;
-        final boolean nearThisClock = Math.abs(ageMs) <= heartbeatTimeoutMs;
-        lastHeartbeat = heartbeat;
-        lastHeartbeatChangeNs = System.nanoTime() -
-            TimeUnit.MILLISECONDS.toNanos(nearThisClock ? Math.max(0, ageMs) : heartbeatTimeoutMs + 1);
-        final long deadlineNs =
-            System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(3 * Math.max(1, heartbeatIntervalMs));
-        while (!nearThisClock && System.nanoTime() - deadlineNs < 0 && serverProcessAlive() &&
-            control.getLongAcquire(ControlFileDescriptor.HEARTBEAT_OFFSET) == heartbeat)
-        {
-            LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(1));
-        }
-        return alive();
-    }
-
-    private boolean serverProcessAlive()
-    {
-        return ProcessHandle.of(serverPid).map(ProcessHandle::isAlive).orElse(false);
-    }
-
-    /**
-     * Raises the right exception when the server is gone: restarted (a newer control file on the directory)
-     * or simply gone; or when it detached this client.
-     */
-    private void checkServer()
-    {
-        if (ClientFileDescriptor.ATTACH_DETACHED == clientHeader.getIntAcquire(ClientFileDescriptor.ATTACH_STATE_OFFSET))
-        {
-            throw new KvStashException(KvStashException.Reason.DETACHED, "the server detached this client");
-        }
-        if (alive())
-        {
-            return;
-        }
-        final long current = currentIncarnation(directory);
-        if (0 != current && current != incarnation)
-        {
-            throw new KvStashException(KvStashException.Reason.SERVER_RESTARTED, "the server restarted (incarnation " +
-                Long.toHexString(incarnation) + " -> " + Long.toHexString(current) + "): reconnect");
-        }
-        throw new KvStashException(KvStashException.Reason.SERVER_GONE, "the server (pid " + serverPid + ") is gone");
+        return liveness.alive();
     }
 
     /**
@@ -408,46 +99,10 @@ public final class KvStashClient implements AutoCloseable
      */
     public static long currentIncarnation(final Path directory)
     {
-        try (FileChannel channel = FileChannel.open(directory.resolve(ControlFileDescriptor.FILE_NAME),
-            StandardOpenOption.READ))
-        {
-            final java.nio.ByteBuffer bytes = java.nio.ByteBuffer.allocate(ControlFileDescriptor.HEADER_LENGTH).order(LE);
-            channel.read(bytes, 0);
-            return !WireVersion.isWritten(bytes.getInt(ControlFileDescriptor.VERSION_OFFSET)) ? 0 :
-                bytes.getLong(ControlFileDescriptor.INCARNATION_OFFSET);
-        }
-        catch (final IOException ex)
-        {
-            return 0;
-        }
+        return ServerLiveness.currentIncarnation(directory);
     }
 
     // ------------------------------------------------------------------------------------------ sending
-
-    private int claim(final int type, final int length)
-    {
-        if (closed)
-        {
-            throw new IllegalStateException("client closed");
-        }
-        return requests.tryClaim(type, length);
-    }
-
-    private long header(
-        final RequestFlyweight record,
-        final int at,
-        final int length,
-        final long instanceId,
-        final long transferId,
-        final long salt,
-        final int flags,
-        final int keyMode)
-    {
-        final long correlationId = nextCorrelationId++;
-        record.wrapForEncode(requests.buffer(), at, length);
-        record.putHeader(correlationId, instanceId, transferId, salt, flags, keyMode);
-        return correlationId;
-    }
 
     /**
      * Sends a request that carries only the common header.
@@ -460,15 +115,7 @@ public final class KvStashClient implements AutoCloseable
      */
     public long sendSimple(final int type, final long instanceId, final long transferId, final int flags)
     {
-        final int length = RequestFlyweight.HEADER_LENGTH;
-        final int at = claim(type, length);
-        if (at < 0)
-        {
-            return -1;
-        }
-        final long correlationId = header(simpleRecord, at, length, instanceId, transferId, 0, flags, KEY_MODE_NONE);
-        requests.commit(length);
-        return correlationId;
+        return proxy.sendSimple(type, instanceId, transferId, flags);
     }
 
     /**
@@ -482,16 +129,7 @@ public final class KvStashClient implements AutoCloseable
      */
     public long sendKeyed(final int type, final long instanceId, final ChunkKeys keys, final int flags)
     {
-        final int length = KeyedRequestFlyweight.hashesLength(keys.count());
-        final int at = claim(type, length);
-        if (at < 0)
-        {
-            return -1;
-        }
-        final long correlationId = header(keyedRecord, at, length, instanceId, 0, keys.salt(), flags, KEY_MODE_HASHES);
-        keyedRecord.putHashes(keys);
-        requests.commit(length);
-        return correlationId;
+        return proxy.sendKeyed(type, instanceId, keys, flags);
     }
 
     /**
@@ -517,45 +155,7 @@ public final class KvStashClient implements AutoCloseable
         final long salt,
         final int flags)
     {
-        final int length = KeyedRequestFlyweight.tokensLength(tokenCount);
-        final int at = claim(type, length);
-        if (at < 0)
-        {
-            return -1;
-        }
-        final long correlationId = header(keyedRecord, at, length, instanceId, 0, salt, flags, KEY_MODE_TOKENS);
-        keyedRecord.putTokens(tokens, tokenCount, fromChunk, toChunk);
-        requests.commit(length);
-        return correlationId;
-    }
-
-    private long sendRegister(final long instanceId, final Layout layout)
-    {
-        final int length = RegisterRequestFlyweight.length(layout.modelBytes().length);
-        final int at = claim(RequestType.REGISTER, length);
-        if (at < 0)
-        {
-            return -1;
-        }
-        final long correlationId = header(registerRecord, at, length, instanceId, 0, 0, 0, KEY_MODE_NONE);
-        registerRecord.putLayout(layout);
-        requests.commit(length);
-        return correlationId;
-    }
-
-    private long sendLookupAllRanks(final String model, final int worldSize, final ChunkKeys keys)
-    {
-        final byte[] name = model.getBytes(StandardCharsets.UTF_8);
-        final int length = KeyedRequestFlyweight.allRanksLength(name.length, keys.count());
-        final int at = claim(RequestType.LOOKUP_ALL_RANKS, length);
-        if (at < 0)
-        {
-            return -1;
-        }
-        final long correlationId = header(keyedRecord, at, length, 0, 0, keys.salt(), 0, KEY_MODE_HASHES);
-        keyedRecord.putAllRanks(worldSize, name).putHashes(keys);
-        requests.commit(length);
-        return correlationId;
+        return proxy.sendTokens(type, instanceId, tokens, tokenCount, fromChunk, toChunk, salt, flags);
     }
 
     /**
@@ -579,16 +179,7 @@ public final class KvStashClient implements AutoCloseable
         final int sourceOffset,
         final int length)
     {
-        final int recordLength = DataRequestFlyweight.writeLength(length);
-        final int at = claim(RequestType.WRITE_DATA, recordLength);
-        if (at < 0)
-        {
-            return -1;
-        }
-        final long correlationId = header(dataRecord, at, recordLength, instanceId, transferId, 0, 0, KEY_MODE_NONE);
-        dataRecord.putData(slotIndex, length, offset).putBytes(source, sourceOffset, length);
-        requests.commit(recordLength);
-        return correlationId;
+        return proxy.sendWriteData(instanceId, transferId, slotIndex, offset, source, sourceOffset, length);
     }
 
     /**
@@ -604,16 +195,7 @@ public final class KvStashClient implements AutoCloseable
     public long sendReadData(
         final long instanceId, final long transferId, final int slotIndex, final long offset, final int length)
     {
-        final int recordLength = DataRequestFlyweight.READ_LENGTH;
-        final int at = claim(RequestType.READ_DATA, recordLength);
-        if (at < 0)
-        {
-            return -1;
-        }
-        final long correlationId = header(dataRecord, at, recordLength, instanceId, transferId, 0, 0, KEY_MODE_NONE);
-        dataRecord.putData(slotIndex, length, offset);
-        requests.commit(recordLength);
-        return correlationId;
+        return proxy.sendReadData(instanceId, transferId, slotIndex, offset, length);
     }
 
     // ------------------------------------------------------------------------------------------ receiving
@@ -627,26 +209,7 @@ public final class KvStashClient implements AutoCloseable
      */
     public int poll(final ResponseHandler handler, final int limit)
     {
-        int n = 0;
-        while (n < limit && responses.next())
-        {
-            if (RESPONSE_TYPE == responses.type())
-            {
-                response.copyFrom(responses.buffer(), responses.payloadOffset(), responses.payloadLength());
-                responses.consume();
-                handler.onResponse(response);
-                n++;
-            }
-            else
-            {
-                responses.consume();
-            }
-        }
-        if (responses.isCorrupt())
-        {
-            throw new KvStashException(KvStashException.Reason.BAD_FILES, "corrupt response ring");
-        }
-        return n;
+        return responses.poll(handler, limit);
     }
 
     /**
@@ -658,7 +221,7 @@ public final class KvStashClient implements AutoCloseable
      */
     public KvStashClient asyncHandler(final ResponseHandler handler)
     {
-        this.asyncHandler = handler;
+        responses.asyncHandler(handler);
         return this;
     }
 
@@ -671,7 +234,7 @@ public final class KvStashClient implements AutoCloseable
      */
     public ClientResponse await(final long correlationId)
     {
-        return await(correlationId, response);
+        return responses.await(correlationId, responses.response());
     }
 
     /**
@@ -683,7 +246,7 @@ public final class KvStashClient implements AutoCloseable
      */
     public ClientResponse newResponse()
     {
-        return new ClientResponse(response.capacity());
+        return responses.newResponse();
     }
 
     /**
@@ -697,137 +260,7 @@ public final class KvStashClient implements AutoCloseable
      */
     public ClientResponse await(final long correlationId, final ClientResponse target)
     {
-        // No clock read while the answer may be on its way: a read costs about as much as a hand-off between
-        // two cores (28 ns on this project's VM), so the clock is read once every CLOCK_IDLES idle passes and
-        // the liveness check and the timeout count from the first such read.
-        long start = 0;
-        long nextCheck = 0;
-        boolean clockStarted = false;
-        int idles = 0;
-        idleStrategy.reset();
-        while (true)
-        {
-            while (responses.next())
-            {
-                if (RESPONSE_TYPE != responses.type())
-                {
-                    responses.consume();
-                    continue;
-                }
-                final boolean ours = responses.payloadLength() >= 8 && correlationId ==
-                    responses.buffer().getLong(responses.payloadOffset() + RESPONSE_CORRELATION_ID_OFFSET, LE);
-                final ClientResponse into = ours ? target : response;
-                into.copyFrom(responses.buffer(), responses.payloadOffset(), responses.payloadLength());
-                responses.consume();
-                if (ours)
-                {
-                    return target;
-                }
-                if (null != asyncHandler)
-                {
-                    asyncHandler.onResponse(response);
-                }
-                else
-                {
-                    orphanResponses++;
-                }
-            }
-            if (responses.isCorrupt())
-            {
-                throw new KvStashException(KvStashException.Reason.BAD_FILES, "corrupt response ring");
-            }
-            if (0 == (++idles & (CLOCK_IDLES - 1)))
-            {
-                final long now = System.nanoTime();
-                if (!clockStarted)
-                {
-                    clockStarted = true;
-                    start = now;
-                    nextCheck = now + context.livenessCheckNs();
-                }
-                else if (now - nextCheck > 0)
-                {
-                    checkServer();
-                    if (now - start > context.timeoutNs())
-                    {
-                        throw new KvStashException(KvStashException.Reason.TIMEOUT, "no response to correlation " +
-                            correlationId + " in " + context.timeoutNs() / 1_000_000 + " ms");
-                    }
-                    nextCheck = now + context.livenessCheckNs();
-                }
-            }
-            idleStrategy.idle();
-        }
-    }
-
-    private long sendOrWait(final java.util.function.LongSupplier send)
-    {
-        long correlationId = send.getAsLong();
-        if (correlationId > 0)
-        {
-            return correlationId;
-        }
-        final long start = System.nanoTime();
-        idleStrategy.reset();
-        while ((correlationId = send.getAsLong()) < 0)
-        {
-            // The server reads a request only when the response ring has room for its answer: keep reading.
-            drainResponses();
-            if (System.nanoTime() - start > context.livenessCheckNs())
-            {
-                checkServer();
-            }
-            if (System.nanoTime() - start > context.timeoutNs())
-            {
-                throw new KvStashException(KvStashException.Reason.TIMEOUT, "request ring stayed full");
-            }
-            idleStrategy.idle();
-        }
-        return correlationId;
-    }
-
-    private void drainResponses()
-    {
-        while (responses.next())
-        {
-            if (RESPONSE_TYPE == responses.type())
-            {
-                response.copyFrom(responses.buffer(), responses.payloadOffset(), responses.payloadLength());
-                responses.consume();
-                if (null != asyncHandler)
-                {
-                    asyncHandler.onResponse(response);
-                }
-                else
-                {
-                    orphanResponses++;
-                }
-            }
-            else
-            {
-                responses.consume();
-            }
-        }
-    }
-
-    private ClientResponse simple(final int type, final long instanceId, final long transferId, final int flags)
-    {
-        long correlationId = sendSimple(type, instanceId, transferId, flags);
-        if (correlationId < 0)
-        {
-            correlationId = sendOrWait(() -> sendSimple(type, instanceId, transferId, flags));
-        }
-        return await(correlationId);
-    }
-
-    private ClientResponse keyed(final int type, final long instanceId, final ChunkKeys keys, final int flags)
-    {
-        long correlationId = sendKeyed(type, instanceId, keys, flags);
-        if (correlationId < 0)
-        {
-            correlationId = sendOrWait(() -> sendKeyed(type, instanceId, keys, flags));
-        }
-        return await(correlationId);
+        return responses.await(correlationId, target);
     }
 
     // ------------------------------------------------------------------------------------------ calls
@@ -841,7 +274,7 @@ public final class KvStashClient implements AutoCloseable
      */
     public ClientResponse register(final long instanceId, final Layout layout)
     {
-        return await(sendOrWait(() -> sendRegister(instanceId, layout)));
+        return conductor.register(instanceId, layout);
     }
 
     /**
@@ -852,7 +285,7 @@ public final class KvStashClient implements AutoCloseable
      */
     public ClientResponse unregister(final long instanceId)
     {
-        return simple(RequestType.UNREGISTER, instanceId, 0, 0);
+        return conductor.simple(RequestType.UNREGISTER, instanceId, 0, 0);
     }
 
     /**
@@ -865,7 +298,7 @@ public final class KvStashClient implements AutoCloseable
      */
     public ClientResponse lookup(final long instanceId, final ChunkKeys keys, final boolean pin)
     {
-        return keyed(RequestType.LOOKUP, instanceId, keys, pin ? RequestFlags.PIN : 0);
+        return conductor.keyed(RequestType.LOOKUP, instanceId, keys, pin ? RequestFlags.PIN : 0);
     }
 
     /**
@@ -882,7 +315,7 @@ public final class KvStashClient implements AutoCloseable
         final long instanceId, final int[] tokens, final int tokenCount, final long salt, final boolean pin)
     {
         final int flags = pin ? RequestFlags.PIN : 0;
-        return await(sendOrWait(() -> sendTokens(RequestType.LOOKUP, instanceId, tokens, tokenCount, 0, -1, salt, flags)));
+        return conductor.tokens(RequestType.LOOKUP, instanceId, tokens, tokenCount, salt, flags);
     }
 
     /**
@@ -895,7 +328,7 @@ public final class KvStashClient implements AutoCloseable
      */
     public ClientResponse lookupAllRanks(final String model, final int worldSize, final ChunkKeys keys)
     {
-        return await(sendOrWait(() -> sendLookupAllRanks(model, worldSize, keys)));
+        return conductor.lookupAllRanks(model, worldSize, keys);
     }
 
     /**
@@ -907,7 +340,7 @@ public final class KvStashClient implements AutoCloseable
      */
     public ClientResponse release(final long instanceId, final long transferId)
     {
-        return simple(RequestType.RELEASE, instanceId, transferId, 0);
+        return conductor.simple(RequestType.RELEASE, instanceId, transferId, 0);
     }
 
     /**
@@ -919,7 +352,7 @@ public final class KvStashClient implements AutoCloseable
      */
     public ClientResponse prepareStore(final long instanceId, final ChunkKeys keys)
     {
-        return keyed(RequestType.PREPARE_STORE, instanceId, keys, 0);
+        return conductor.keyed(RequestType.PREPARE_STORE, instanceId, keys, 0);
     }
 
     /**
@@ -934,8 +367,7 @@ public final class KvStashClient implements AutoCloseable
     public ClientResponse prepareStoreTokens(
         final long instanceId, final int[] tokens, final int tokenCount, final long salt)
     {
-        return await(sendOrWait(() ->
-            sendTokens(RequestType.PREPARE_STORE, instanceId, tokens, tokenCount, 0, -1, salt, 0)));
+        return conductor.tokens(RequestType.PREPARE_STORE, instanceId, tokens, tokenCount, salt, 0);
     }
 
     /**
@@ -947,7 +379,7 @@ public final class KvStashClient implements AutoCloseable
      */
     public ClientResponse commitStore(final long instanceId, final long transferId)
     {
-        return simple(RequestType.COMMIT_STORE, instanceId, transferId, 0);
+        return conductor.simple(RequestType.COMMIT_STORE, instanceId, transferId, 0);
     }
 
     /**
@@ -959,7 +391,7 @@ public final class KvStashClient implements AutoCloseable
      */
     public ClientResponse abortStore(final long instanceId, final long transferId)
     {
-        return simple(RequestType.ABORT_STORE, instanceId, transferId, 0);
+        return conductor.simple(RequestType.ABORT_STORE, instanceId, transferId, 0);
     }
 
     /**
@@ -971,7 +403,7 @@ public final class KvStashClient implements AutoCloseable
      */
     public ClientResponse prepareRetrieve(final long instanceId, final ChunkKeys keys)
     {
-        return keyed(RequestType.PREPARE_RETRIEVE, instanceId, keys, 0);
+        return conductor.keyed(RequestType.PREPARE_RETRIEVE, instanceId, keys, 0);
     }
 
     /**
@@ -983,7 +415,7 @@ public final class KvStashClient implements AutoCloseable
      */
     public ClientResponse prepareRetrieveFromLookup(final long instanceId, final long lookupTransferId)
     {
-        return simple(RequestType.PREPARE_RETRIEVE, instanceId, lookupTransferId, RequestFlags.FROM_LOOKUP);
+        return conductor.simple(RequestType.PREPARE_RETRIEVE, instanceId, lookupTransferId, RequestFlags.FROM_LOOKUP);
     }
 
     /**
@@ -995,7 +427,7 @@ public final class KvStashClient implements AutoCloseable
      */
     public ClientResponse commitRetrieve(final long instanceId, final long transferId)
     {
-        return simple(RequestType.COMMIT_RETRIEVE, instanceId, transferId, 0);
+        return conductor.simple(RequestType.COMMIT_RETRIEVE, instanceId, transferId, 0);
     }
 
     /**
@@ -1006,7 +438,7 @@ public final class KvStashClient implements AutoCloseable
      */
     public ClientResponse clear(final boolean force)
     {
-        return simple(RequestType.CLEAR, 0, 0, force ? RequestFlags.FORCE : 0);
+        return conductor.simple(RequestType.CLEAR, 0, 0, force ? RequestFlags.FORCE : 0);
     }
 
     /**
@@ -1016,7 +448,7 @@ public final class KvStashClient implements AutoCloseable
      */
     public ClientResponse stats()
     {
-        return simple(RequestType.STATS, 0, 0, 0);
+        return conductor.simple(RequestType.STATS, 0, 0, 0);
     }
 
     /**
@@ -1026,7 +458,7 @@ public final class KvStashClient implements AutoCloseable
      */
     public ClientResponse ping()
     {
-        return simple(RequestType.PING, 0, 0, 0);
+        return conductor.simple(RequestType.PING, 0, 0, 0);
     }
 
     // ------------------------------------------------------------------------------------------ chunk bytes
@@ -1043,11 +475,7 @@ public final class KvStashClient implements AutoCloseable
      */
     public UnsafeBuffer slotView(final ClientResponse r, final int i, final UnsafeBuffer view)
     {
-        if (null == pool)
-        {
-            throw new IllegalStateException("the copy transport maps no pool: use writeChunk/readChunk");
-        }
-        return pool.wrap(view, r.slotOffset(i) - dataOffset, (int)r.chunkBytes());
+        return slots.slotView(r, i, view);
     }
 
     /**
@@ -1060,20 +488,7 @@ public final class KvStashClient implements AutoCloseable
      */
     public UnsafeBuffer slotView(final long slotOffset, final int length, final UnsafeBuffer view)
     {
-        if (null == pool)
-        {
-            throw new IllegalStateException("the copy transport maps no pool: use writeChunk/readChunk");
-        }
-        return pool.wrap(view, slotOffset - dataOffset, length);
-    }
-
-    private long slotWord(final ClientResponse r, final int i)
-    {
-        final long relative = r.slotOffset(i) - dataOffset;
-        final long segment = relative / segmentBytes;
-        final long slotsPerSegment = segmentBytes / r.slotBytes();
-        final long slot = segment * slotsPerSegment + (relative - segment * segmentBytes) / r.slotBytes();
-        return slotTable.getLongAcquire((int)SlotTableDescriptor.wordOffset((int)slot));
+        return slots.slotView(slotOffset, length, view);
     }
 
     /**
@@ -1086,13 +501,7 @@ public final class KvStashClient implements AutoCloseable
      */
     public boolean isStillReserved(final ClientResponse r, final int i)
     {
-        if (null == slotTable)
-        {
-            return true;
-        }
-        final long word = slotWord(r, i);
-        return SlotTableDescriptor.STATE_RESERVED == SlotTableDescriptor.state(word) &&
-            SlotTableDescriptor.generation(word) == r.slotGeneration(i);
+        return slots.isStillReserved(r, i);
     }
 
     /**
@@ -1105,16 +514,7 @@ public final class KvStashClient implements AutoCloseable
      */
     public boolean isStillReadable(final ClientResponse r, final int i)
     {
-        if (null == slotTable)
-        {
-            return true;
-        }
-        // The chunk's bytes were read with plain loads before this check: an acquire load alone would let
-        // them move after it, so fence loads first (a seqlock reader's second check).
-        VarHandle.acquireFence();
-        final long word = slotWord(r, i);
-        return SlotTableDescriptor.STATE_READABLE == SlotTableDescriptor.state(word) &&
-            SlotTableDescriptor.generation(word) == r.slotGeneration(i);
+        return slots.isStillReadable(r, i);
     }
 
     /**
@@ -1167,26 +567,12 @@ public final class KvStashClient implements AutoCloseable
         final DirectBuffer source,
         final int sourceOffset)
     {
-        if (null != pool)
+        if (slots.isMapped())
         {
-            final UnsafeBuffer view = scratchView;
-            pool.wrap(view, slotOffset - dataOffset + from, length);
-            view.putBytes(0, source, sourceOffset, length);
+            slots.write(slotOffset, from, length, source, sourceOffset);
             return Status.OK;
         }
-        for (int done = 0; done < length; )
-        {
-            final int n = Math.min(maxInlineBytes, length - done);
-            final int at = done;
-            final ClientResponse r = await(sendOrWait(() -> sendWriteData(
-                instanceId, transferId, slotIndex, from + at, source, sourceOffset + at, n)), dataResponse);
-            if (!r.isOk())
-            {
-                return r.status();
-            }
-            done += n;
-        }
-        return Status.OK;
+        return conductor.writeData(instanceId, transferId, slotIndex, from, length, source, sourceOffset);
     }
 
     /**
@@ -1238,30 +624,13 @@ public final class KvStashClient implements AutoCloseable
         final MutableDirectBuffer destination,
         final int destinationOffset)
     {
-        if (null != pool)
+        if (slots.isMapped())
         {
-            final UnsafeBuffer view = scratchView;
-            pool.wrap(view, slotOffset - dataOffset + from, length);
-            destination.putBytes(destinationOffset, view, 0, length);
+            slots.read(slotOffset, from, length, destination, destinationOffset);
             return Status.OK;
         }
-        for (int done = 0; done < length; )
-        {
-            final int n = Math.min(maxInlineBytes, length - done);
-            final int at = done;
-            final ClientResponse r = await(sendOrWait(() -> sendReadData(
-                instanceId, transferId, slotIndex, from + at, n)), dataResponse);
-            if (!r.isOk())
-            {
-                return r.status();
-            }
-            r.copyData(destination, destinationOffset + at);
-            done += n;
-        }
-        return Status.OK;
+        return conductor.readData(instanceId, transferId, slotIndex, from, length, destination, destinationOffset);
     }
-
-    private final UnsafeBuffer scratchView = new UnsafeBuffer(0, 0);
 
     // ------------------------------------------------------------------------------------------ facts
 
@@ -1272,7 +641,7 @@ public final class KvStashClient implements AutoCloseable
      */
     public long incarnation()
     {
-        return incarnation;
+        return connection.incarnation();
     }
 
     /**
@@ -1282,7 +651,7 @@ public final class KvStashClient implements AutoCloseable
      */
     public long sessionId()
     {
-        return sessionId;
+        return connection.sessionId();
     }
 
     /**
@@ -1292,7 +661,7 @@ public final class KvStashClient implements AutoCloseable
      */
     public int chunkTokens()
     {
-        return chunkTokens;
+        return connection.chunkTokens();
     }
 
     /**
@@ -1302,7 +671,7 @@ public final class KvStashClient implements AutoCloseable
      */
     public int maxChunksPerRequest()
     {
-        return maxChunks;
+        return connection.maxChunksPerRequest();
     }
 
     /**
@@ -1312,7 +681,7 @@ public final class KvStashClient implements AutoCloseable
      */
     public int maxInlineBytes()
     {
-        return maxInlineBytes;
+        return connection.maxInlineBytes();
     }
 
     /**
@@ -1322,7 +691,7 @@ public final class KvStashClient implements AutoCloseable
      */
     public boolean isCopyTransport()
     {
-        return null == pool;
+        return !slots.isMapped();
     }
 
     /**
@@ -1332,7 +701,7 @@ public final class KvStashClient implements AutoCloseable
      */
     public long orphanResponses()
     {
-        return orphanResponses;
+        return responses.orphanResponses();
     }
 
     /**
@@ -1342,7 +711,7 @@ public final class KvStashClient implements AutoCloseable
      */
     public Path clientFile()
     {
-        return clientPath;
+        return connection.clientFile();
     }
 
     /**
@@ -1353,7 +722,7 @@ public final class KvStashClient implements AutoCloseable
      */
     public long counter(final int id)
     {
-        return control.getLongAcquire(ControlFileDescriptor.COUNTERS_OFFSET + id * Long.BYTES);
+        return connection.counter(id);
     }
 
     /**
@@ -1363,66 +732,7 @@ public final class KvStashClient implements AutoCloseable
     @Override
     public void close()
     {
-        if (closed)
-        {
-            return;
-        }
-        closed = true;
-        final boolean serverAlive = alive();
-        clientHeader.putIntRelease(ClientFileDescriptor.CLOSING_OFFSET, 1);
-        releaseMappings();
-        if (!serverAlive)
-        {
-            try
-            {
-                Files.deleteIfExists(clientPath);
-            }
-            catch (final IOException ignore)
-            {
-                // Reclaimed at the next server start.
-            }
-        }
-    }
-
-    private void releaseMappings()
-    {
-        try
-        {
-            if (null != clientLock && clientLock.isValid())
-            {
-                clientLock.release();
-            }
-            if (null != clientChannel)
-            {
-                clientChannel.close();
-            }
-            if (null != poolChannel)
-            {
-                poolChannel.close();
-            }
-        }
-        catch (final IOException ignore)
-        {
-            // Closing the channel released the lock.
-        }
-        for (final MappedByteBuffer segment : poolSegments)
-        {
-            IoUtil.unmap(segment);
-        }
-        poolSegments.clear();
-        if (null != poolMeta)
-        {
-            IoUtil.unmap(poolMeta);
-            poolMeta = null;
-        }
-        if (null != clientMapped)
-        {
-            IoUtil.unmap(clientMapped);
-        }
-        if (null != controlMapped)
-        {
-            IoUtil.unmap(controlMapped);
-        }
-        pool = null;
+        proxy.close();
+        connection.close();
     }
 }

@@ -1,0 +1,260 @@
+package io.kvstash.client;
+
+import io.kvstash.wire.PoolRegion;
+import io.kvstash.wire.WireVersion;
+import io.kvstash.wire.file.PoolFileDescriptor;
+import io.kvstash.wire.file.PoolPages;
+import io.kvstash.wire.file.SlotTableDescriptor;
+import org.agrona.BufferUtil;
+import org.agrona.DirectBuffer;
+import org.agrona.IoUtil;
+import org.agrona.MutableDirectBuffer;
+import org.agrona.concurrent.UnsafeBuffer;
+
+import java.io.IOException;
+import java.lang.invoke.VarHandle;
+import java.nio.MappedByteBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * The server's pool as this client maps it: the pool file's channel, its metadata page with the slot table, and
+ * its data segments, from {@link #map} until {@link #close()}. Owns the chunk bytes' side of a transfer: views
+ * of slots, the slot-table words that fence a store or a retrieve, and chunk bytes written or read in place.
+ * With the copy transport nothing is mapped: {@link #isMapped()} is false and the fences always hold.
+ * <p>
+ * Single-threaded: owned by one client, used on the client's thread.
+ */
+final class PoolSlots
+{
+    private final long poolSizeBytes;
+    private final long dataOffset;
+    private final long segmentBytes;
+    private final List<MappedByteBuffer> segments = new ArrayList<>();
+    private final UnsafeBuffer scratchView = new UnsafeBuffer(0, 0);
+    private FileChannel channel;
+    private MappedByteBuffer meta;
+    private PoolRegion pool;
+    private UnsafeBuffer slotTable;
+
+    /**
+     * The pool of a server's configuration, not mapped yet.
+     *
+     * @param poolSizeBytes bytes of chunk data in the pool.
+     * @param dataOffset    file offset of the first data segment.
+     * @param segmentBytes  bytes of each data segment (the last may be shorter).
+     */
+    PoolSlots(final long poolSizeBytes, final long dataOffset, final long segmentBytes)
+    {
+        this.poolSizeBytes = poolSizeBytes;
+        this.dataOffset = dataOffset;
+        this.segmentBytes = segmentBytes;
+    }
+
+    /**
+     * Maps the pool file of the server of {@code incarnation}. What is mapped before a failure stays mapped until
+     * {@link #close()}.
+     *
+     * @param poolPath        the pool file.
+     * @param incarnation     incarnation of the server connected to.
+     * @param pretouch        touch every page now rather than on first use.
+     * @param pretouchThreads threads that touch the pages.
+     * @throws IOException       when the file cannot be opened or mapped.
+     * @throws KvStashException BAD_FILES when it is not this server's pool.
+     */
+    void map(final Path poolPath, final long incarnation, final boolean pretouch, final int pretouchThreads)
+        throws IOException
+    {
+        channel = FileChannel.open(poolPath, StandardOpenOption.READ, StandardOpenOption.WRITE);
+        meta = channel.map(FileChannel.MapMode.READ_WRITE, 0, dataOffset);
+        final UnsafeBuffer metaBuffer = new UnsafeBuffer(meta);
+        if (metaBuffer.getLong(PoolFileDescriptor.MAGIC_OFFSET) != PoolFileDescriptor.MAGIC ||
+            !WireVersion.isCompatible(metaBuffer.getIntAcquire(PoolFileDescriptor.VERSION_OFFSET)) ||
+            metaBuffer.getLong(PoolFileDescriptor.INCARNATION_OFFSET) != incarnation)
+        {
+            throw new KvStashException(KvStashException.Reason.BAD_FILES, poolPath + " is not this server's pool");
+        }
+        final long tableOffset = metaBuffer.getLong(PoolFileDescriptor.SLOT_TABLE_OFFSET_OFFSET);
+        final long tableLength = metaBuffer.getLong(PoolFileDescriptor.SLOT_TABLE_LENGTH_OFFSET);
+        slotTable = new UnsafeBuffer(metaBuffer, (int)tableOffset, (int)Math.max(8, tableLength));
+        final int segmentCount = (int)((poolSizeBytes + segmentBytes - 1) / segmentBytes);
+        final long[] addresses = new long[segmentCount];
+        final UnsafeBuffer[] mapped = new UnsafeBuffer[segmentCount];
+        for (int i = 0; i < segmentCount; i++)
+        {
+            final long start = i * segmentBytes;
+            final long length = Math.min(segmentBytes, poolSizeBytes - start);
+            final MappedByteBuffer segment = channel.map(FileChannel.MapMode.READ_WRITE, dataOffset + start, length);
+            segments.add(segment);
+            addresses[i] = BufferUtil.address(segment);
+            mapped[i] = new UnsafeBuffer(segment);
+        }
+        if (pretouch)
+        {
+            PoolPages.touchSegments(poolSizeBytes, mapped, segmentBytes, pretouchThreads);
+        }
+        pool = PoolRegion.ofSegments(addresses, segmentBytes, poolSizeBytes, segments);
+    }
+
+    /**
+     * Whether the pool is mapped: false with the copy transport, and after {@link #close()}.
+     *
+     * @return true when chunk bytes move in place.
+     */
+    boolean isMapped()
+    {
+        return null != pool;
+    }
+
+    /**
+     * See {@link KvStashClient#slotView(ClientResponse, int, UnsafeBuffer)}.
+     *
+     * @param r    the response.
+     * @param i    slot entry.
+     * @param view buffer to re-wrap.
+     * @return the view.
+     */
+    UnsafeBuffer slotView(final ClientResponse r, final int i, final UnsafeBuffer view)
+    {
+        if (null == pool)
+        {
+            throw new IllegalStateException("the copy transport maps no pool: use writeChunk/readChunk");
+        }
+        return pool.wrap(view, r.slotOffset(i) - dataOffset, (int)r.chunkBytes());
+    }
+
+    /**
+     * See {@link KvStashClient#slotView(long, int, UnsafeBuffer)}.
+     *
+     * @param slotOffset file offset of the slot in the pool.
+     * @param length     bytes of the view.
+     * @param view       buffer to re-wrap.
+     * @return the view.
+     */
+    UnsafeBuffer slotView(final long slotOffset, final int length, final UnsafeBuffer view)
+    {
+        if (null == pool)
+        {
+            throw new IllegalStateException("the copy transport maps no pool: use writeChunk/readChunk");
+        }
+        return pool.wrap(view, slotOffset - dataOffset, length);
+    }
+
+    /**
+     * See {@link KvStashClient#isStillReserved(ClientResponse, int)}.
+     *
+     * @param r the response.
+     * @param i slot entry.
+     * @return true when still reserved for this transfer.
+     */
+    boolean isStillReserved(final ClientResponse r, final int i)
+    {
+        if (null == slotTable)
+        {
+            return true;
+        }
+        final long word = slotWord(r, i);
+        return SlotTableDescriptor.STATE_RESERVED == SlotTableDescriptor.state(word) &&
+            SlotTableDescriptor.generation(word) == r.slotGeneration(i);
+    }
+
+    /**
+     * See {@link KvStashClient#isStillReadable(ClientResponse, int)}.
+     *
+     * @param r the response.
+     * @param i slot entry.
+     * @return true when still readable under the same generation.
+     */
+    boolean isStillReadable(final ClientResponse r, final int i)
+    {
+        if (null == slotTable)
+        {
+            return true;
+        }
+        // The chunk's bytes were read with plain loads before this check: an acquire load alone would let
+        // them move after it, so fence loads first (a seqlock reader's second check).
+        VarHandle.acquireFence();
+        final long word = slotWord(r, i);
+        return SlotTableDescriptor.STATE_READABLE == SlotTableDescriptor.state(word) &&
+            SlotTableDescriptor.generation(word) == r.slotGeneration(i);
+    }
+
+    /**
+     * Writes bytes {@code [from, from + length)} of a chunk straight into its slot. The pool must be mapped.
+     *
+     * @param slotOffset   the slot's pool offset.
+     * @param from         first byte of the chunk to write.
+     * @param length       bytes to write.
+     * @param source       the bytes.
+     * @param sourceOffset offset in the source of the chunk's byte {@code from}.
+     */
+    void write(
+        final long slotOffset, final int from, final int length, final DirectBuffer source, final int sourceOffset)
+    {
+        final UnsafeBuffer view = scratchView;
+        pool.wrap(view, slotOffset - dataOffset + from, length);
+        view.putBytes(0, source, sourceOffset, length);
+    }
+
+    /**
+     * Reads bytes {@code [from, from + length)} of a chunk straight from its slot. The pool must be mapped.
+     *
+     * @param slotOffset        the slot's pool offset.
+     * @param from              first byte of the chunk to read.
+     * @param length            bytes to read.
+     * @param destination       where the bytes go.
+     * @param destinationOffset offset in the destination of the chunk's byte {@code from}.
+     */
+    void read(
+        final long slotOffset,
+        final int from,
+        final int length,
+        final MutableDirectBuffer destination,
+        final int destinationOffset)
+    {
+        final UnsafeBuffer view = scratchView;
+        pool.wrap(view, slotOffset - dataOffset + from, length);
+        destination.putBytes(destinationOffset, view, 0, length);
+    }
+
+    /**
+     * Closes the pool file and unmaps what was mapped; the pool then counts as not mapped.
+     */
+    void close()
+    {
+        try
+        {
+            if (null != channel)
+            {
+                channel.close();
+            }
+        }
+        catch (final IOException ignore)
+        {
+            // The mappings stay valid without the channel; they are unmapped below.
+        }
+        for (final MappedByteBuffer segment : segments)
+        {
+            IoUtil.unmap(segment);
+        }
+        segments.clear();
+        if (null != meta)
+        {
+            IoUtil.unmap(meta);
+            meta = null;
+        }
+        pool = null;
+    }
+
+    private long slotWord(final ClientResponse r, final int i)
+    {
+        final long relative = r.slotOffset(i) - dataOffset;
+        final long segment = relative / segmentBytes;
+        final long slotsPerSegment = segmentBytes / r.slotBytes();
+        final long slot = segment * slotsPerSegment + (relative - segment * segmentBytes) / r.slotBytes();
+        return slotTable.getLongAcquire((int)SlotTableDescriptor.wordOffset((int)slot));
+    }
+}

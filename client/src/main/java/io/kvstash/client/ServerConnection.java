@@ -1,0 +1,360 @@
+package io.kvstash.client;
+
+import io.kvstash.wire.WireVersion;
+import io.kvstash.wire.file.ClientFileDescriptor;
+import io.kvstash.wire.file.ControlFileDescriptor;
+import io.kvstash.wire.file.SecureDirectory;
+import io.kvstash.wire.ring.RingConsumer;
+import io.kvstash.wire.ring.RingDescriptor;
+import io.kvstash.wire.ring.RingProducer;
+import org.agrona.IoUtil;
+import org.agrona.concurrent.IdleStrategy;
+import org.agrona.concurrent.UnsafeBuffer;
+
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.MappedByteBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.channels.FileLock;
+import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.util.concurrent.ThreadLocalRandom;
+
+/**
+ * A client's files on a server's directory, from connect to close: the server's control file (mapped read-only,
+ * with the configuration read from it once), the pool ({@link PoolSlots}, mapped unless the copy transport is
+ * used), and this client's own file, created and locked here, with its request and response rings. Connecting
+ * checks the directory and the control file's version, seeds the {@link ServerLiveness}, publishes the client
+ * file and waits until the server attaches it; closing tells the server the client leaves and releases every
+ * mapping, lock and channel.
+ * <p>
+ * Single-threaded: owned by one client, used on the client's thread.
+ */
+final class ServerConnection
+{
+    private final Path directory;
+    private final MappedByteBuffer controlMapped;
+    private final UnsafeBuffer control;
+    private final long incarnation;
+    private final int chunkTokens;
+    private final int maxChunks;
+    private final int maxInlineBytes;
+    private final int responseCapacity;
+    private final ServerLiveness liveness;
+    private final PoolSlots slots;
+    private final Path clientPath;
+    private final FileChannel clientChannel;
+    private final FileLock clientLock;
+    private final MappedByteBuffer clientMapped;
+    private final UnsafeBuffer clientHeader;
+    private final RingProducer requests;
+    private final RingConsumer responses;
+    private final long sessionId;
+    private boolean closed;
+
+    /**
+     * Connects to the server of the context's directory and waits until it attaches this client.
+     *
+     * @param context concluded configuration.
+     * @throws KvStashException when no live server answers or it refuses the client; nothing stays mapped.
+     */
+    ServerConnection(final ClientContext context)
+    {
+        this.directory = context.directory();
+        try
+        {
+            SecureDirectory.check(directory);
+        }
+        catch (final NoSuchFileException ex)
+        {
+            throw new KvStashException(KvStashException.Reason.SERVER_GONE, "no kvstash server on " + directory);
+        }
+        catch (final IOException ex)
+        {
+            throw new KvStashException(KvStashException.Reason.BAD_FILES, ex.getMessage(), ex);
+        }
+        final Path controlPath = directory.resolve(ControlFileDescriptor.FILE_NAME);
+        try (FileChannel channel = FileChannel.open(controlPath, StandardOpenOption.READ))
+        {
+            controlMapped = channel.map(FileChannel.MapMode.READ_ONLY, 0, channel.size());
+        }
+        catch (final NoSuchFileException ex)
+        {
+            throw new KvStashException(KvStashException.Reason.SERVER_GONE, "no kvstash server on " + directory);
+        }
+        catch (final IOException ex)
+        {
+            throw new KvStashException(KvStashException.Reason.BAD_FILES, "cannot map " + controlPath, ex);
+        }
+        control = new UnsafeBuffer(controlMapped);
+        try
+        {
+            checkControl(control, controlPath);
+            incarnation = control.getLong(ControlFileDescriptor.INCARNATION_OFFSET);
+            final long serverPid = control.getLong(ControlFileDescriptor.PID_OFFSET);
+            final int c = ControlFileDescriptor.CONFIG_OFFSET;
+            final long heartbeatTimeoutMs = control.getInt(c + ControlFileDescriptor.HEARTBEAT_TIMEOUT_OFFSET);
+            chunkTokens = control.getInt(c + ControlFileDescriptor.CHUNK_TOKENS_OFFSET);
+            maxChunks = control.getInt(c + ControlFileDescriptor.MAX_CHUNKS_OFFSET);
+            maxInlineBytes = control.getInt(c + ControlFileDescriptor.MAX_INLINE_OFFSET);
+            final long poolSizeBytes = control.getLong(c + ControlFileDescriptor.POOL_SIZE_OFFSET);
+            final long dataOffset = control.getLong(c + ControlFileDescriptor.DATA_OFFSET_OFFSET);
+            final long segmentBytes = control.getLong(c + ControlFileDescriptor.SEGMENT_BYTES_OFFSET);
+            final int requestCapacity = control.getInt(c + ControlFileDescriptor.REQUEST_RING_CAPACITY_OFFSET);
+            responseCapacity = control.getInt(c + ControlFileDescriptor.RESPONSE_RING_CAPACITY_OFFSET);
+            slots = new PoolSlots(poolSizeBytes, dataOffset, segmentBytes);
+            liveness = new ServerLiveness(control, directory, incarnation, serverPid, heartbeatTimeoutMs);
+            if (!liveness.aliveAtConnect(control.getInt(c + ControlFileDescriptor.HEARTBEAT_INTERVAL_OFFSET)))
+            {
+                throw new KvStashException(KvStashException.Reason.SERVER_GONE, "the server on " + directory +
+                    " is not running (pid " + serverPid + ")");
+            }
+            if (!context.copyTransport())
+            {
+                slots.map(directory.resolve(ControlFileDescriptor.poolFileName(control)), incarnation,
+                    context.pretouchPool(), context.pretouchThreads());
+            }
+
+            final long pid = ProcessHandle.current().pid();
+            clientPath = directory.resolve(ClientFileDescriptor.fileName(pid, ThreadLocalRandom.current().nextLong()));
+            SecureDirectory.createFile(clientPath);
+            final int fileLength = ClientFileDescriptor.fileLength(requestCapacity, responseCapacity);
+            clientChannel = FileChannel.open(clientPath, StandardOpenOption.READ, StandardOpenOption.WRITE);
+            clientLock = clientChannel.lock();
+            clientChannel.write(ByteBuffer.wrap(new byte[1]), fileLength - 1);
+            clientMapped = clientChannel.map(FileChannel.MapMode.READ_WRITE, 0, fileLength);
+            clientHeader = new UnsafeBuffer(clientMapped, 0, ClientFileDescriptor.HEADER_LENGTH);
+            clientHeader.putLong(ClientFileDescriptor.MAGIC_OFFSET, ClientFileDescriptor.MAGIC);
+            clientHeader.putInt(ClientFileDescriptor.HEADER_LENGTH_OFFSET, ClientFileDescriptor.HEADER_LENGTH);
+            clientHeader.putLong(ClientFileDescriptor.PID_OFFSET, pid);
+            clientHeader.putLong(ClientFileDescriptor.INCARNATION_OFFSET, incarnation);
+            clientHeader.putInt(ClientFileDescriptor.REQUEST_CAPACITY_OFFSET, requestCapacity);
+            clientHeader.putInt(ClientFileDescriptor.RESPONSE_CAPACITY_OFFSET, responseCapacity);
+            clientHeader.putInt(ClientFileDescriptor.FLAGS_OFFSET,
+                context.copyTransport() ? ClientFileDescriptor.FLAG_COPY_TRANSPORT : 0);
+            requests = new RingProducer(new UnsafeBuffer(clientMapped, ClientFileDescriptor.REQUEST_RING_OFFSET,
+                RingDescriptor.totalLength(requestCapacity)));
+            responses = new RingConsumer(new UnsafeBuffer(clientMapped,
+                ClientFileDescriptor.responseRingOffset(requestCapacity), RingDescriptor.totalLength(responseCapacity)));
+            liveness.clientHeader(clientHeader);
+            clientHeader.putIntRelease(ClientFileDescriptor.VERSION_OFFSET, ClientFileDescriptor.VERSION);
+            long attachedSession;
+            try
+            {
+                attachedSession = awaitAttach(context.timeoutNs(), context.idleStrategy());
+            }
+            catch (final KvStashException ex)
+            {
+                // Refused or never attached: the file is this client's to remove.
+                Files.deleteIfExists(clientPath);
+                throw ex;
+            }
+            sessionId = attachedSession;
+        }
+        catch (final IOException ex)
+        {
+            release();
+            throw new KvStashException(KvStashException.Reason.BAD_FILES, "cannot create a client file in " +
+                directory, ex);
+        }
+        catch (final RuntimeException ex)
+        {
+            release();
+            throw ex;
+        }
+    }
+
+    private static void checkControl(final UnsafeBuffer control, final Path path)
+    {
+        if (control.capacity() < ControlFileDescriptor.COUNTERS_OFFSET ||
+            control.getLong(ControlFileDescriptor.MAGIC_OFFSET) != ControlFileDescriptor.MAGIC)
+        {
+            throw new KvStashException(KvStashException.Reason.BAD_FILES, path + " is not a kvstash control file");
+        }
+        final int version = control.getIntAcquire(ControlFileDescriptor.VERSION_OFFSET);
+        if (!WireVersion.isWritten(version))
+        {
+            throw new KvStashException(KvStashException.Reason.SERVER_GONE, "the server on " + path.getParent() +
+                " is still starting");
+        }
+        if (!WireVersion.isCompatible(version))
+        {
+            throw new KvStashException(KvStashException.Reason.BAD_FILES, WireVersion.incompatible(path.toString(), version));
+        }
+    }
+
+    private long awaitAttach(final long timeoutNs, final IdleStrategy idleStrategy)
+    {
+        final long deadline = System.nanoTime() + timeoutNs;
+        idleStrategy.reset();
+        while (true)
+        {
+            final int state = clientHeader.getIntAcquire(ClientFileDescriptor.ATTACH_STATE_OFFSET);
+            if (ClientFileDescriptor.ATTACH_ATTACHED == state)
+            {
+                return clientHeader.getLong(ClientFileDescriptor.SESSION_ID_OFFSET);
+            }
+            if (ClientFileDescriptor.ATTACH_REJECTED == state)
+            {
+                throw new KvStashException(KvStashException.Reason.REJECTED, "the server refused the client (reason " +
+                    clientHeader.getInt(ClientFileDescriptor.REJECT_REASON_OFFSET) + ")");
+            }
+            if (System.nanoTime() - deadline > 0)
+            {
+                throw new KvStashException(liveness.alive() ? KvStashException.Reason.TIMEOUT :
+                    KvStashException.Reason.SERVER_GONE, "the server did not attach the client in time");
+            }
+            idleStrategy.idle();
+        }
+    }
+
+    /**
+     * The liveness of the server connected to.
+     *
+     * @return liveness.
+     */
+    ServerLiveness liveness()
+    {
+        return liveness;
+    }
+
+    /**
+     * The pool, mapped unless the copy transport is used.
+     *
+     * @return pool slots.
+     */
+    PoolSlots slots()
+    {
+        return slots;
+    }
+
+    /**
+     * The request ring of this client's file, written by this client.
+     *
+     * @return producer side.
+     */
+    RingProducer requests()
+    {
+        return requests;
+    }
+
+    /**
+     * The response ring of this client's file, read by this client.
+     *
+     * @return consumer side.
+     */
+    RingConsumer responses()
+    {
+        return responses;
+    }
+
+    /**
+     * Longest response record the response ring carries.
+     *
+     * @return bytes.
+     */
+    int maxResponseLength()
+    {
+        return RingDescriptor.maxPayloadLength(responseCapacity);
+    }
+
+    long incarnation()
+    {
+        return incarnation;
+    }
+
+    long sessionId()
+    {
+        return sessionId;
+    }
+
+    int chunkTokens()
+    {
+        return chunkTokens;
+    }
+
+    int maxChunksPerRequest()
+    {
+        return maxChunks;
+    }
+
+    int maxInlineBytes()
+    {
+        return maxInlineBytes;
+    }
+
+    Path clientFile()
+    {
+        return clientPath;
+    }
+
+    /**
+     * Reads a counter from the control file.
+     *
+     * @param id counter id.
+     * @return value.
+     */
+    long counter(final int id)
+    {
+        return control.getLongAcquire(ControlFileDescriptor.COUNTERS_OFFSET + id * Long.BYTES);
+    }
+
+    /**
+     * See {@link KvStashClient#close()}. Idempotent.
+     */
+    void close()
+    {
+        if (closed)
+        {
+            return;
+        }
+        closed = true;
+        final boolean serverAlive = liveness.alive();
+        clientHeader.putIntRelease(ClientFileDescriptor.CLOSING_OFFSET, 1);
+        release();
+        if (!serverAlive)
+        {
+            try
+            {
+                Files.deleteIfExists(clientPath);
+            }
+            catch (final IOException ignore)
+            {
+                // Reclaimed at the next server start.
+            }
+        }
+    }
+
+    private void release()
+    {
+        try
+        {
+            if (null != clientLock && clientLock.isValid())
+            {
+                clientLock.release();
+            }
+            if (null != clientChannel)
+            {
+                clientChannel.close();
+            }
+        }
+        catch (final IOException ignore)
+        {
+            // Closing the channel released the lock.
+        }
+        if (null != slots)
+        {
+            slots.close();
+        }
+        if (null != clientMapped)
+        {
+            IoUtil.unmap(clientMapped);
+        }
+        if (null != controlMapped)
+        {
+            IoUtil.unmap(controlMapped);
+        }
+    }
+}
