@@ -25,7 +25,7 @@ import java.nio.file.Path;
  * A facade over the parts that do the work, cut as Aeron's client is: {@link ServerConnection} (the files,
  * from connect to close), {@link ServerLiveness} (whether the server still serves this client),
  * {@link RequestProxy} (requests encoded into the request ring), {@link ResponseAdapter} (responses read,
- * awaited and dispatched), {@link ClientConductor} (a synchronous call: send, then await its answer) and
+ * awaited and dispatched), {@link BlockingCalls} (a synchronous call: send, then await its answer) and
  * {@link PoolSlots} (the chunk bytes in the mapped pool).
  */
 public final class KvStashClient implements AutoCloseable
@@ -49,7 +49,7 @@ public final class KvStashClient implements AutoCloseable
     private final PoolSlots slots;
     private final RequestProxy proxy;
     private final ResponseAdapter responses;
-    private final ClientConductor conductor;
+    private final BlockingCalls calls;
 
     private KvStashClient(final ClientContext context)
     {
@@ -59,7 +59,7 @@ public final class KvStashClient implements AutoCloseable
         slots = connection.slots();
         proxy = new RequestProxy(connection.requests());
         responses = new ResponseAdapter(connection.responses(), connection.maxResponseLength(), concluded, liveness);
-        conductor = new ClientConductor(proxy, responses, connection.maxInlineBytes());
+        calls = new BlockingCalls(proxy, responses, connection.maxInlineBytes());
     }
 
     /**
@@ -274,7 +274,7 @@ public final class KvStashClient implements AutoCloseable
      */
     public ClientResponse register(final long instanceId, final Layout layout)
     {
-        return conductor.register(instanceId, layout);
+        return calls.register(instanceId, layout);
     }
 
     /**
@@ -285,7 +285,7 @@ public final class KvStashClient implements AutoCloseable
      */
     public ClientResponse unregister(final long instanceId)
     {
-        return conductor.simple(RequestType.UNREGISTER, instanceId, 0, 0);
+        return calls.simple(RequestType.UNREGISTER, instanceId, 0, 0);
     }
 
     /**
@@ -298,7 +298,7 @@ public final class KvStashClient implements AutoCloseable
      */
     public ClientResponse lookup(final long instanceId, final ChunkKeys keys, final boolean pin)
     {
-        return conductor.keyed(RequestType.LOOKUP, instanceId, keys, pin ? RequestFlags.PIN : 0);
+        return calls.keyed(RequestType.LOOKUP, instanceId, keys, pin ? RequestFlags.PIN : 0);
     }
 
     /**
@@ -315,7 +315,7 @@ public final class KvStashClient implements AutoCloseable
         final long instanceId, final int[] tokens, final int tokenCount, final long salt, final boolean pin)
     {
         final int flags = pin ? RequestFlags.PIN : 0;
-        return conductor.tokens(RequestType.LOOKUP, instanceId, tokens, tokenCount, salt, flags);
+        return calls.tokens(RequestType.LOOKUP, instanceId, tokens, tokenCount, salt, flags);
     }
 
     /**
@@ -328,7 +328,7 @@ public final class KvStashClient implements AutoCloseable
      */
     public ClientResponse lookupAllRanks(final String model, final int worldSize, final ChunkKeys keys)
     {
-        return conductor.lookupAllRanks(model, worldSize, keys);
+        return calls.lookupAllRanks(model, worldSize, keys);
     }
 
     /**
@@ -340,7 +340,7 @@ public final class KvStashClient implements AutoCloseable
      */
     public ClientResponse release(final long instanceId, final long transferId)
     {
-        return conductor.simple(RequestType.RELEASE, instanceId, transferId, 0);
+        return calls.simple(RequestType.RELEASE, instanceId, transferId, 0);
     }
 
     /**
@@ -352,7 +352,7 @@ public final class KvStashClient implements AutoCloseable
      */
     public ClientResponse prepareStore(final long instanceId, final ChunkKeys keys)
     {
-        return conductor.keyed(RequestType.PREPARE_STORE, instanceId, keys, 0);
+        return calls.keyed(RequestType.PREPARE_STORE, instanceId, keys, 0);
     }
 
     /**
@@ -367,7 +367,7 @@ public final class KvStashClient implements AutoCloseable
     public ClientResponse prepareStoreTokens(
         final long instanceId, final int[] tokens, final int tokenCount, final long salt)
     {
-        return conductor.tokens(RequestType.PREPARE_STORE, instanceId, tokens, tokenCount, salt, 0);
+        return calls.tokens(RequestType.PREPARE_STORE, instanceId, tokens, tokenCount, salt, 0);
     }
 
     /**
@@ -379,7 +379,7 @@ public final class KvStashClient implements AutoCloseable
      */
     public ClientResponse commitStore(final long instanceId, final long transferId)
     {
-        return conductor.simple(RequestType.COMMIT_STORE, instanceId, transferId, 0);
+        return calls.simple(RequestType.COMMIT_STORE, instanceId, transferId, 0);
     }
 
     /**
@@ -391,7 +391,7 @@ public final class KvStashClient implements AutoCloseable
      */
     public ClientResponse abortStore(final long instanceId, final long transferId)
     {
-        return conductor.simple(RequestType.ABORT_STORE, instanceId, transferId, 0);
+        return calls.simple(RequestType.ABORT_STORE, instanceId, transferId, 0);
     }
 
     /**
@@ -403,7 +403,7 @@ public final class KvStashClient implements AutoCloseable
      */
     public ClientResponse prepareRetrieve(final long instanceId, final ChunkKeys keys)
     {
-        return conductor.keyed(RequestType.PREPARE_RETRIEVE, instanceId, keys, 0);
+        return calls.keyed(RequestType.PREPARE_RETRIEVE, instanceId, keys, 0);
     }
 
     /**
@@ -415,7 +415,7 @@ public final class KvStashClient implements AutoCloseable
      */
     public ClientResponse prepareRetrieveFromLookup(final long instanceId, final long lookupTransferId)
     {
-        return conductor.simple(RequestType.PREPARE_RETRIEVE, instanceId, lookupTransferId, RequestFlags.FROM_LOOKUP);
+        return calls.simple(RequestType.PREPARE_RETRIEVE, instanceId, lookupTransferId, RequestFlags.FROM_LOOKUP);
     }
 
     /**
@@ -427,7 +427,7 @@ public final class KvStashClient implements AutoCloseable
      */
     public ClientResponse commitRetrieve(final long instanceId, final long transferId)
     {
-        return conductor.simple(RequestType.COMMIT_RETRIEVE, instanceId, transferId, 0);
+        return calls.simple(RequestType.COMMIT_RETRIEVE, instanceId, transferId, 0);
     }
 
     /**
@@ -438,7 +438,7 @@ public final class KvStashClient implements AutoCloseable
      */
     public ClientResponse clear(final boolean force)
     {
-        return conductor.simple(RequestType.CLEAR, 0, 0, force ? RequestFlags.FORCE : 0);
+        return calls.simple(RequestType.CLEAR, 0, 0, force ? RequestFlags.FORCE : 0);
     }
 
     /**
@@ -448,7 +448,7 @@ public final class KvStashClient implements AutoCloseable
      */
     public ClientResponse stats()
     {
-        return conductor.simple(RequestType.STATS, 0, 0, 0);
+        return calls.simple(RequestType.STATS, 0, 0, 0);
     }
 
     /**
@@ -458,7 +458,7 @@ public final class KvStashClient implements AutoCloseable
      */
     public ClientResponse ping()
     {
-        return conductor.simple(RequestType.PING, 0, 0, 0);
+        return calls.simple(RequestType.PING, 0, 0, 0);
     }
 
     // ------------------------------------------------------------------------------------------ chunk bytes
@@ -572,7 +572,7 @@ public final class KvStashClient implements AutoCloseable
             slots.write(slotOffset, from, length, source, sourceOffset);
             return Status.OK;
         }
-        return conductor.writeData(instanceId, transferId, slotIndex, from, length, source, sourceOffset);
+        return calls.writeData(instanceId, transferId, slotIndex, from, length, source, sourceOffset);
     }
 
     /**
@@ -629,7 +629,7 @@ public final class KvStashClient implements AutoCloseable
             slots.read(slotOffset, from, length, destination, destinationOffset);
             return Status.OK;
         }
-        return conductor.readData(instanceId, transferId, slotIndex, from, length, destination, destinationOffset);
+        return calls.readData(instanceId, transferId, slotIndex, from, length, destination, destinationOffset);
     }
 
     // ------------------------------------------------------------------------------------------ facts

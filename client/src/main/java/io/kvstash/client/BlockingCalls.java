@@ -7,7 +7,7 @@ import org.agrona.DirectBuffer;
 import org.agrona.MutableDirectBuffer;
 
 /**
- * Conducts the synchronous calls of the API: each sends its request through the {@link RequestProxy}, waits
+ * The synchronous calls of the API: each sends its request through the {@link RequestProxy}, waits
  * for room in the request ring only when the first try finds it full ({@link ResponseAdapter#sendOrWait}), and
  * awaits its answer through the {@link ResponseAdapter}. Owns the copy transport's chunk moves, which are runs
  * of such calls, and the response they are answered into, so a PREPARE's response stays readable meanwhile.
@@ -17,7 +17,7 @@ import org.agrona.MutableDirectBuffer;
  * <p>
  * Single-threaded: owned by one client, used on the client's thread.
  */
-final class ClientConductor
+final class BlockingCalls
 {
     private final RequestProxy proxy;
     private final ResponseAdapter responses;
@@ -25,13 +25,13 @@ final class ClientConductor
     private final int maxInlineBytes;
 
     /**
-     * A conductor over a client's proxy and adapter.
+     * The blocking calls over a client's proxy and adapter.
      *
      * @param proxy          encodes the requests.
      * @param responses      awaits the answers.
      * @param maxInlineBytes largest copy-transport payload of the server.
      */
-    ClientConductor(final RequestProxy proxy, final ResponseAdapter responses, final int maxInlineBytes)
+    BlockingCalls(final RequestProxy proxy, final ResponseAdapter responses, final int maxInlineBytes)
     {
         this.proxy = proxy;
         this.responses = responses;
