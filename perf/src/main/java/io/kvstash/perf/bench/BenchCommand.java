@@ -2,6 +2,7 @@ package io.kvstash.perf.bench;
 
 import io.kvstash.cli.KvStashCommand;
 import io.kvstash.tools.Json;
+import io.kvstash.tools.ShmDirectories;
 import io.kvstash.wire.file.SecureDirectory;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Model.CommandSpec;
@@ -161,7 +162,7 @@ public final class BenchCommand implements Callable<Integer>
             {
                 redis.close();
             }
-            BenchSupport.deleteTree(work);
+            ShmDirectories.delete(work);
         }
         machine.put("load_average_end", MachineFacts.loadAverage());
         final Map<String, Object> report = BenchReport.of(results, machine, outDir, quick, elapsedSeconds());

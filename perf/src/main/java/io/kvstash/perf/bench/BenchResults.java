@@ -1,6 +1,7 @@
 package io.kvstash.perf.bench;
 
 import io.kvstash.tools.PercentilePlot;
+import io.kvstash.tools.WorkerResult;
 import org.HdrHistogram.Histogram;
 
 import java.util.ArrayList;
@@ -47,7 +48,7 @@ final class BenchResults
         @SuppressWarnings("unchecked")
         final Map<String, Object> s = (Map<String, Object>)series.get(name);
         histograms.put(name + suffix + " " + BenchSupport.size(size),
-            BenchSupport.decode((String)s.get("histogram")));
+            WorkerResult.decode((String)s.get("histogram")));
         return ((Number)s.get("median_gbps")).doubleValue();
     }
 
@@ -163,9 +164,9 @@ final class BenchResults
     void addRound(final Map<String, Object> control, final Map<String, Object> echo,
         final Map<String, Object> headerOnly)
     {
-        final Histogram c = BenchSupport.decode((String)control.get("latency"));
-        final Histogram e = BenchSupport.decode((String)echo.get("latency"));
-        final Histogram h = BenchSupport.decode((String)headerOnly.get("latency"));
+        final Histogram c = WorkerResult.decode((String)control.get("latency"));
+        final Histogram e = WorkerResult.decode((String)echo.get("latency"));
+        final Histogram h = WorkerResult.decode((String)headerOnly.get("latency"));
         histograms.computeIfAbsent("control busy-spin rounds", k -> BenchSupport.newHistogram()).add(c);
         histograms.computeIfAbsent("echo busy-spin rounds", k -> BenchSupport.newHistogram()).add(e);
         final Map<String, Object> r = new LinkedHashMap<>();
@@ -234,8 +235,8 @@ final class BenchResults
 
     private Map<String, Object> summary(final String name, final Map<String, Object> r)
     {
-        final Histogram latency = BenchSupport.decode((String)r.get("latency"));
-        final Histogram paced = BenchSupport.decode((String)r.get("paced"));
+        final Histogram latency = WorkerResult.decode((String)r.get("latency"));
+        final Histogram paced = WorkerResult.decode((String)r.get("paced"));
         histograms.put(name, latency);
         histograms.put(name + " paced", paced);
         final Map<String, Object> s = new LinkedHashMap<>();

@@ -12,21 +12,15 @@ import org.agrona.concurrent.IdleStrategy;
 import java.io.IOException;
 import java.lang.management.GarbageCollectorMXBean;
 import java.lang.management.ManagementFactory;
-import java.nio.ByteBuffer;
 import java.nio.MappedByteBuffer;
 import java.nio.channels.FileChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.nio.file.attribute.PosixFilePermissions;
-import java.util.ArrayList;
 import java.util.Arrays;
-import java.util.Base64;
-import java.util.Comparator;
-import java.util.List;
 import java.util.Locale;
 import java.util.concurrent.TimeUnit;
-import java.util.stream.Stream;
 
 /**
  * Small helpers shared by the bench's coordinator and worker: chunk layouts, histograms on the wire, GC
@@ -36,8 +30,6 @@ public final class BenchSupport
 {
     /** Largest latency a histogram tracks: 60 s in ns. */
     static final long HIGHEST_NS = TimeUnit.SECONDS.toNanos(60);
-    /** Bytes a histogram encodes into at most (compressed), generous. */
-    private static final int ENCODE_CAPACITY = 1 << 20;
     /** Wait mode names of the command line and the JSON. */
     static final String BUSY_SPIN = "busy-spin";
     /** The default wait mode: spin, yield, park. */
@@ -66,37 +58,6 @@ public final class BenchSupport
     static void record(final Histogram h, final long ns)
     {
         h.recordValue(Math.max(1, Math.min(ns, HIGHEST_NS)));
-    }
-
-    /**
-     * A histogram as base64 of its compressed form, for one line of JSON.
-     *
-     * @param h histogram.
-     * @return text.
-     */
-    static String encode(final Histogram h)
-    {
-        final ByteBuffer buffer = ByteBuffer.allocate(Math.max(ENCODE_CAPACITY, h.getNeededByteBufferCapacity()));
-        final int length = h.encodeIntoCompressedByteBuffer(buffer);
-        return Base64.getEncoder().encodeToString(Arrays.copyOf(buffer.array(), length));
-    }
-
-    /**
-     * Decodes {@link #encode(Histogram)}.
-     *
-     * @param text base64.
-     * @return histogram.
-     */
-    static Histogram decode(final String text)
-    {
-        try
-        {
-            return Histogram.decodeFromCompressedByteBuffer(ByteBuffer.wrap(Base64.getDecoder().decode(text)), 1);
-        }
-        catch (final java.util.zip.DataFormatException ex)
-        {
-            throw new IllegalStateException("bad histogram from the worker", ex);
-        }
     }
 
     /**
@@ -243,32 +204,6 @@ public final class BenchSupport
         if (null != mapped)
         {
             IoUtil.unmap(mapped);
-        }
-    }
-
-    /**
-     * Deletes a directory tree, quietly.
-     *
-     * @param dir directory or null.
-     */
-    static void deleteTree(final Path dir)
-    {
-        if (null == dir || !Files.exists(dir))
-        {
-            return;
-        }
-        try (Stream<Path> files = Files.walk(dir))
-        {
-            final List<Path> all = new ArrayList<>();
-            files.sorted(Comparator.reverseOrder()).forEach(all::add);
-            for (final Path p : all)
-            {
-                Files.deleteIfExists(p);
-            }
-        }
-        catch (final IOException ignore)
-        {
-            // Left for the next run's clean-up.
         }
     }
 

@@ -4,6 +4,7 @@ import io.kvstash.client.ClientContext;
 import io.kvstash.client.ClientResponse;
 import io.kvstash.client.KvStashClient;
 import io.kvstash.tools.Json;
+import io.kvstash.tools.WorkerResult;
 import io.kvstash.wire.ChunkKeys;
 import io.kvstash.wire.RequestType;
 import io.kvstash.wire.Status;
@@ -220,7 +221,7 @@ public final class BenchWorker
             final Map<String, Object> m = new LinkedHashMap<>();
             m.put("gbps", java.util.Arrays.stream(gbps).boxed().collect(java.util.stream.Collectors.toList()));
             m.put("median_gbps", BenchSupport.median(gbps));
-            m.put("histogram", BenchSupport.encode(perChunk));
+            m.put("histogram", WorkerResult.encode(perChunk));
             return m;
         }
     }

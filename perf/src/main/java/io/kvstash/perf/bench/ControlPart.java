@@ -5,6 +5,7 @@ import io.kvstash.pipeline.ThreadingMode;
 import io.kvstash.pipeline.WaitMode;
 import io.kvstash.server.KvStashServer;
 import io.kvstash.server.ServerContext;
+import io.kvstash.tools.ShmDirectories;
 import io.kvstash.wire.RequestType;
 import org.HdrHistogram.Histogram;
 import org.agrona.concurrent.AgentRunner;
@@ -165,7 +166,7 @@ final class ControlPart
         finally
         {
             server.close();
-            BenchSupport.deleteTree(dir);
+            ShmDirectories.delete(dir);
             Files.deleteIfExists(capture);
         }
         // The server's own view (receiver stamp to response written), read once its threads have stopped.

@@ -3,6 +3,7 @@ package io.kvstash.perf.bench;
 import io.kvstash.client.ClientContext;
 import io.kvstash.client.ClientResponse;
 import io.kvstash.client.KvStashClient;
+import io.kvstash.tools.WorkerResult;
 import io.kvstash.wire.ChunkKeys;
 import io.kvstash.wire.RequestType;
 import io.kvstash.wire.Status;
@@ -145,7 +146,7 @@ final class ControlRun
         progress.accept(BenchSupport.fmt("%s: one in flight, %d pairs, p50 %.2f us, p99.9 %.2f us", label, pairsTimed,
             latency.getValueAtPercentile(50) / 1e3, latency.getValueAtPercentile(99.9) / 1e3));
         final Map<String, Object> result = new LinkedHashMap<>();
-        result.put("latency", BenchSupport.encode(latency));
+        result.put("latency", WorkerResult.encode(latency));
         if (latencyOnly)
         {
             return result;
@@ -159,7 +160,7 @@ final class ControlRun
 
         result.put("pairs_per_s", pairsPerSecond);
         result.put("window", window);
-        result.put("paced", BenchSupport.encode(paced));
+        result.put("paced", WorkerResult.encode(paced));
         result.put("paced_rate", pacedRate);
         return result;
     }

@@ -5,6 +5,7 @@ import io.kvstash.pipeline.ThreadingMode;
 import io.kvstash.pipeline.WaitMode;
 import io.kvstash.server.KvStashServer;
 import io.kvstash.server.ServerContext;
+import io.kvstash.tools.ShmDirectories;
 
 import java.nio.file.Path;
 import java.util.LinkedHashMap;
@@ -81,7 +82,7 @@ final class SizePart
             }
             finally
             {
-                BenchSupport.deleteTree(dir);
+                ShmDirectories.delete(dir);
             }
         }
         final Map<String, Object> common = new LinkedHashMap<>();

@@ -1,14 +1,9 @@
 package io.kvstash.perf.bench;
 
+import io.kvstash.tools.ChildJvm;
 import io.kvstash.tools.Json;
 
-import java.io.BufferedReader;
 import java.io.IOException;
-import java.io.InputStreamReader;
-import java.io.OutputStreamWriter;
-import java.io.Writer;
-import java.nio.charset.StandardCharsets;
-import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -22,42 +17,16 @@ import java.util.function.Consumer;
  */
 final class WorkerProcess implements AutoCloseable
 {
-    private final Process process;
-    private final Writer in;
+    private static final String ADD_EXPORTS = "--add-exports";
+    private static final String EXPORT = "java.base/jdk.internal.misc=ALL-UNNAMED";
+
     private final LinkedBlockingQueue<String> results = new LinkedBlockingQueue<>();
     private final List<String> flags;
+    private ChildJvm child;
 
-    private WorkerProcess(final Process process, final List<String> flags, final Consumer<String> progress)
+    private WorkerProcess(final List<String> flags)
     {
-        this.process = process;
         this.flags = flags;
-        this.in = new OutputStreamWriter(process.getOutputStream(), StandardCharsets.UTF_8);
-        final Thread reader = new Thread(() ->
-        {
-            try (BufferedReader out = new BufferedReader(
-                new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8)))
-            {
-                String line;
-                while (null != (line = out.readLine()))
-                {
-                    if (line.startsWith("PROGRESS "))
-                    {
-                        progress.accept(line.substring("PROGRESS ".length()));
-                    }
-                    else if (line.startsWith("RESULT ") || line.startsWith("READY "))
-                    {
-                        results.add(line);
-                    }
-                }
-            }
-            catch (final IOException ignore)
-            {
-                // The worker is gone; a waiting call times out or sees the exit.
-            }
-            results.add("EXIT");
-        }, "kvstash-bench-worker-reader");
-        reader.setDaemon(true);
-        reader.start();
     }
 
     /**
@@ -72,18 +41,27 @@ final class WorkerProcess implements AutoCloseable
     static WorkerProcess start(final String heap, final Consumer<String> progress)
         throws IOException, InterruptedException
     {
-        final List<String> flags = List.of(
-            "--add-exports", "java.base/jdk.internal.misc=ALL-UNNAMED",
+        final List<String> jvmOptions = List.of(
             "-Xms" + heap, "-Xmx" + heap, "-XX:+UseParallelGC", "-Dslf4j.internal.verbosity=ERROR");
-        final List<String> command = new ArrayList<>();
-        command.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
-        command.addAll(flags);
-        command.add("-cp");
-        command.add(System.getProperty("java.class.path"));
-        command.add(BenchWorker.class.getName());
-        final Process process = new ProcessBuilder(command).redirectError(ProcessBuilder.Redirect.INHERIT).start();
-        final WorkerProcess worker = new WorkerProcess(process, flags, progress);
-        final String ready = worker.results.poll(60, TimeUnit.SECONDS);
+        final List<String> flags = new ArrayList<>(List.of(ADD_EXPORTS, EXPORT));
+        flags.addAll(jvmOptions);
+        final WorkerProcess worker = new WorkerProcess(List.copyOf(flags));
+        worker.child = new ChildJvm.Options()
+            .jvmOptions(jvmOptions)
+            .name("kvstash-bench-worker")
+            .lineListener((line) ->
+            {
+                if (line.startsWith("PROGRESS "))
+                {
+                    progress.accept(line.substring("PROGRESS ".length()));
+                }
+                else if (line.startsWith("RESULT ") || line.startsWith("READY "))
+                {
+                    worker.results.add(line);
+                }
+            })
+            .start(BenchWorker.class.getName(), List.of());
+        final String ready = worker.next(60);
         if (null == ready || !ready.startsWith("READY "))
         {
             worker.close();
@@ -114,13 +92,11 @@ final class WorkerProcess implements AutoCloseable
     Map<String, Object> call(final Map<String, Object> command, final long timeoutS)
         throws IOException, InterruptedException
     {
-        in.write(Json.write(command));
-        in.write('\n');
-        in.flush();
-        final String line = results.poll(timeoutS, TimeUnit.SECONDS);
+        child.send(Json.write(command));
+        final String line = next(timeoutS);
         if (null == line || !line.startsWith("RESULT "))
         {
-            throw new IOException("the bench worker " + (null == line ? "did not answer " + command.get("cmd") +
+            throw new IOException("the bench worker " + (child.isAlive() ? "did not answer " + command.get("cmd") +
                 " in " + timeoutS + " s" : "exited"));
         }
         final Map<String, Object> result = Json.parseObject(line.substring("RESULT ".length()));
@@ -131,31 +107,49 @@ final class WorkerProcess implements AutoCloseable
         return result;
     }
 
+    /**
+     * The next READY or RESULT line, or null when the worker exits or the timeout passes first.
+     */
+    private String next(final long timeoutS) throws InterruptedException
+    {
+        final long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(timeoutS);
+        while (true)
+        {
+            final String line = results.poll(100, TimeUnit.MILLISECONDS);
+            if (null != line)
+            {
+                return line;
+            }
+            if (!child.isAlive())
+            {
+                return results.poll();
+            }
+            if (System.nanoTime() - deadline > 0)
+            {
+                return null;
+            }
+        }
+    }
+
     @Override
     public void close()
     {
-        try
+        if (null == child)
         {
-            if (process.isAlive())
-            {
-                in.write("{\"cmd\":\"exit\"}\n");
-                in.flush();
-            }
+            return;
         }
-        catch (final IOException ignore)
+        if (child.isAlive())
         {
-            // Already gone.
+            child.send("{\"cmd\":\"exit\"}");
         }
         try
         {
-            if (!process.waitFor(10, TimeUnit.SECONDS))
-            {
-                process.destroyForcibly().waitFor(5, TimeUnit.SECONDS);
-            }
+            child.waitFor(TimeUnit.SECONDS.toMillis(10));
         }
         catch (final InterruptedException ex)
         {
             Thread.currentThread().interrupt();
         }
+        child.close();
     }
 }

@@ -1,15 +1,12 @@
 package io.kvstash.perf.bench;
 
+import io.kvstash.tools.ChildJvm;
 import io.kvstash.tools.Json;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 
-import java.io.ByteArrayOutputStream;
-import java.io.IOException;
-import java.io.InputStream;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -46,25 +43,32 @@ class BenchQuickTest
     void shouldPrintACompleteAndSaneJsonReportWhenRunQuick() throws Exception
     {
         final boolean redis = null != RedisContender.find();
-        final List<String> command = new ArrayList<>();
-        command.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
-        command.add("--add-exports");
-        command.add("java.base/jdk.internal.misc=ALL-UNNAMED");
-        command.add("-cp");
-        command.add(System.getProperty("java.class.path"));
-        command.add(BenchMain.class.getName());
-        command.add("--quick");
-        command.add("--json");
-        command.add("--out");
-        command.add(out.toString());
+        final List<String> args = new ArrayList<>(List.of("--quick", "--json", "--out", out.toString()));
         if (!redis)
         {
-            command.add("--no-redis");
+            args.add("--no-redis");
         }
-        final Process process = new ProcessBuilder(command).redirectError(ProcessBuilder.Redirect.INHERIT).start();
-        final String stdout = readAll(process.getInputStream());
-        assertTrue(process.waitFor(30, TimeUnit.SECONDS), "bench did not exit");
-        assertEquals(0, process.exitValue(), stdout);
+        final StringBuilder lines = new StringBuilder();
+        final String stdout;
+        try (ChildJvm bench = new ChildJvm.Options()
+            .jvmOptions(List.of())
+            .lineListener((line) ->
+            {
+                synchronized (lines)
+                {
+                    lines.append(line).append('\n');
+                }
+            })
+            .start(BenchMain.class.getName(), args))
+        {
+            final int exit = bench.exitCode(TimeUnit.SECONDS.toMillis(140));
+            assertTrue(bench.awaitEndOfOutput(TimeUnit.SECONDS.toMillis(10)), "bench output did not end");
+            synchronized (lines)
+            {
+                stdout = lines.toString();
+            }
+            assertEquals(0, exit, stdout);
+        }
 
         final Map<String, Object> report = Json.parseObject(stdout.trim());
         final Map<String, Object> firstTouch = (Map<String, Object>)report.get("first_touch");
@@ -159,10 +163,4 @@ class BenchQuickTest
         assertTrue(Double.isFinite(v) && v > 0, name + " = " + v);
     }
 
-    private static String readAll(final InputStream in) throws IOException
-    {
-        final ByteArrayOutputStream bytes = new ByteArrayOutputStream();
-        in.transferTo(bytes);
-        return bytes.toString(StandardCharsets.UTF_8);
-    }
 }
