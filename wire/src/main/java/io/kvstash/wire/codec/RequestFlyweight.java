@@ -2,7 +2,6 @@ package io.kvstash.wire.codec;
 
 import org.agrona.DirectBuffer;
 import org.agrona.MutableDirectBuffer;
-import org.agrona.UnsafeApi;
 
 import static io.kvstash.wire.codec.WireDescriptor.*;
 
@@ -16,40 +15,15 @@ import static io.kvstash.wire.codec.WireDescriptor.*;
  * subclasses); an encoder claims the record's full length first (the static {@code length} methods).
  * Not thread-safe; allocation-free once constructed.
  */
-public class RequestFlyweight
+public class RequestFlyweight extends RecordFlyweight
 {
     /** Bytes of the common header. */
     public static final int HEADER_LENGTH = REQUEST_HEADER_LENGTH;
 
-    private DirectBuffer buffer;
-    private MutableDirectBuffer mutableBuffer;
-    private Object base;
-    private long address;
-    private int offset;
-    private int length;
-
-    /**
-     * Wraps a record for reading.
-     *
-     * @param buffer buffer holding the record.
-     * @param offset offset of the record's payload.
-     * @param length bytes of the record's payload.
-     * @return this.
-     * @throws IndexOutOfBoundsException when the record does not lie inside the buffer.
-     */
+    @Override
     public RequestFlyweight wrap(final DirectBuffer buffer, final int offset, final int length)
     {
-        if (offset < 0 || length < 0 || offset + (long)length > buffer.capacity())
-        {
-            throw new IndexOutOfBoundsException(
-                "record at " + offset + " of " + length + " bytes outside a buffer of " + buffer.capacity());
-        }
-        this.buffer = buffer;
-        this.mutableBuffer = buffer instanceof MutableDirectBuffer ? (MutableDirectBuffer)buffer : null;
-        this.base = buffer.byteArray();
-        this.address = buffer.addressOffset() + offset;
-        this.offset = offset;
-        this.length = length;
+        super.wrap(buffer, offset, length);
         return this;
     }
 
@@ -95,43 +69,13 @@ public class RequestFlyweight
     }
 
     /**
-     * Bytes of the record.
-     *
-     * @return payload length.
-     */
-    public final int length()
-    {
-        return length;
-    }
-
-    /**
-     * Offset of the record in its buffer.
-     *
-     * @return payload offset.
-     */
-    public final int offset()
-    {
-        return offset;
-    }
-
-    /**
-     * The wrapped buffer.
-     *
-     * @return buffer.
-     */
-    public final DirectBuffer buffer()
-    {
-        return buffer;
-    }
-
-    /**
      * Whether the record holds a correlation id (else it cannot be answered).
      *
      * @return true when at least 8 bytes long.
      */
     public final boolean hasCorrelationId()
     {
-        return length >= Long.BYTES;
+        return length() >= Long.BYTES;
     }
 
     /**
@@ -141,7 +85,7 @@ public class RequestFlyweight
      */
     public final boolean hasHeader()
     {
-        return length >= HEADER_LENGTH;
+        return length() >= HEADER_LENGTH;
     }
 
     /**
@@ -202,96 +146,5 @@ public class RequestFlyweight
     public final int keyMode()
     {
         return getInt(KEY_MODE_OFFSET);
-    }
-
-    /**
-     * Reads a little-endian i64 of the record, unchecked.
-     *
-     * @param at offset in the record.
-     * @return value.
-     */
-    protected final long getLong(final int at)
-    {
-        return le(UnsafeApi.getLong(base, address + at));
-    }
-
-    /**
-     * Reads a little-endian i32 of the record, unchecked.
-     *
-     * @param at offset in the record.
-     * @return value.
-     */
-    protected final int getInt(final int at)
-    {
-        return le(UnsafeApi.getInt(base, address + at));
-    }
-
-    /**
-     * Writes a little-endian i64 of the record, unchecked.
-     *
-     * @param at    offset in the record.
-     * @param value value.
-     */
-    protected final void putLong(final int at, final long value)
-    {
-        UnsafeApi.putLong(base, address + at, le(value));
-    }
-
-    /**
-     * Writes a little-endian i32 of the record, unchecked.
-     *
-     * @param at    offset in the record.
-     * @param value value.
-     */
-    protected final void putInt(final int at, final int value)
-    {
-        UnsafeApi.putInt(base, address + at, le(value));
-    }
-
-    /**
-     * Copies bytes into the record (bounds-checked by the buffer).
-     *
-     * @param at     offset in the record.
-     * @param source bytes.
-     * @param from   offset in the source.
-     * @param count  bytes.
-     */
-    protected final void putBytes(final int at, final byte[] source, final int from, final int count)
-    {
-        mutable().putBytes(offset + at, source, from, count);
-    }
-
-    /**
-     * Copies bytes into the record from another buffer (bounds-checked by the buffers).
-     *
-     * @param at     offset in the record.
-     * @param source bytes.
-     * @param from   offset in the source.
-     * @param count  bytes.
-     */
-    protected final void putBytes(final int at, final DirectBuffer source, final int from, final int count)
-    {
-        mutable().putBytes(offset + at, source, from, count);
-    }
-
-    /**
-     * Copies bytes of the record out (bounds-checked by the buffer).
-     *
-     * @param at          offset in the record.
-     * @param destination receives the bytes.
-     * @param count       bytes.
-     */
-    protected final void getBytes(final int at, final byte[] destination, final int count)
-    {
-        buffer.getBytes(offset + at, destination, 0, count);
-    }
-
-    private MutableDirectBuffer mutable()
-    {
-        if (null == mutableBuffer)
-        {
-            throw new IllegalStateException("record wrapped read-only");
-        }
-        return mutableBuffer;
     }
 }

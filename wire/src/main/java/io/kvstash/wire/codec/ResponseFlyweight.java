@@ -1,8 +1,6 @@
 package io.kvstash.wire.codec;
 
 import org.agrona.DirectBuffer;
-import org.agrona.MutableDirectBuffer;
-import org.agrona.UnsafeApi;
 
 import static io.kvstash.wire.codec.WireDescriptor.*;
 
@@ -15,7 +13,7 @@ import static io.kvstash.wire.codec.WireDescriptor.*;
  * slot accessors then go without per-field bounds checks (a decoder checks {@link #hasHeader()} and
  * {@link #slotsFit()} first). Not thread-safe; allocation-free.
  */
-public final class ResponseFlyweight
+public final class ResponseFlyweight extends RecordFlyweight
 {
     /** Bytes of the fixed header. */
     public static final int HEADER_LENGTH = RESPONSE_HEADER_LENGTH;
@@ -36,13 +34,6 @@ public final class ResponseFlyweight
     public static final int REGISTER_MAX_NAME_LENGTH = 128;
     /** Longest REGISTER answer. */
     public static final int REGISTER_MAX_EXTRA_LENGTH = REGISTER_NAME_OFFSET + REGISTER_MAX_NAME_LENGTH;
-
-    private DirectBuffer buffer;
-    private MutableDirectBuffer mutableBuffer;
-    private Object base;
-    private long address;
-    private int offset;
-    private int length;
 
     /**
      * Bytes of a response record.
@@ -78,28 +69,10 @@ public final class ResponseFlyweight
         return length(0, MAX_MESSAGE_LENGTH);
     }
 
-    /**
-     * Wraps a record.
-     *
-     * @param buffer buffer holding the record (a {@link MutableDirectBuffer} to encode).
-     * @param offset offset of the record's payload.
-     * @param length bytes of the record's payload.
-     * @return this.
-     * @throws IndexOutOfBoundsException when the record does not lie inside the buffer.
-     */
+    @Override
     public ResponseFlyweight wrap(final DirectBuffer buffer, final int offset, final int length)
     {
-        if (offset < 0 || length < 0 || offset + (long)length > buffer.capacity())
-        {
-            throw new IndexOutOfBoundsException(
-                "record at " + offset + " of " + length + " bytes outside a buffer of " + buffer.capacity());
-        }
-        this.buffer = buffer;
-        this.mutableBuffer = buffer instanceof MutableDirectBuffer ? (MutableDirectBuffer)buffer : null;
-        this.base = buffer.byteArray();
-        this.address = buffer.addressOffset() + offset;
-        this.offset = offset;
-        this.length = length;
+        super.wrap(buffer, offset, length);
         return this;
     }
 
@@ -134,17 +107,17 @@ public final class ResponseFlyweight
         final int slotCapacity,
         final int extraLength)
     {
-        UnsafeApi.putLong(base, address + RESPONSE_CORRELATION_ID_OFFSET, le(correlationId));
-        UnsafeApi.putInt(base, address + RESPONSE_STATUS_OFFSET, le(status));
-        UnsafeApi.putInt(base, address + RESPONSE_TYPE_OFFSET, le(requestType));
-        UnsafeApi.putLong(base, address + RESPONSE_TRANSFER_ID_OFFSET, le(transferId));
-        UnsafeApi.putInt(base, address + RESPONSE_HIT_CHUNKS_OFFSET, le(hitChunks));
-        UnsafeApi.putInt(base, address + RESPONSE_SLOT_COUNT_OFFSET, le(slotCount));
-        UnsafeApi.putLong(base, address + RESPONSE_COUNT_OFFSET, le(count));
-        UnsafeApi.putLong(base, address + RESPONSE_CHUNK_BYTES_OFFSET, le(chunkBytes));
-        UnsafeApi.putLong(base, address + RESPONSE_SLOT_BYTES_OFFSET, le(slotBytes));
-        UnsafeApi.putInt(base, address + RESPONSE_SLOT_CAPACITY_OFFSET, le(slotCapacity));
-        UnsafeApi.putInt(base, address + RESPONSE_EXTRA_LENGTH_OFFSET, le(extraLength));
+        putLong(RESPONSE_CORRELATION_ID_OFFSET, correlationId);
+        putInt(RESPONSE_STATUS_OFFSET, status);
+        putInt(RESPONSE_TYPE_OFFSET, requestType);
+        putLong(RESPONSE_TRANSFER_ID_OFFSET, transferId);
+        putInt(RESPONSE_HIT_CHUNKS_OFFSET, hitChunks);
+        putInt(RESPONSE_SLOT_COUNT_OFFSET, slotCount);
+        putLong(RESPONSE_COUNT_OFFSET, count);
+        putLong(RESPONSE_CHUNK_BYTES_OFFSET, chunkBytes);
+        putLong(RESPONSE_SLOT_BYTES_OFFSET, slotBytes);
+        putInt(RESPONSE_SLOT_CAPACITY_OFFSET, slotCapacity);
+        putInt(RESPONSE_EXTRA_LENGTH_OFFSET, extraLength);
         return this;
     }
 
@@ -159,10 +132,10 @@ public final class ResponseFlyweight
      */
     public ResponseFlyweight putSlot(final int i, final int rangeIndex, final int generation, final long slotOffset)
     {
-        final long entry = address + HEADER_LENGTH + (long)i * SLOT_ENTRY_LENGTH;
-        UnsafeApi.putInt(base, entry, le(rangeIndex));
-        UnsafeApi.putInt(base, entry + 4, le(generation));
-        UnsafeApi.putLong(base, entry + 8, le(slotOffset));
+        final int entry = HEADER_LENGTH + i * SLOT_ENTRY_LENGTH;
+        putInt(entry, rangeIndex);
+        putInt(entry + 4, generation);
+        putLong(entry + 8, slotOffset);
         return this;
     }
 
@@ -173,44 +146,10 @@ public final class ResponseFlyweight
      */
     public int extraOffset()
     {
-        return offset + HEADER_LENGTH + slotCount() * SLOT_ENTRY_LENGTH;
-    }
-
-    /**
-     * The wrapped buffer, to write or read the extra bytes at {@link #extraOffset()}.
-     *
-     * @return buffer.
-     */
-    public MutableDirectBuffer mutableBuffer()
-    {
-        if (null == mutableBuffer)
-        {
-            throw new IllegalStateException("record wrapped read-only");
-        }
-        return mutableBuffer;
+        return offset() + HEADER_LENGTH + slotCount() * SLOT_ENTRY_LENGTH;
     }
 
     // ------------------------------------------------------------------------------------------ decoding
-
-    /**
-     * The wrapped buffer.
-     *
-     * @return buffer.
-     */
-    public DirectBuffer buffer()
-    {
-        return buffer;
-    }
-
-    /**
-     * Bytes of the record.
-     *
-     * @return payload length.
-     */
-    public int length()
-    {
-        return length;
-    }
 
     /**
      * Whether the record holds the fixed header.
@@ -219,7 +158,7 @@ public final class ResponseFlyweight
      */
     public boolean hasHeader()
     {
-        return length >= HEADER_LENGTH;
+        return length() >= HEADER_LENGTH;
     }
 
     /**
@@ -230,7 +169,7 @@ public final class ResponseFlyweight
     public boolean slotsFit()
     {
         final int n = slotCount();
-        return n >= 0 && HEADER_LENGTH + (long)n * SLOT_ENTRY_LENGTH <= length;
+        return n >= 0 && HEADER_LENGTH + (long)n * SLOT_ENTRY_LENGTH <= length();
     }
 
     /**
@@ -240,7 +179,7 @@ public final class ResponseFlyweight
      */
     public long correlationId()
     {
-        return le(UnsafeApi.getLong(base, address + RESPONSE_CORRELATION_ID_OFFSET));
+        return getLong(RESPONSE_CORRELATION_ID_OFFSET);
     }
 
     /**
@@ -250,7 +189,7 @@ public final class ResponseFlyweight
      */
     public int status()
     {
-        return le(UnsafeApi.getInt(base, address + RESPONSE_STATUS_OFFSET));
+        return getInt(RESPONSE_STATUS_OFFSET);
     }
 
     /**
@@ -260,7 +199,7 @@ public final class ResponseFlyweight
      */
     public int requestType()
     {
-        return le(UnsafeApi.getInt(base, address + RESPONSE_TYPE_OFFSET));
+        return getInt(RESPONSE_TYPE_OFFSET);
     }
 
     /**
@@ -270,7 +209,7 @@ public final class ResponseFlyweight
      */
     public long transferId()
     {
-        return le(UnsafeApi.getLong(base, address + RESPONSE_TRANSFER_ID_OFFSET));
+        return getLong(RESPONSE_TRANSFER_ID_OFFSET);
     }
 
     /**
@@ -280,7 +219,7 @@ public final class ResponseFlyweight
      */
     public int hitChunks()
     {
-        return le(UnsafeApi.getInt(base, address + RESPONSE_HIT_CHUNKS_OFFSET));
+        return getInt(RESPONSE_HIT_CHUNKS_OFFSET);
     }
 
     /**
@@ -290,7 +229,7 @@ public final class ResponseFlyweight
      */
     public int slotCount()
     {
-        return le(UnsafeApi.getInt(base, address + RESPONSE_SLOT_COUNT_OFFSET));
+        return getInt(RESPONSE_SLOT_COUNT_OFFSET);
     }
 
     /**
@@ -300,7 +239,7 @@ public final class ResponseFlyweight
      */
     public long count()
     {
-        return le(UnsafeApi.getLong(base, address + RESPONSE_COUNT_OFFSET));
+        return getLong(RESPONSE_COUNT_OFFSET);
     }
 
     /**
@@ -310,7 +249,7 @@ public final class ResponseFlyweight
      */
     public long chunkBytes()
     {
-        return le(UnsafeApi.getLong(base, address + RESPONSE_CHUNK_BYTES_OFFSET));
+        return getLong(RESPONSE_CHUNK_BYTES_OFFSET);
     }
 
     /**
@@ -320,7 +259,7 @@ public final class ResponseFlyweight
      */
     public long slotBytes()
     {
-        return le(UnsafeApi.getLong(base, address + RESPONSE_SLOT_BYTES_OFFSET));
+        return getLong(RESPONSE_SLOT_BYTES_OFFSET);
     }
 
     /**
@@ -330,7 +269,7 @@ public final class ResponseFlyweight
      */
     public int slotCapacity()
     {
-        return le(UnsafeApi.getInt(base, address + RESPONSE_SLOT_CAPACITY_OFFSET));
+        return getInt(RESPONSE_SLOT_CAPACITY_OFFSET);
     }
 
     /**
@@ -340,7 +279,7 @@ public final class ResponseFlyweight
      */
     public int extraLength()
     {
-        return le(UnsafeApi.getInt(base, address + RESPONSE_EXTRA_LENGTH_OFFSET));
+        return getInt(RESPONSE_EXTRA_LENGTH_OFFSET);
     }
 
     /**
@@ -351,7 +290,7 @@ public final class ResponseFlyweight
      */
     public int slotRangeIndex(final int i)
     {
-        return le(UnsafeApi.getInt(base, address + HEADER_LENGTH + (long)i * SLOT_ENTRY_LENGTH));
+        return getInt(HEADER_LENGTH + i * SLOT_ENTRY_LENGTH);
     }
 
     /**
@@ -362,7 +301,7 @@ public final class ResponseFlyweight
      */
     public int slotGeneration(final int i)
     {
-        return le(UnsafeApi.getInt(base, address + HEADER_LENGTH + (long)i * SLOT_ENTRY_LENGTH + 4));
+        return getInt(HEADER_LENGTH + i * SLOT_ENTRY_LENGTH + 4);
     }
 
     /**
@@ -373,6 +312,6 @@ public final class ResponseFlyweight
      */
     public long slotOffset(final int i)
     {
-        return le(UnsafeApi.getLong(base, address + HEADER_LENGTH + (long)i * SLOT_ENTRY_LENGTH + 8));
+        return getLong(HEADER_LENGTH + i * SLOT_ENTRY_LENGTH + 8);
     }
 }
