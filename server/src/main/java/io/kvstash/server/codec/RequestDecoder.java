@@ -76,7 +76,7 @@ public final class RequestDecoder
         }
         // wrap checks once that the record lies inside the buffer; every field below is read only once the
         // record's length says it holds it, without per-field bounds checks.
-        final RequestFlyweight header = flyweightFor(type).wrap(buffer, offset, length);
+        final RequestFlyweight header = simple.wrap(buffer, offset, length);
         c.correlationId = header.correlationId();
         c.type = type;
         if (!RequestType.isValid(type) || RequestType.SWEEP == type || RequestType.REAP == type)
@@ -101,11 +101,11 @@ public final class RequestDecoder
         switch (type)
         {
             case RequestType.REGISTER:
-                decodeRegister(c, event);
+                decodeRegister(buffer, offset, length, c, event);
                 return true;
             case RequestType.LOOKUP_ALL_RANKS:
             {
-                final KeyedRequestFlyweight r = keyed;
+                final KeyedRequestFlyweight r = keyed.wrap(buffer, offset, length);
                 if (!r.hasAllRanksHead())
                 {
                     event.rejectAtDecode(Status.MALFORMED, "LOOKUP_ALL_RANKS body cut short");
@@ -123,45 +123,27 @@ public final class RequestDecoder
             }
             case RequestType.LOOKUP:
             case RequestType.PREPARE_STORE:
-                decodeKeys(keyed, event);
+                decodeKeys(keyed.wrap(buffer, offset, length), event);
                 return true;
             case RequestType.PREPARE_RETRIEVE:
                 if ((c.flags & RequestFlags.FROM_LOOKUP) == 0)
                 {
-                    decodeKeys(keyed, event);
+                    decodeKeys(keyed.wrap(buffer, offset, length), event);
                 }
                 return true;
             case RequestType.WRITE_DATA:
             case RequestType.READ_DATA:
-                decodeData(type, c, event);
+                decodeData(type, data.wrap(buffer, offset, length), c, event);
                 return true;
             default:
                 return true;
         }
     }
 
-    private RequestFlyweight flyweightFor(final int type)
+    private void decodeRegister(
+        final DirectBuffer buffer, final int offset, final int length, final StoreCommand c, final RequestEvent event)
     {
-        switch (type)
-        {
-            case RequestType.REGISTER:
-                return register;
-            case RequestType.LOOKUP:
-            case RequestType.LOOKUP_ALL_RANKS:
-            case RequestType.PREPARE_STORE:
-            case RequestType.PREPARE_RETRIEVE:
-                return keyed;
-            case RequestType.WRITE_DATA:
-            case RequestType.READ_DATA:
-                return data;
-            default:
-                return simple;
-        }
-    }
-
-    private void decodeRegister(final StoreCommand c, final RequestEvent event)
-    {
-        final RegisterRequestFlyweight r = register;
+        final RegisterRequestFlyweight r = register.wrap(buffer, offset, length);
         if (!r.hasBody())
         {
             event.rejectAtDecode(Status.MALFORMED, "REGISTER body cut short");
@@ -181,9 +163,9 @@ public final class RequestDecoder
         c.modelLength = r.getModel(c.model);
     }
 
-    private void decodeData(final int type, final StoreCommand c, final RequestEvent event)
+    private void decodeData(
+        final int type, final DataRequestFlyweight r, final StoreCommand c, final RequestEvent event)
     {
-        final DataRequestFlyweight r = data;
         if (!r.hasBody())
         {
             event.rejectAtDecode(Status.MALFORMED, "data header cut short");
