@@ -92,6 +92,7 @@ public final class KvStashClient implements AutoCloseable
     private final long poolSizeBytes;
     private final long dataOffset;
     private final long segmentBytes;
+    private final int alignment;
     private final Path clientPath;
     private final FileChannel clientChannel;
     private final FileLock clientLock;
@@ -162,6 +163,7 @@ public final class KvStashClient implements AutoCloseable
             poolSizeBytes = control.getLong(c + ControlFileDescriptor.POOL_SIZE_OFFSET);
             dataOffset = control.getLong(c + ControlFileDescriptor.DATA_OFFSET_OFFSET);
             segmentBytes = control.getLong(c + ControlFileDescriptor.SEGMENT_BYTES_OFFSET);
+            alignment = control.getInt(c + ControlFileDescriptor.ALIGNMENT_OFFSET);
             final int requestCapacity = control.getInt(c + ControlFileDescriptor.REQUEST_RING_CAPACITY_OFFSET);
             final int responseCapacity = control.getInt(c + ControlFileDescriptor.RESPONSE_RING_CAPACITY_OFFSET);
             if (!aliveAtConnect(control.getInt(c + ControlFileDescriptor.HEARTBEAT_INTERVAL_OFFSET)))
@@ -1069,11 +1071,7 @@ public final class KvStashClient implements AutoCloseable
 
     private long slotWord(final ClientResponse r, final int i)
     {
-        final long relative = r.slotOffset(i) - dataOffset;
-        final long segment = relative / segmentBytes;
-        final long slotsPerSegment = segmentBytes / r.slotBytes();
-        final long slot = segment * slotsPerSegment + (relative - segment * segmentBytes) / r.slotBytes();
-        return slotTable.getLongAcquire((int)SlotTableDescriptor.wordOffset((int)slot));
+        return slotTable.getLongAcquire((int)SlotTableDescriptor.wordOffsetAt(r.slotOffset(i) - dataOffset, alignment));
     }
 
     /**
