@@ -314,7 +314,7 @@ class Client:
         self._response = Ring(view, d.response_ring_offset(req), resp)
         self._request.start_as_producer()
         self._response.start_as_consumer()
-        h32[d.CLI_VERSION_OFFSET >> 2] = d.VERSION_1_0_0                   # release, LAST
+        h32[d.CLI_VERSION_OFFSET >> 2] = d.VERSION_2_0_0                   # release, LAST
 
     def _await_attach(self):
         deadline = time.monotonic() + self.timeout
@@ -657,12 +657,9 @@ class Client:
         return response.slots[i]
 
     def _slot_word(self, response, entry):
-        """Acquire load of the slot word of a slot entry (§3.3), slot index by the segment rule (§3.2)."""
-        relative = entry.offset - self.data_offset
-        slot_bytes = response.slot_bytes
-        per = self.segment_bytes // slot_bytes
-        slot = (relative // self.segment_bytes) * per + (relative % self.segment_bytes) // slot_bytes
-        return self._slot_words[slot]
+        """Acquire load of the slot word of a slot entry (§3.3): word (offset - data offset) // alignment,
+        whatever the slot size."""
+        return self._slot_words[(entry.offset - self.data_offset) // self.alignment]
 
     def is_still_reserved(self, response, i):
         """Fencing before a write (§3.3): slot ``i`` of a PREPARE_STORE answer is RESERVED under its

@@ -345,7 +345,7 @@ RD = "RingDescriptor."
 
 # descriptor.py name -> Java constant, or an expression over Java constants (evaluated in the named class)
 DESCRIPTOR_MAP = {
-    "VERSION_1_0_0": "WireVersion.CURRENT",
+    "VERSION_2_0_0": "WireVersion.CURRENT",
     "MAJOR_VERSION": "WireVersion.MAJOR",
     # control file (ControlFileDescriptor)
     "CONTROL_FILE_NAME": CFD + "FILE_NAME",

@@ -33,6 +33,7 @@ final class PoolSlots
     private final long poolSizeBytes;
     private final long dataOffset;
     private final long segmentBytes;
+    private final int alignment;
     private final List<MappedByteBuffer> segments = new ArrayList<>();
     private final UnsafeBuffer scratchView = new UnsafeBuffer(0, 0);
     private FileChannel channel;
@@ -46,12 +47,14 @@ final class PoolSlots
      * @param poolSizeBytes bytes of chunk data in the pool.
      * @param dataOffset    file offset of the first data segment.
      * @param segmentBytes  bytes of each data segment (the last may be shorter).
+     * @param alignment     the pool's slot alignment: slot words are found by offset / alignment.
      */
-    PoolSlots(final long poolSizeBytes, final long dataOffset, final long segmentBytes)
+    PoolSlots(final long poolSizeBytes, final long dataOffset, final long segmentBytes, final int alignment)
     {
         this.poolSizeBytes = poolSizeBytes;
         this.dataOffset = dataOffset;
         this.segmentBytes = segmentBytes;
+        this.alignment = alignment;
     }
 
     /**
@@ -251,10 +254,6 @@ final class PoolSlots
 
     private long slotWord(final ClientResponse r, final int i)
     {
-        final long relative = r.slotOffset(i) - dataOffset;
-        final long segment = relative / segmentBytes;
-        final long slotsPerSegment = segmentBytes / r.slotBytes();
-        final long slot = segment * slotsPerSegment + (relative - segment * segmentBytes) / r.slotBytes();
-        return slotTable.getLongAcquire((int)SlotTableDescriptor.wordOffset((int)slot));
+        return slotTable.getLongAcquire((int)SlotTableDescriptor.wordOffsetAt(r.slotOffset(i) - dataOffset, alignment));
     }
 }

@@ -104,7 +104,8 @@ final class ServerConnection
             final long segmentBytes = control.getLong(c + ControlFileDescriptor.SEGMENT_BYTES_OFFSET);
             final int requestCapacity = control.getInt(c + ControlFileDescriptor.REQUEST_RING_CAPACITY_OFFSET);
             responseCapacity = control.getInt(c + ControlFileDescriptor.RESPONSE_RING_CAPACITY_OFFSET);
-            slots = new PoolSlots(poolSizeBytes, dataOffset, segmentBytes);
+            slots = new PoolSlots(poolSizeBytes, dataOffset, segmentBytes,
+                control.getInt(c + ControlFileDescriptor.ALIGNMENT_OFFSET));
             liveness = new ServerLiveness(control, directory, incarnation, serverPid, heartbeatTimeoutMs);
             if (!liveness.aliveAtConnect(control.getInt(c + ControlFileDescriptor.HEARTBEAT_INTERVAL_OFFSET)))
             {

@@ -1,12 +1,12 @@
 package io.kvstash.core;
 
-import io.kvstash.wire.SlotGeometry;
 import io.kvstash.wire.Status;
 
 /**
- * The slot-assign stage: turns the book's slot decisions (slot ids) into byte offsets in the pool file and
- * checks each lies inside the data region. Its only state is the pool geometry, fixed at construction, so
- * it may run on its own thread while the book decides the next request.
+ * The slot-assign stage: turns the book's slot decisions (offsets relative to the data region, decided with the
+ * slot ids, since a slot's place depends on the size class its region was given) into byte offsets in the pool
+ * file and checks each lies inside the data region. Its only state is the pool geometry, fixed at construction,
+ * so it may run on its own thread while the book decides the next request.
  * <p>
  * Owner: the slot-assign stage thread.
  */
@@ -14,7 +14,6 @@ public final class SlotAssigner
 {
     private final long dataOffset;
     private final long poolEnd;
-    private final SlotGeometry geometry = new SlotGeometry();
 
     /**
      * A slot assigner for a configuration.
@@ -45,10 +44,9 @@ public final class SlotAssigner
             command.fail(Status.SERVER_ERROR, "slot outside the pool");
             return;
         }
-        geometry.slotBytes(slotBytes);
         for (int i = 0; i < n; i++)
         {
-            final long offset = dataOffset + geometry.offsetOf(command.slotChunkId[i]);
+            final long offset = dataOffset + command.slotOffset[i];
             if (offset + command.chunkBytes > poolEnd || command.chunkBytes > slotBytes)
             {
                 command.fail(Status.SERVER_ERROR, "slot outside the pool");

@@ -154,7 +154,7 @@ class RegisterScenarioTest
     }
 
     @Test
-    void shouldCutBiggerSlotsWhenABiggerLayoutRegistersWhilePoolIsEmpty()
+    void shouldGiveEachLayoutItsOwnSlotSizeWhenLayoutsOfTwoSizesRegister()
     {
         h.register(A, RANK0);
         final long t = h.prepared(A, ids(1));
@@ -163,39 +163,36 @@ class RegisterScenarioTest
         assertEquals(Status.OK, c.status);
         assertEquals(128, c.chunkBytes);
         assertEquals(128, c.slotBytes);
-        assertEquals(4, c.slotCapacity);
-        assertEquals(4, h.book().slotCapacity());
-        assertEquals(4, h.book().freeSlots());
+        assertEquals(4, c.slotCapacity, "the most chunks of the layout the pool holds");
+        assertEquals(8, h.book().slotCapacity(), "the one region went to the small class on its first store");
+        assertEquals(8, h.book().freeSlots());
         final StoreCommand small = h.store.prepareStore(A, ids(1));
-        assertEquals(128, small.slotBytes, "smaller chunks take a whole slot");
+        assertEquals(64, small.slotBytes, "smaller chunks keep slots of their own size");
         assertEquals(64, small.chunkBytes);
         h.assertInvariants();
     }
 
     @Test
-    void shouldAnswerInvalidLayoutWhenABiggerLayoutRegistersWhilePoolHoldsChunks()
+    void shouldRegisterABiggerLayoutWhenPoolHoldsChunks()
     {
         h.register(A, RANK0);
         h.stored(A, ids(1));
-        assertEquals(Status.INVALID_LAYOUT,
-            h.store.register(B, Layout.of("big", 1, 0, 1, 8, Dtype.FLOAT16, false)).status);
-        assertEquals(8, h.book().slotCapacity());
-        h.store.clear(false);
-        final long t = h.prepared(A, ids(2));
-        assertEquals(Status.INVALID_LAYOUT,
-            h.store.register(B, Layout.of("big", 1, 0, 1, 8, Dtype.FLOAT16, false)).status, "a reservation counts");
-        assertEquals(Status.OK, h.store.abortStore(A, t).status);
         assertEquals(Status.OK, h.store.register(B, Layout.of("big", 1, 0, 1, 8, Dtype.FLOAT16, false)).status);
+        final StoreCommand big = h.store.prepareStore(B, ids(1));
+        assertEquals(Status.OK, big.status, "the small class's one region, all evictable, is given to the big one");
+        assertEquals(128, big.slotBytes);
+        assertEquals(0, h.book().readableChunks(), "the small chunk went with its region");
+        h.assertInvariants();
     }
 
     @Test
-    void shouldAcceptSmallerLayoutsWhenSlotsAreAlreadyBigger()
+    void shouldAcceptSmallerLayoutsWhenBiggerChunksAreStored()
     {
         h.register(A, Layout.of("big", 1, 0, 1, 8, Dtype.FLOAT16, false));
         h.stored(A, ids(1));
         final StoreCommand c = h.store.register(B, RANK0);
         assertEquals(Status.OK, c.status);
-        assertEquals(128, c.slotBytes);
+        assertEquals(64, c.slotBytes);
         assertEquals(64, c.chunkBytes);
     }
 

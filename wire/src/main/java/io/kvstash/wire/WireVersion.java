@@ -10,8 +10,11 @@ import org.agrona.SemanticVersion;
  */
 public final class WireVersion
 {
-    /** Major version: a change no older reader understands. */
-    public static final int MAJOR = 1;
+    /**
+     * Major version: a change no older reader understands. 2: a slot's word is found from its offset over the
+     * alignment, not from a slot index (pools hold several slot sizes).
+     */
+    public static final int MAJOR = 2;
     /** Minor version: additions an older reader of the same major can ignore. */
     public static final int MINOR = 0;
     /** Patch version. */

@@ -15,7 +15,8 @@ final class BookInvariants
     }
 
     /**
-     * Checks every structural invariant. Free + reserved + readable slots equal the capacity; the index holds
+     * Checks every structural invariant. Free + reserved + readable slots equal the cut slots; each class's
+     * free stack and LRU list hold only its own slots, and every cut slot lies in a region of its class; the index holds
      * exactly the reserved and readable chunks, each once; the LRU list holds exactly the readable chunks; pins
      * equal the references of pending lookup and retrieve transfers; reserved chunks belong to exactly one
      * pending store of a live instance; every pending transfer has a registered owner and a deadline; the slot
@@ -30,14 +31,14 @@ final class BookInvariants
     static String verify(
         final SlotStates slots, final ChunkIndex index, final TransferTable transfers, final InstanceTable instances)
     {
-        final int slotCapacity = slots.slotCapacity();
-        final int freeTop = slots.freeSlots();
+        final int cut = slots.cutSlots();
+        final int free = slots.freeCutSlots();
         final int readableChunks = slots.readableChunks();
         final int reservedChunks = slots.reservedChunks();
-        if (freeTop + reservedChunks + readableChunks != slotCapacity)
+        if (free + reservedChunks + readableChunks != cut)
         {
-            return "free " + freeTop + " + reserved " + reservedChunks + " + readable " + readableChunks +
-                " != capacity " + slotCapacity;
+            return "free " + free + " + reserved " + reservedChunks + " + readable " + readableChunks +
+                " != cut slots " + cut;
         }
         if (index.size() != reservedChunks + readableChunks)
         {
@@ -48,36 +49,81 @@ final class BookInvariants
             return "index table holds " + index.occupiedEntries() + " entries for " + index.size() + " chunks and " +
                 index.pendingRemovals() + " pending removals";
         }
-        final boolean[] seenFree = new boolean[slotCapacity];
-        for (int i = 0; i < freeTop; i++)
+        final String classes = verifyClasses(slots);
+        if (null != classes)
         {
-            final int id = slots.freeSlot(i);
-            if (seenFree[id] || SlotStates.FREE != slots.state(id))
-            {
-                return "slot " + id + " on the free stack twice or not free";
-            }
-            seenFree[id] = true;
+            return classes;
         }
         final String states = verifyStates(slots, index);
         if (null != states)
         {
             return states;
         }
-        int inLru = 0;
-        int prev = -1;
-        for (int id = slots.lruHead(); id >= 0; id = slots.lruNext(id))
-        {
-            if (!slots.isReadable(id) || slots.lruPrev(id) != prev || ++inLru > readableChunks)
-            {
-                return "LRU list broken at " + id;
-            }
-            prev = id;
-        }
-        if (inLru != readableChunks || slots.lruTail() != prev)
-        {
-            return "LRU list holds " + inLru + " of " + readableChunks + " readable chunks";
-        }
         return verifyTransfers(slots, transfers, instances);
+    }
+
+    private static String verifyClasses(final SlotStates slots)
+    {
+        final boolean[] seenFree = new boolean[slots.idCapacity()];
+        int free = 0;
+        int inLru = 0;
+        int cut = 0;
+        for (int c = 0; c < slots.classCount(); c++)
+        {
+            int n = 0;
+            for (int id = slots.freeHead(c); id >= 0; id = slots.freeNext(id))
+            {
+                if (seenFree[id] || SlotStates.FREE != slots.state(id) || slots.slotClass(id) != c)
+                {
+                    return "slot " + id + " on a free stack twice, not free or of another class";
+                }
+                seenFree[id] = true;
+                n++;
+            }
+            if (n != slots.freeSlots(c))
+            {
+                return "class " + c + " free stack holds " + n + " of " + slots.freeSlots(c);
+            }
+            free += n;
+            int prev = -1;
+            for (int id = slots.lruHead(c); id >= 0; id = slots.lruNext(id))
+            {
+                if (!slots.isReadable(id) || slots.lruPrev(id) != prev || slots.slotClass(id) != c ||
+                    ++inLru > slots.readableChunks())
+                {
+                    return "LRU list of class " + c + " broken at " + id;
+                }
+                prev = id;
+            }
+            if (slots.lruTail(c) != prev)
+            {
+                return "LRU list of class " + c + " ends at " + prev + ", tail says " + slots.lruTail(c);
+            }
+            cut += slots.cutSlots(c);
+        }
+        if (free != slots.freeCutSlots() || inLru != slots.readableChunks() || cut != slots.cutSlots())
+        {
+            return "free stacks hold " + free + " of " + slots.freeCutSlots() + ", LRU lists " + inLru + " of " +
+                slots.readableChunks() + " readable, classes " + cut + " of " + slots.cutSlots() + " cut slots";
+        }
+        int uncut = 0;
+        for (int id = 0; id < slots.idLimit(); id++)
+        {
+            if (SlotStates.UNCUT == slots.state(id))
+            {
+                uncut++;
+            }
+            else if (slots.regionClass((int)(slots.offset(id) / slots.regionBytes())) != slots.slotClass(id))
+            {
+                return "slot " + id + " lies in a region of another class";
+            }
+        }
+        if (slots.idLimit() - uncut != slots.cutSlots())
+        {
+            return "ids below " + slots.idLimit() + " name " + (slots.idLimit() - uncut) + " slots, " +
+                slots.cutSlots() + " are cut";
+        }
+        return null;
     }
 
     private static String verifyStates(final SlotStates slots, final ChunkIndex index)
@@ -86,9 +132,13 @@ final class BookInvariants
         int reserved = 0;
         int pinned = 0;
         int evictable = 0;
-        for (int id = 0; id < slots.slotCapacity(); id++)
+        for (int id = 0; id < slots.idLimit(); id++)
         {
             final byte state = slots.state(id);
+            if (SlotStates.UNCUT == state)
+            {
+                continue;
+            }
             if (SlotStates.FREE != state)
             {
                 if (index.find(index.ns(id), index.hi(id), index.lo(id)) != id)
@@ -132,7 +182,7 @@ final class BookInvariants
     private static String verifyTransfers(
         final SlotStates slots, final TransferTable transfers, final InstanceTable instances)
     {
-        final int slotCapacity = slots.slotCapacity();
+        final int slotCapacity = slots.idLimit();
         final int[] pinRefs = new int[slotCapacity];
         final int[] reservedBy = new int[slotCapacity];
         Arrays.fill(reservedBy, -1);

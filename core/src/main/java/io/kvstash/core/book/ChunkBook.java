@@ -23,12 +23,15 @@ import org.agrona.concurrent.AtomicBuffer;
  * slot ids with their generations ({@code SlotAssigner} turns them into offsets), copy-transport targets
  * ({@code DataMover} moves the bytes), and the status ({@code publish} answers).
  * <p>
- * Slots: the pool is cut into slots of one size, the largest registered chunk rounded up to the alignment
- * (or a fixed {@link StoreContext#slotBytes()}). Allocation and eviction are O(1) (a free-slot stack and an
- * LRU list), and a reservation never fails while enough free or evictable slots exist. Several layouts of
- * different chunk sizes share the pool: each chunk takes one slot, so smaller chunks waste the difference;
- * a layout needing bigger slots is accepted only while the pool holds no chunk (the slots are re-cut),
- * otherwise it gets INVALID_LAYOUT.
+ * Slots: each layout's chunks take slots of its size class, its chunk rounded up to the alignment (or, with a
+ * fixed {@link StoreContext#slotBytes()}, one class for every layout). The pool's regions are given to a class
+ * on first use ({@link SlotStates}), so layouts of any sizes register in any order. A store takes a free slot
+ * of its class, else a free region, else evicts its class's least recently used unpinned chunk; a class with
+ * none of these empties a region of another class whose chunks are all free or evictable (they count as
+ * evictions) and tries again; only when no region can be emptied is the answer NO_SPACE. Allocation and
+ * eviction are O(1) (a free-slot stack and an LRU list per class); giving or reclaiming a region is O(its
+ * slots), once per region. With one class the slots, offsets and eviction order are exactly those of a pool
+ * cut whole at that slot size.
  * <p>
  * Time is the command's {@link StoreCommand#timestampNs}, never a clock read here, so a journal replays to
  * identical outcomes. Expected outcomes are status codes. Allocation-free per request after warm-up
@@ -82,7 +85,6 @@ public final class ChunkBook
         }
         this.context = context;
         this.counters = counters;
-        final int maxSlots = (int)(context.poolSizeBytes() / context.alignment());
         if (slotTable.capacity() < SlotTableDescriptor.tableLength(context.poolSizeBytes(), context.alignment()))
         {
             throw new IllegalArgumentException("slot table too small for the pool");
@@ -90,7 +92,7 @@ public final class ChunkBook
         instances = new InstanceTable(context.maxInstances());
         transfers = new TransferTable(context.maxTransfers(), context.maxInstances());
         index = new ChunkIndex(0, context.maxChunksPerRequest());
-        slots = new SlotStates(slotTable, context.poolSizeBytes(), maxSlots);
+        slots = new SlotStates(slotTable, context.poolSizeBytes(), context.alignment());
         leases = new TransferLeases(transfers, slots, index, counters);
         registrar = new Registrar(context, counters, instances, slots, index, leases, hasher);
         undo = new StoreUndoLog(context.maxChunksPerRequest());
@@ -98,7 +100,7 @@ public final class ChunkBook
         scratchIds = new int[context.maxChunksPerRequest()];
         if (context.slotBytes() > 0)
         {
-            registrar.cutSlots(registrar.alignUp(context.slotBytes()));
+            registrar.classFor(registrar.alignUp(context.slotBytes()));
         }
         publishGauges();
     }
@@ -279,19 +281,60 @@ public final class ChunkBook
             command.done = true;
             return;
         }
-        final int t = transfers.allocate();
-        if (t < 0)
+        final int slotClass = instances.slotClass(instance);
+        int t;
+        int reserved;
+        while (true)
         {
-            command.fail(Status.BUSY, "pending transfer limit reached");
-            return;
+            t = transfers.allocate();
+            if (t < 0)
+            {
+                command.fail(Status.BUSY, "pending transfer limit reached");
+                return;
+            }
+            reserved = reserveRange(command, ns, firstAbsent, t, slotClass);
+            if (reserved >= 0)
+            {
+                break;
+            }
+            // Out of room in the class: undone whole, then a region of another class whose chunks can all go is
+            // emptied and the range tried again; nothing left to reclaim is NO_SPACE.
+            undo.rollback(slots, index);
+            transfers.discard(t);
+            final int region = slots.reclaimableRegion(slotClass);
+            if (region < 0)
+            {
+                counters.increment(StoreCounters.NO_SPACE);
+                command.fail(Status.NO_SPACE, "not enough space even after evicting every unpinned chunk");
+                return;
+            }
+            pendingEvictions += slots.reclaim(region, index);
         }
 
-        // Range order, one chunk at a time, as an exact LRU cache of N slots would: a present chunk is
-        // skipped; an absent one takes a free slot or evicts the least recently used unpinned chunk, which
-        // may be a chunk of this same range that is then found absent and reserved when its turn comes. The
-        // chunks before the first absent one are present and nothing changes before its turn, so the loop starts
-        // there without looking that one up again.
+        undo.publish(slots);
+        transfers.activate(t, TransferTable.KIND_STORE, instance, deadline(command));
+        command.status = Status.OK;
+        command.outTransferId = transfers.id(t);
+        command.slotCount = reserved;
+        command.chunkBytes = instances.chunkBytes(instance);
+        command.slotBytes = slots.classSlotBytes(slotClass);
+    }
+
+    /**
+     * Reserves the absent chunks of a range for a transfer, in range order, one chunk at a time, as an exact LRU
+     * cache would: a present chunk is skipped; an absent one takes a free slot of its class (a free region is
+     * given to the class when it has none), or evicts the class's least recently used unpinned chunk, which may
+     * be a chunk of this same range that is then found absent and reserved when its turn comes. The chunks
+     * before the first absent one are present and nothing changes before its turn, so the loop starts there
+     * without looking that one up again.
+     *
+     * @return chunks reserved, or -1 when the class ran out of room (the changes are in the undo log).
+     */
+    private int reserveRange(
+        final StoreCommand command, final long ns, final int firstAbsent, final int t, final int slotClass)
+    {
         undo.clear();
+        final int n = command.chunkCount;
         int reserved = 0;
         int evicted = 0;
         for (int i = firstAbsent; i < n; i++)
@@ -302,16 +345,12 @@ public final class ChunkBook
             {
                 continue;
             }
-            if (0 == slots.freeSlots())
+            if (0 == slots.freeSlots(slotClass) && !slots.acquireFreeRegions(slotClass))
             {
-                final int victim = slots.firstEvictable();
+                final int victim = slots.firstEvictable(slotClass);
                 if (victim < 0)
                 {
-                    undo.rollback(slots, index);
-                    transfers.discard(t);
-                    counters.increment(StoreCounters.NO_SPACE);
-                    command.fail(Status.NO_SPACE, "not enough space even after evicting every unpinned chunk");
-                    return;
+                    return -1;
                 }
                 undo.recordEvict(slots, index, victim);
                 // The victim's slot is popped right below and its key overwritten by this chunk's: its index
@@ -320,24 +359,18 @@ public final class ChunkBook
                 index.removeLater(victim);
                 evicted++;
             }
-            final int id = slots.reserve(t);
+            final int id = slots.reserve(slotClass, t);
             index.insert(id, ns, hi, lo);
             undo.recordReserve(id);
             transfers.addChunk(t, id);
             command.slotChunkId[reserved] = id;
+            command.slotOffset[reserved] = slots.offset(id);
             command.slotRangeIndex[reserved] = i;
             command.slotGeneration[reserved] = slots.generation(id);
             reserved++;
         }
-
-        undo.publish(slots);
         pendingEvictions += evicted;
-        transfers.activate(t, TransferTable.KIND_STORE, instance, deadline(command));
-        command.status = Status.OK;
-        command.outTransferId = transfers.id(t);
-        command.slotCount = reserved;
-        command.chunkBytes = instances.chunkBytes(instance);
-        command.slotBytes = slots.slotBytes();
+        return reserved;
     }
 
     private void onCommitStore(final StoreCommand command)
@@ -436,6 +469,7 @@ public final class ChunkBook
         {
             final int id = transfers.chunk(t, i);
             command.slotChunkId[i] = id;
+            command.slotOffset[i] = slots.offset(id);
             command.slotRangeIndex[i] = i;
             command.slotGeneration[i] = slots.generation(id);
         }
@@ -444,7 +478,7 @@ public final class ChunkBook
         command.outTransferId = transfers.id(t);
         command.slotCount = n;
         command.chunkBytes = instances.chunkBytes(instance);
-        command.slotBytes = slots.slotBytes();
+        command.slotBytes = slots.classSlotBytes(instances.slotClass(instance));
     }
 
     private void onCommitRetrieve(final StoreCommand command)
@@ -480,18 +514,21 @@ public final class ChunkBook
             leases.endAll();
         }
         long removed = 0;
-        int id = slots.lruHead();
-        while (id >= 0)
+        for (int c = 0; c < slots.classCount(); c++)
         {
-            final int next = slots.lruNext(id);
-            if (0 == slots.pins(id))
+            int id = slots.lruHead(c);
+            while (id >= 0)
             {
-                slots.evict(id);
-                index.remove(id);
-                slots.putSlotWord(id, SlotTableDescriptor.STATE_FREE, slots.generation(id));
-                removed++;
+                final int next = slots.lruNext(id);
+                if (0 == slots.pins(id))
+                {
+                    slots.evict(id);
+                    index.remove(id);
+                    slots.putSlotWord(id, SlotTableDescriptor.STATE_FREE, slots.generation(id));
+                    removed++;
+                }
+                id = next;
             }
-            id = next;
         }
         counters.add(StoreCounters.CLEARED_CHUNKS, removed);
         command.removedCount = removed;
@@ -521,11 +558,12 @@ public final class ChunkBook
         }
         final int id = transfers.chunk(t, command.dataChunkIndex);
         command.slotChunkId[0] = id;
+        command.slotOffset[0] = slots.offset(id);
         command.slotRangeIndex[0] = command.dataChunkIndex;
         command.slotGeneration[0] = slots.generation(id);
         command.slotCount = 1;
         command.chunkBytes = chunkBytes;
-        command.slotBytes = slots.slotBytes();
+        command.slotBytes = slots.classSlotBytes(instances.slotClass(instance));
         command.status = Status.OK;
     }
 
@@ -569,17 +607,34 @@ public final class ChunkBook
     // ------------------------------------------------------------------------------------------ inspection
 
     /**
-     * Bytes of one slot; 0 until the first layout registers (unless fixed by configuration).
+     * Bytes of the largest slot size the pool holds; 0 until the first layout registers (unless fixed by
+     * configuration). With one size class (one chunk size, or --slot-bytes) the pool's one slot size.
      *
      * @return slot size.
      */
     public long slotBytes()
     {
-        return slots.slotBytes();
+        long largest = 0;
+        for (int c = 0; c < slots.classCount(); c++)
+        {
+            largest = Math.max(largest, slots.classSlotBytes(c));
+        }
+        return largest;
     }
 
     /**
-     * Slots at the current slot size.
+     * Size classes (slot sizes) the pool holds.
+     *
+     * @return class count.
+     */
+    public int sizeClasses()
+    {
+        return slots.classCount();
+    }
+
+    /**
+     * Slots: the cut ones and those the free regions hold (with one size class, the pool cut whole at its
+     * slot size).
      *
      * @return slot count.
      */
@@ -711,7 +766,8 @@ public final class ChunkBook
     }
 
     /**
-     * Readable chunk keys from least to most recently used, as {@code [hi, lo]} pairs, for tests.
+     * Readable chunk keys from least to most recently used, as {@code [hi, lo]} pairs, size class by size class
+     * in the order the classes were created, for tests.
      *
      * @return the LRU order.
      */
@@ -719,9 +775,12 @@ public final class ChunkBook
     {
         final long[][] order = new long[slots.readableChunks()][];
         int i = 0;
-        for (int id = slots.lruHead(); id >= 0; id = slots.lruNext(id))
+        for (int c = 0; c < slots.classCount(); c++)
         {
-            order[i++] = new long[]{ index.hi(id), index.lo(id) };
+            for (int id = slots.lruHead(c); id >= 0; id = slots.lruNext(id))
+            {
+                order[i++] = new long[]{ index.hi(id), index.lo(id) };
+            }
         }
         return order;
     }

@@ -65,6 +65,40 @@ final class ChunkIndex
         pendingLimit = Math.max(1, Math.min(pendingRemovals.length, tableLength / 4));
     }
 
+    /**
+     * Grows the index for a larger chunk capacity, keeping every entry (REGISTER of a smaller slot size; allocates).
+     *
+     * @param capacity chunk ids range over {@code [0, capacity)}.
+     */
+    void grow(final int capacity)
+    {
+        runPendingRemovals();
+        if (keys.length < KEY_WORDS * capacity)
+        {
+            keys = java.util.Arrays.copyOf(keys, KEY_WORDS * capacity);
+        }
+        final int tableLength = Math.max(16, Integer.highestOneBit(Math.max(1, capacity) * 2 - 1) << 1);
+        if (tableLength > table.length)
+        {
+            final long[] old = table;
+            table = new long[tableLength];
+            mask = tableLength - 1;
+            for (final long entry : old)
+            {
+                if (EMPTY != entry)
+                {
+                    int pos = (int)(entry >>> 32) & mask;
+                    while (EMPTY != table[pos])
+                    {
+                        pos = (pos + 1) & mask;
+                    }
+                    table[pos] = entry;
+                }
+            }
+            pendingLimit = Math.max(1, Math.min(pendingRemovals.length, tableLength / 4));
+        }
+    }
+
     int size()
     {
         return size;

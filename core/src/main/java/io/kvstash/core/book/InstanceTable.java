@@ -29,6 +29,7 @@ final class InstanceTable
     private final Layout[] layout;
     private final byte[][] model;
     private final long[] chunkBytes;
+    private final int[] slotClass;
     private final long[] namespace;
     private final long[] ownerSession;
     private final long[] lastSalt;
@@ -43,6 +44,7 @@ final class InstanceTable
         layout = new Layout[maxInstances];
         model = new byte[maxInstances][];
         chunkBytes = new long[maxInstances];
+        slotClass = new int[maxInstances];
         namespace = new long[maxInstances];
         ownerSession = new long[maxInstances];
         lastSalt = new long[maxInstances];
@@ -69,9 +71,15 @@ final class InstanceTable
         return 0 == freeTop;
     }
 
-    int add(final long id, final Layout instanceLayout, final long instanceChunkBytes, final long instanceNamespace)
+    int add(
+        final long id,
+        final Layout instanceLayout,
+        final long instanceChunkBytes,
+        final int instanceSlotClass,
+        final long instanceNamespace)
     {
         final int index = freeStack[--freeTop];
+        slotClass[index] = instanceSlotClass;
         instanceId[index] = id;
         layout[index] = instanceLayout;
         model[index] = instanceLayout.modelBytes();
@@ -145,6 +153,14 @@ final class InstanceTable
     byte[] model(final int index)
     {
         return model[index];
+    }
+
+    /**
+     * The size class an instance's chunks take slots of.
+     */
+    int slotClass(final int index)
+    {
+        return slotClass[index];
     }
 
     long chunkBytes(final int index)

@@ -12,8 +12,8 @@ import io.kvstash.wire.layout.Layout;
 import java.util.Arrays;
 
 /**
- * The lifecycle of instances: REGISTER (the layout checked against the registry and the slot size, the pool
- * re-cut while empty when a layout needs bigger slots), UNREGISTER, and REAP of every instance a dead or
+ * The lifecycle of instances: REGISTER (the layout checked against the registry, its size class found or
+ * created: its chunk rounded up to the alignment, or the fixed slot size of --slot-bytes), UNREGISTER, and REAP of every instance a dead or
  * departed client session owned; with them the namespace of an instance's keys under a salt.
  * <p>
  * Every refusal of a REGISTER comes before its first change, so a refused one leaves the book as it was.
@@ -81,7 +81,7 @@ final class Registrar
             }
             // A worker that re-registers through a new session (it reconnected) takes its instance over.
             instances.owner(existing, command.session);
-            answerRegister(command, chunkBytes);
+            answerRegister(command, chunkBytes, instances.slotClass(existing));
             return;
         }
         final Layout registered = instances.registered(layout);
@@ -107,18 +107,11 @@ final class Registrar
             command.fail(Status.INVALID_LAYOUT, "chunk slot larger than a pool segment (1 GiB): a chunk must fit one");
             return;
         }
-        if (neededSlotBytes > slots.slotBytes())
+        final long fixedSlotBytes = context.slotBytes() > 0 ? alignUp(context.slotBytes()) : 0;
+        if (fixedSlotBytes > 0 && neededSlotBytes > fixedSlotBytes)
         {
-            if (context.slotBytes() > 0)
-            {
-                command.fail(Status.INVALID_LAYOUT, "chunk larger than the fixed slot size (--slot-bytes)");
-                return;
-            }
-            if (slots.readableChunks() + slots.reservedChunks() > 0)
-            {
-                command.fail(Status.INVALID_LAYOUT, "chunk larger than the slot size of the layouts registered first, and the pool is not empty");
-                return;
-            }
+            command.fail(Status.INVALID_LAYOUT, "chunk larger than the fixed slot size (--slot-bytes)");
+            return;
         }
         // Every refusal comes before the first change: a refused REGISTER leaves the slots as they were.
         if (instances.isFull())
@@ -126,14 +119,16 @@ final class Registrar
             command.fail(Status.BUSY, "instance limit reached");
             return;
         }
-        if (neededSlotBytes > slots.slotBytes())
+        final int slotClass = classFor(fixedSlotBytes > 0 ? fixedSlotBytes : neededSlotBytes);
+        if (slotClass < 0)
         {
-            cutSlots(neededSlotBytes);
+            command.fail(Status.BUSY, "the pool already holds " + SlotStates.MAX_CLASSES + " slot sizes");
+            return;
         }
         final long ns = hasher.namespace(command.model, command.modelLength, command.worldSize, command.rank, 0);
-        final int instance = instances.add(command.instanceId, layout, chunkBytes, ns);
+        final int instance = instances.add(command.instanceId, layout, chunkBytes, slotClass, ns);
         instances.owner(instance, command.session);
-        answerRegister(command, chunkBytes);
+        answerRegister(command, chunkBytes, slotClass);
     }
 
     void onUnregister(final StoreCommand command)
@@ -206,15 +201,20 @@ final class Registrar
     }
 
     /**
-     * Cuts the (empty) pool into slots of a new size and sizes the index for them. Only called while no chunk
-     * is reserved or readable.
+     * The size class of a slot size, created when new: the id space and the index grow so that every region
+     * can hold slots of the smallest class (REGISTER only; allocates).
      *
-     * @param newSlotBytes slot size, already aligned.
+     * @param slotBytes slot size, already aligned.
+     * @return class, or -1 when the pool holds as many slot sizes as it can.
      */
-    void cutSlots(final long newSlotBytes)
+    int classFor(final long slotBytes)
     {
-        slots.cut(newSlotBytes);
-        index.resize(slots.slotCapacity());
+        final int slotClass = slots.classFor(slotBytes);
+        if (slotClass >= 0)
+        {
+            index.grow(slots.idCapacity());
+        }
+        return slotClass;
     }
 
     long alignUp(final long bytes)
@@ -235,12 +235,12 @@ final class Registrar
         return ended;
     }
 
-    private void answerRegister(final StoreCommand command, final long chunkBytes)
+    private void answerRegister(final StoreCommand command, final long chunkBytes, final int slotClass)
     {
         command.status = Status.OK;
         command.chunkBytes = chunkBytes;
-        command.slotBytes = slots.slotBytes();
-        command.slotCapacity = slots.slotCapacity();
+        command.slotBytes = slots.classSlotBytes(slotClass);
+        command.slotCapacity = slots.classCapacity(slotClass);
         command.done = true;
     }
 }

@@ -7,13 +7,24 @@ import org.agrona.concurrent.AtomicBuffer;
 import java.util.Arrays;
 
 /**
- * The slots of the pool and their bookkeeping: per slot its state (free, reserved, readable), pins,
- * generation and owning transfer; the free-slot stack; the LRU list of readable chunks (least recently used
- * at the head); the counts the gauges publish; and the slot words workers read. A chunk id is its slot index.
+ * The slots of the pool and their bookkeeping, per size class. The data region is cut into regions of
+ * {@link #REGION_BYTES} (a power of two that divides a mapping segment, so no region straddles a segment end).
+ * A size class is a slot size; a free region is given to a class on first use and stays with it until another
+ * class reclaims it. A class's slots lie on the grid of its slot size from the start of each segment
+ * ({@link SlotGeometry}: slot {@code k} of a segment at {@code k * slotBytes}), and a slot exists (is cut) while
+ * every region it touches belongs to its class. So a pool with one class has exactly the slots, offsets and
+ * free-stack order of a pool cut whole at that slot size, and a class's chunk never straddles a segment end or
+ * memory of another class.
  * <p>
- * It keeps the structures consistent with each other and decides nothing: which slot to take, which chunk
- * to evict and when to publish a word are {@link ChunkBook}'s decisions. Every operation is O(1) except
- * {@link #cut(long)} and {@link #firstEvictable()} (which skips pinned chunks).
+ * Per cut slot (a chunk id, dense, handed out lowest first and reused last freed first): its state (free,
+ * reserved, readable), pins, generation, owning transfer, class and the index of its slot word
+ * ({@code offset / alignment}); per class a free stack and an LRU list of readable chunks (least recently used
+ * at the head); the counts the gauges publish; and the slot words workers read.
+ * <p>
+ * It keeps the structures consistent with each other and decides nothing: which class a store takes from,
+ * which chunk to evict, when to publish a word and when to reclaim a region are {@link ChunkBook}'s decisions.
+ * Every per-request operation is O(1) except {@link #firstEvictable(int)} (which skips pinned chunks); cutting
+ * and reclaiming a region is O(slots of the region), once per region given.
  * <p>
  * Owner: the reserve stage thread (via {@link ChunkBook}). Not thread safe.
  */
@@ -22,83 +33,393 @@ final class SlotStates
     static final byte FREE = 0;
     static final byte RESERVED = 1;
     static final byte READABLE = 2;
+    /** State of a chunk id that names no cut slot. */
+    static final byte UNCUT = 3;
+
+    /** Bytes of a region (unless the alignment is bigger): small enough for a 1 GiB pool to hold many classes. */
+    static final long REGION_BYTES = 16L << 20;
+    /** Most slot sizes one pool holds. */
+    static final int MAX_CLASSES = 64;
 
     private final AtomicBuffer slotTable;
     private final long poolSizeBytes;
-    private final int maxSlots;
+    private final int alignmentShift;
+    private final long regionBytes;
+    private final int regionCount;
 
-    private long slotBytes;
-    private int slotCapacity;
+    private int classCount;
+    private final long[] classSlotBytes = new long[MAX_CLASSES];
+    private final int[] freeHead = new int[MAX_CLASSES];
+    private final int[] freeCount = new int[MAX_CLASSES];
+    private final int[] lruHead = new int[MAX_CLASSES];
+    private final int[] lruTail = new int[MAX_CLASSES];
+    private final int[] cutCount = new int[MAX_CLASSES];
+
+    private final int[] regionClass;
+    private int freeRegions;
+    private long freeRegionBytes;
+    /** Per region, {@link #stride} entries: the ids of the slots that start in it (-1: not cut). */
+    private int[] regionSlotIds = new int[0];
+    private int stride;
+
     private byte[] state = new byte[0];
     private int[] pins = new int[0];
     private int[] generation = new int[0];
     private int[] owner = new int[0];
+    private int[] slotClass = new int[0];
+    private int[] wordIndex = new int[0];
     private int[] lruPrev = new int[0];
     private int[] lruNext = new int[0];
-    private int lruHead = -1;
-    private int lruTail = -1;
-    private int[] freeSlots = new int[0];
-    private int freeTop;
+    private int[] freePrev = new int[0];
+    private int[] freeNext = new int[0];
+    private int[] freeIds = new int[0];
+    private int freeIdTop;
+    private int idLimit;
+    private int[] scratch = new int[0];
+
+    private int cutSlots;
+    private int freeSlots;
     private int readableChunks;
     private int reservedChunks;
     private int pinnedChunks;
     private int evictableChunks;
 
     /**
-     * Slots of a pool, none cut until {@link #cut(long)}.
+     * Slots of a pool, no class and no slot until {@link #classFor(long)}.
      *
-     * @param slotTable     slot words, one per slot the pool can hold at the smallest slot size.
+     * @param slotTable     slot words, one per alignment unit of the pool.
      * @param poolSizeBytes pool size.
-     * @param maxSlots      most slots at any slot size (the pool over the alignment).
+     * @param alignment     slot alignment, a power of two.
      */
-    SlotStates(final AtomicBuffer slotTable, final long poolSizeBytes, final int maxSlots)
+    SlotStates(final AtomicBuffer slotTable, final long poolSizeBytes, final int alignment)
     {
         this.slotTable = slotTable;
         this.poolSizeBytes = poolSizeBytes;
-        this.maxSlots = maxSlots;
+        this.alignmentShift = Integer.numberOfTrailingZeros(alignment);
+        this.regionBytes = Math.min(SlotGeometry.SEGMENT_BYTES, Math.max(REGION_BYTES, alignment));
+        this.regionCount = (int)((poolSizeBytes + regionBytes - 1) / regionBytes);
+        regionClass = new int[regionCount];
+        Arrays.fill(regionClass, -1);
+        freeRegions = regionCount;
+        freeRegionBytes = poolSizeBytes;
+        Arrays.fill(freeHead, -1);
+        Arrays.fill(lruHead, -1);
+        Arrays.fill(lruTail, -1);
     }
 
+    // ------------------------------------------------------------------------------------------ classes
+
     /**
-     * Cuts the (empty) pool into slots of a new size, all free. Only called while no chunk is reserved or
-     * readable; generations survive so a worker's stale view of a re-cut slot still fails its check.
+     * The class of a slot size, created when new (allocates: REGISTER only). The id space and the per-region
+     * tables grow so that every region can hold slots of the smallest class.
      *
-     * @param newSlotBytes slot size, already aligned.
+     * @param slotBytes slot size, aligned, at most a segment and the pool.
+     * @return class index, or -1 when the pool already holds {@link #MAX_CLASSES} slot sizes.
      */
-    void cut(final long newSlotBytes)
+    int classFor(final long slotBytes)
     {
-        slotBytes = newSlotBytes;
-        slotCapacity = (int)Math.min(maxSlots, SlotGeometry.capacity(poolSizeBytes, newSlotBytes));
-        if (state.length < slotCapacity)
+        for (int c = 0; c < classCount; c++)
         {
-            state = new byte[slotCapacity];
-            pins = new int[slotCapacity];
-            generation = Arrays.copyOf(generation, slotCapacity);
-            owner = new int[slotCapacity];
-            lruPrev = new int[slotCapacity];
-            lruNext = new int[slotCapacity];
-            freeSlots = new int[slotCapacity];
+            if (classSlotBytes[c] == slotBytes)
+            {
+                return c;
+            }
         }
-        lruHead = -1;
-        lruTail = -1;
-        freeTop = 0;
-        // Push in reverse so slot 0 is taken first: offsets are deterministic for a request order.
-        for (int id = slotCapacity - 1; id >= 0; id--)
+        if (classCount == MAX_CLASSES)
         {
-            state[id] = FREE;
-            pins[id] = 0;
-            freeSlots[freeTop++] = id;
+            return -1;
         }
+        final int c = classCount++;
+        classSlotBytes[c] = slotBytes;
+        final int newStride = (int)((regionBytes + slotBytes - 1) / slotBytes);
+        if (newStride > stride)
+        {
+            restride(newStride);
+        }
+        return c;
+    }
+
+    int classCount()
+    {
+        return classCount;
+    }
+
+    long classSlotBytes(final int c)
+    {
+        return classSlotBytes[c];
     }
 
     /**
-     * Takes the free slot on top of the stack for a store transfer, with a new generation.
+     * Most slots of a class the pool holds, were every region its own.
      *
+     * @param c class.
+     * @return slot count.
+     */
+    int classCapacity(final int c)
+    {
+        return (int)SlotGeometry.capacity(poolSizeBytes, classSlotBytes[c]);
+    }
+
+    // ------------------------------------------------------------------------------------------ regions
+
+    /**
+     * Gives free regions to a class, lowest first, until at least one slot of it is cut.
+     *
+     * @param c class whose free stack is empty.
+     * @return true when a slot was cut; false when no free region is left.
+     */
+    boolean acquireFreeRegions(final int c)
+    {
+        for (int r = 0; r < regionCount && freeRegions > 0; r++)
+        {
+            if (regionClass[r] < 0 && acquire(c, r) > 0)
+            {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /**
+     * Finds a region of another class that can be given to a class: the first whose slots are all free, else
+     * the first whose slots are all free or readable and unpinned.
+     *
+     * @param c the class that needs room.
+     * @return region index, or -1 when every region of another class holds a reserved or pinned chunk.
+     */
+    int reclaimableRegion(final int c)
+    {
+        int evictable = -1;
+        for (int r = 0; r < regionCount; r++)
+        {
+            final int b = regionClass[r];
+            if (b >= 0 && b != c)
+            {
+                final int busy = regionLoad(r);
+                if (0 == busy)
+                {
+                    return r;
+                }
+                if (1 == busy && evictable < 0)
+                {
+                    evictable = r;
+                }
+            }
+        }
+        return evictable;
+    }
+
+    /**
+     * Empties a region and frees it: each readable chunk of its class that touches it is evicted (its key
+     * removed from the index, its word published FREE), each touching slot uncut.
+     *
+     * @param r     a region {@link #reclaimableRegion(int)} returned.
+     * @param index key index.
+     * @return chunks evicted.
+     */
+    int reclaim(final int r, final ChunkIndex index)
+    {
+        final int n = touchingSlots(r);
+        int evicted = 0;
+        for (int i = 0; i < n; i++)
+        {
+            final int id = scratch[i];
+            if (READABLE == state[id])
+            {
+                evict(id);
+                index.remove(id);
+                putSlotWord(id, SlotTableDescriptor.STATE_FREE, generation[id]);
+                evicted++;
+            }
+            uncut(id);
+        }
+        regionClass[r] = -1;
+        freeRegions++;
+        freeRegionBytes += regionLength(r);
+        return evicted;
+    }
+
+    /**
+     * 0 when every cut slot touching a region is free, 1 when each is free or readable and unpinned, 2 otherwise.
+     */
+    private int regionLoad(final int r)
+    {
+        final int n = touchingSlots(r);
+        int load = 0;
+        for (int i = 0; i < n; i++)
+        {
+            final int id = scratch[i];
+            if (RESERVED == state[id] || pins[id] > 0)
+            {
+                return 2;
+            }
+            if (READABLE == state[id])
+            {
+                load = 1;
+            }
+        }
+        return load;
+    }
+
+    private int acquire(final int c, final int r)
+    {
+        regionClass[r] = c;
+        freeRegions--;
+        freeRegionBytes -= regionLength(r);
+        final long s = classSlotBytes[c];
+        final long regionStart = r * regionBytes;
+        final long segmentStart = regionStart - regionStart % SlotGeometry.SEGMENT_BYTES;
+        final long segmentLength = Math.min(SlotGeometry.SEGMENT_BYTES, poolSizeBytes - segmentStart);
+        final long perSegment = segmentLength / s;
+        final long a = regionStart - segmentStart;
+        final long b = Math.min(a + regionBytes, segmentLength);
+        final long kHi = Math.min((b - 1) / s, perSegment - 1);
+        int made = 0;
+        for (long k = a / s; k <= kHi; k++)
+        {
+            final long start = segmentStart + k * s;
+            if (ownsAll(c, start, s))
+            {
+                scratch[made++] = cut(c, start);
+            }
+        }
+        // Pushed highest first, so the lowest offset is taken first, as from a pool cut whole.
+        for (int i = made - 1; i >= 0; i--)
+        {
+            pushFree(scratch[i]);
+        }
+        return made;
+    }
+
+    private boolean ownsAll(final int c, final long start, final long s)
+    {
+        final int last = (int)((start + s - 1) / regionBytes);
+        for (int q = (int)(start / regionBytes); q <= last; q++)
+        {
+            if (regionClass[q] != c)
+            {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    /**
+     * Collects into the scratch array the cut slots of a region's class that touch it.
+     */
+    private int touchingSlots(final int r)
+    {
+        final int c = regionClass[r];
+        final long s = classSlotBytes[c];
+        final long regionStart = r * regionBytes;
+        final long segmentStart = regionStart - regionStart % SlotGeometry.SEGMENT_BYTES;
+        final long segmentLength = Math.min(SlotGeometry.SEGMENT_BYTES, poolSizeBytes - segmentStart);
+        final long a = regionStart - segmentStart;
+        final long b = Math.min(a + regionBytes, segmentLength);
+        final long kHi = Math.min((b - 1) / s, segmentLength / s - 1);
+        int n = 0;
+        for (long k = a / s; k <= kHi; k++)
+        {
+            final int id = slotIdAt(segmentStart + k * s);
+            if (id >= 0)
+            {
+                scratch[n++] = id;
+            }
+        }
+        return n;
+    }
+
+    private int registryEntry(final long start)
+    {
+        final int r = (int)(start / regionBytes);
+        final long regionStart = r * regionBytes;
+        final long s = classSlotBytes[regionClass[r]];
+        final long segmentStart = regionStart - regionStart % SlotGeometry.SEGMENT_BYTES;
+        final long firstStart = ((regionStart - segmentStart + s - 1) / s) * s + segmentStart;
+        return r * stride + (int)((start - firstStart) / s);
+    }
+
+    private int slotIdAt(final long start)
+    {
+        return regionSlotIds[registryEntry(start)];
+    }
+
+    private int cut(final int c, final long start)
+    {
+        final int id = freeIdTop > 0 ? freeIds[--freeIdTop] : idLimit++;
+        state[id] = FREE;
+        pins[id] = 0;
+        slotClass[id] = c;
+        wordIndex[id] = (int)(start >>> alignmentShift);
+        // The word's own generation: a slot cut where another class's slot was moves on from that one's.
+        generation[id] = SlotTableDescriptor.generation(slotWord(id));
+        regionSlotIds[registryEntry(start)] = id;
+        cutCount[c]++;
+        cutSlots++;
+        return id;
+    }
+
+    private void uncut(final int id)
+    {
+        final int c = slotClass[id];
+        removeFree(id);
+        regionSlotIds[registryEntry((long)wordIndex[id] << alignmentShift)] = -1;
+        state[id] = UNCUT;
+        freeIds[freeIdTop++] = id;
+        cutCount[c]--;
+        cutSlots--;
+    }
+
+    private void restride(final int newStride)
+    {
+        final int[] ids = new int[regionCount * newStride];
+        Arrays.fill(ids, -1);
+        for (int r = 0; r < regionCount; r++)
+        {
+            System.arraycopy(regionSlotIds, r * stride, ids, r * newStride, stride);
+        }
+        regionSlotIds = ids;
+        stride = newStride;
+        final int capacity = regionCount * newStride;
+        state = Arrays.copyOf(state, capacity);
+        Arrays.fill(state, idLimit, capacity, UNCUT);
+        pins = Arrays.copyOf(pins, capacity);
+        generation = Arrays.copyOf(generation, capacity);
+        owner = Arrays.copyOf(owner, capacity);
+        slotClass = Arrays.copyOf(slotClass, capacity);
+        wordIndex = Arrays.copyOf(wordIndex, capacity);
+        lruPrev = Arrays.copyOf(lruPrev, capacity);
+        lruNext = Arrays.copyOf(lruNext, capacity);
+        freePrev = Arrays.copyOf(freePrev, capacity);
+        freeNext = Arrays.copyOf(freeNext, capacity);
+        freeIds = Arrays.copyOf(freeIds, capacity);
+        // A region touches at most the slots that start in it and one that starts before it.
+        scratch = new int[newStride + 2];
+    }
+
+    /**
+     * Chunk ids range over {@code [0, idCapacity())}.
+     *
+     * @return id capacity.
+     */
+    int idCapacity()
+    {
+        return state.length;
+    }
+
+    // ------------------------------------------------------------------------------------------ slots
+
+    /**
+     * Takes the free slot on top of a class's stack for a store transfer, with a new generation.
+     *
+     * @param c        class.
      * @param transfer the reserving transfer's index.
-     * @return the chunk id; the caller has checked {@link #freeSlots()} is not 0.
+     * @return the chunk id; the caller has checked {@link #freeSlots(int)} is not 0.
      */
-    int reserve(final int transfer)
+    int reserve(final int c, final int transfer)
     {
-        final int id = freeSlots[--freeTop];
+        final int id = freeHead[c];
+        removeFree(id);
         generation[id] = nextGeneration(generation[id]);
         state[id] = RESERVED;
         owner[id] = transfer;
@@ -107,7 +428,7 @@ final class SlotStates
     }
 
     /**
-     * Frees a reserved chunk that was never published, back on top of the free stack.
+     * Frees a reserved chunk that was never published, back on top of its class's free stack.
      *
      * @param id reserved chunk.
      */
@@ -115,7 +436,7 @@ final class SlotStates
     {
         state[id] = FREE;
         reservedChunks--;
-        freeSlots[freeTop++] = id;
+        pushFree(id);
     }
 
     /**
@@ -134,7 +455,7 @@ final class SlotStates
     }
 
     /**
-     * Frees an unpinned readable chunk, onto the top of the free stack.
+     * Frees an unpinned readable chunk, onto the top of its class's free stack.
      *
      * @param id unpinned readable chunk.
      */
@@ -144,24 +465,25 @@ final class SlotStates
         state[id] = FREE;
         readableChunks--;
         evictableChunks--;
-        freeSlots[freeTop++] = id;
+        pushFree(id);
     }
 
     /**
-     * Undoes {@link #evict(int)} of the chunk on top of the free stack: readable again with its old
+     * Undoes {@link #evict(int)} of the chunk on top of its class's free stack: readable again with its old
      * generation, unpinned, at its old place in the LRU list.
      *
-     * @param id             the evicted chunk, which must be on top of the free stack.
+     * @param id             the evicted chunk, which must be on top of its class's free stack.
      * @param oldGeneration  its generation before the eviction.
      * @param lruSuccessor   its successor in the LRU list before the eviction, or -1 when it was the tail.
      */
     void restoreEvicted(final int id, final int oldGeneration, final int lruSuccessor)
     {
-        final int popped = freeSlots[--freeTop];
-        if (popped != id)
+        final int top = freeHead[slotClass[id]];
+        if (top != id)
         {
-            throw new IllegalStateException("rollback out of order: " + popped + " != " + id);
+            throw new IllegalStateException("rollback out of order: " + top + " != " + id);
         }
+        removeFree(id);
         generation[id] = oldGeneration;
         state[id] = READABLE;
         pins[id] = 0;
@@ -189,7 +511,7 @@ final class SlotStates
     }
 
     /**
-     * Moves a readable chunk to the most recently used end.
+     * Moves a readable chunk to the most recently used end of its class's list.
      *
      * @param id readable chunk.
      */
@@ -200,13 +522,14 @@ final class SlotStates
     }
 
     /**
-     * The least recently used unpinned chunk.
+     * The least recently used unpinned chunk of a class.
      *
-     * @return chunk id, or -1 when every readable chunk is pinned (or none is readable).
+     * @param c class.
+     * @return chunk id, or -1 when every readable chunk of the class is pinned (or none is readable).
      */
-    int firstEvictable()
+    int firstEvictable(final int c)
     {
-        int id = lruHead;
+        int id = lruHead[c];
         while (id >= 0 && pins[id] > 0)
         {
             id = lruNext[id];
@@ -223,12 +546,24 @@ final class SlotStates
      */
     void putSlotWord(final int id, final int slotState, final int slotGeneration)
     {
-        slotTable.putLongRelease(id * SlotTableDescriptor.WORD_LENGTH, SlotTableDescriptor.word(slotState, slotGeneration));
+        slotTable.putLongRelease(
+            (int)SlotTableDescriptor.wordOffset(wordIndex[id]), SlotTableDescriptor.word(slotState, slotGeneration));
     }
 
     long slotWord(final int id)
     {
-        return slotTable.getLongAcquire(id * SlotTableDescriptor.WORD_LENGTH);
+        return slotTable.getLongAcquire((int)SlotTableDescriptor.wordOffset(wordIndex[id]));
+    }
+
+    /**
+     * A chunk's offset in the data region.
+     *
+     * @param id chunk id.
+     * @return byte offset relative to the data region.
+     */
+    long offset(final int id)
+    {
+        return (long)wordIndex[id] << alignmentShift;
     }
 
     boolean isReadable(final int id)
@@ -256,14 +591,19 @@ final class SlotStates
         return owner[id];
     }
 
-    int lruHead()
+    int slotClass(final int id)
     {
-        return lruHead;
+        return slotClass[id];
     }
 
-    int lruTail()
+    int lruHead(final int c)
     {
-        return lruTail;
+        return lruHead[c];
+    }
+
+    int lruTail(final int c)
+    {
+        return lruTail[c];
     }
 
     int lruPrev(final int id)
@@ -276,30 +616,85 @@ final class SlotStates
         return lruNext[id];
     }
 
+    int freeHead(final int c)
+    {
+        return freeHead[c];
+    }
+
+    int freeNext(final int id)
+    {
+        return freeNext[id];
+    }
+
+    int freeSlots(final int c)
+    {
+        return freeCount[c];
+    }
+
+    int cutSlots(final int c)
+    {
+        return cutCount[c];
+    }
+
     /**
-     * The i-th entry of the free stack from the bottom, for the invariant check.
+     * Ids handed out so far: every cut slot's id is below it.
      *
-     * @param i position, below {@link #freeSlots()}.
-     * @return chunk id.
+     * @return id bound.
      */
-    int freeSlot(final int i)
+    int idLimit()
     {
-        return freeSlots[i];
+        return idLimit;
     }
 
-    long slotBytes()
-    {
-        return slotBytes;
-    }
-
+    /**
+     * Slots the pool holds now: the cut ones and what the free regions hold. With one class this is the pool
+     * cut whole at its slot size; with several, the free regions count in slots of the largest class.
+     *
+     * @return slot count.
+     */
     int slotCapacity()
     {
-        return slotCapacity;
+        return cutSlots + uncutFreeSlots();
     }
 
+    /**
+     * Free slots: the free cut ones and what the free regions hold ({@link #slotCapacity()}).
+     *
+     * @return count.
+     */
     int freeSlots()
     {
-        return freeTop;
+        return freeSlots + uncutFreeSlots();
+    }
+
+    int cutSlots()
+    {
+        return cutSlots;
+    }
+
+    int freeCutSlots()
+    {
+        return freeSlots;
+    }
+
+    int freeRegions()
+    {
+        return freeRegions;
+    }
+
+    long regionBytes()
+    {
+        return regionBytes;
+    }
+
+    int regionCount()
+    {
+        return regionCount;
+    }
+
+    int regionClass(final int r)
+    {
+        return regionClass[r];
     }
 
     int readableChunks()
@@ -322,19 +717,80 @@ final class SlotStates
         return evictableChunks;
     }
 
-    private void lruAppend(final int id)
+    private int uncutFreeSlots()
     {
-        lruPrev[id] = lruTail;
-        lruNext[id] = -1;
-        if (lruTail >= 0)
+        if (0 == classCount)
         {
-            lruNext[lruTail] = id;
+            return 0;
+        }
+        if (1 == classCount)
+        {
+            return classCapacity(0) - cutSlots;
+        }
+        long largest = 0;
+        for (int c = 0; c < classCount; c++)
+        {
+            largest = Math.max(largest, classSlotBytes[c]);
+        }
+        return (int)(freeRegionBytes / largest);
+    }
+
+    private long regionLength(final int r)
+    {
+        return Math.min(regionBytes, poolSizeBytes - r * regionBytes);
+    }
+
+    private void pushFree(final int id)
+    {
+        final int c = slotClass[id];
+        final int head = freeHead[c];
+        freePrev[id] = -1;
+        freeNext[id] = head;
+        if (head >= 0)
+        {
+            freePrev[head] = id;
+        }
+        freeHead[c] = id;
+        freeCount[c]++;
+        freeSlots++;
+    }
+
+    private void removeFree(final int id)
+    {
+        final int c = slotClass[id];
+        final int prev = freePrev[id];
+        final int next = freeNext[id];
+        if (prev >= 0)
+        {
+            freeNext[prev] = next;
         }
         else
         {
-            lruHead = id;
+            freeHead[c] = next;
         }
-        lruTail = id;
+        if (next >= 0)
+        {
+            freePrev[next] = prev;
+        }
+        freeCount[c]--;
+        freeSlots--;
+    }
+
+    private void lruAppend(final int id)
+    {
+        final int c = slotClass[id];
+        final int tail = lruTail[c];
+        lruPrev[id] = tail;
+        lruNext[id] = -1;
+        if (tail >= 0)
+        {
+            lruNext[tail] = id;
+        }
+        else
+        {
+            lruHead[c] = id;
+        }
+        lruTail[c] = id;
     }
 
     private void lruInsertBefore(final int id, final int successor)
@@ -354,12 +810,13 @@ final class SlotStates
         }
         else
         {
-            lruHead = id;
+            lruHead[slotClass[id]] = id;
         }
     }
 
     private void lruUnlink(final int id)
     {
+        final int c = slotClass[id];
         final int prev = lruPrev[id];
         final int next = lruNext[id];
         if (prev >= 0)
@@ -368,7 +825,7 @@ final class SlotStates
         }
         else
         {
-            lruHead = next;
+            lruHead[c] = next;
         }
         if (next >= 0)
         {
@@ -376,7 +833,7 @@ final class SlotStates
         }
         else
         {
-            lruTail = prev;
+            lruTail[c] = prev;
         }
     }
 

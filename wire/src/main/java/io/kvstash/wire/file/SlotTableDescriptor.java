@@ -1,7 +1,8 @@
 package io.kvstash.wire.file;
 
 /**
- * Byte layout of the slot table: one 64-bit word per pool slot, which the server writes with release
+ * Byte layout of the slot table: one 64-bit word per alignment unit of the data region (a slot's word is the
+ * one of the unit it starts at, so it does not depend on the slot size), which the server writes with release
  * semantics every time the slot's chunk changes state, and clients read with acquire semantics to fence
  * themselves: a writer checks its slot is still RESERVED under the generation its PREPARE_STORE returned
  * before writing; a reader checks READABLE under its generation after copying, which catches the slot
@@ -17,7 +18,8 @@ package io.kvstash.wire.file;
  *  |                    Generation (unsigned 32)                   |  bits 32..63
  *  +---------------------------------------------------------------+
  * </pre>
- * Slot {@code i}'s word is at byte {@code i * WORD_LENGTH} of the table.
+ * The word of the slot at relative offset {@code o} (from the start of the data region) is word
+ * {@code o / alignment}, at byte {@code (o / alignment) * WORD_LENGTH} of the table ({@link #wordOffsetAt}).
  */
 public final class SlotTableDescriptor
 {
@@ -69,14 +71,27 @@ public final class SlotTableDescriptor
     }
 
     /**
-     * Offset of a slot's word in the table.
+     * Offset of the word of the slot at an offset of the data region: independent of the slot size, so pools
+     * holding several slot sizes need no other lookup.
      *
-     * @param slot slot index.
+     * @param relativeOffset slot offset relative to the data region (a response's offset less the data offset).
+     * @param alignment      the pool's slot alignment (config and pool header), a power of two.
+     * @return byte offset in the table.
+     */
+    public static long wordOffsetAt(final long relativeOffset, final int alignment)
+    {
+        return (relativeOffset / alignment) * WORD_LENGTH;
+    }
+
+    /**
+     * Offset of a word in the table.
+     *
+     * @param wordIndex word index: a slot's relative offset over the alignment.
      * @return byte offset.
      */
-    public static long wordOffset(final int slot)
+    public static long wordOffset(final int wordIndex)
     {
-        return (long)slot * WORD_LENGTH;
+        return (long)wordIndex * WORD_LENGTH;
     }
 
     /**
