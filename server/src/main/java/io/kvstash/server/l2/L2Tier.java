@@ -333,7 +333,10 @@ public final class L2Tier implements Agent, AutoCloseable
                 redis.setOptions(ClusterClientOptions.builder()
                     .socketOptions(SocketOptions.builder().connectTimeout(connectTimeout).build())
                     .timeoutOptions(TimeoutOptions.enabled(timeout))
-                    .disconnectedBehavior(ClientOptions.DisconnectedBehavior.REJECT_COMMANDS)
+                    // Not REJECT_COMMANDS: a cluster connection opens its node connections lazily, and rejecting
+                    // would fail the first command to every node; the timeout bounds a queued command instead.
+                    .disconnectedBehavior(ClientOptions.DisconnectedBehavior.ACCEPT_COMMANDS)
+                    .requestQueueSize(4_096)
                     .autoReconnect(true)
                     .topologyRefreshOptions(ClusterTopologyRefreshOptions.builder()
                         .enablePeriodicRefresh(Duration.ofSeconds(5))
