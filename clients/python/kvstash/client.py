@@ -125,7 +125,7 @@ class Response:
 
     @property
     def counters(self):
-        """The 328 counters of an OK STATS answer, in counter-id order (§2.3), or None."""
+        """The 352 counters of an OK STATS answer, in counter-id order (§2.3), or None."""
         if self.request_type != RequestType.STATS or not self.ok:
             return None
         return list(struct.unpack_from("<%dq" % (len(self.extra) // 8), self.extra, 0))

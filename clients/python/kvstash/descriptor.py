@@ -158,7 +158,7 @@ MAX_MODEL_LENGTH = 255
 MAX_WORLD_SIZE = 4096
 
 # --- §2.3 counters ------------------------------------------------------------------------------------
-COUNTER_COUNT = 328
+COUNTER_COUNT = 352
 REQUEST_COUNTERS_BASE = 64
 STATUS_COUNT = 12
 
@@ -173,4 +173,7 @@ COUNTER_NAMES = {
     48: "wire_records", 49: "wire_malformed", 50: "clients_attached", 51: "clients_detached",
     52: "clients", 53: "responses_dropped", 54: "back_pressure",
     320: "errors", 321: "requests.invalid_type",
+    336: "l2_state", 337: "l2_writes", 338: "l2_write_skips", 339: "l2_write_errors", 340: "l2_fetch_hits",
+    341: "l2_fetch_misses", 342: "l2_corrupt_values", 343: "l2_timeouts", 344: "l2_errors",
+    345: "l2_bytes_written", 346: "l2_bytes_fetched", 347: "l2_notices_dropped",
 }

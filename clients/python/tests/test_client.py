@@ -218,7 +218,7 @@ class ClientTest(ServerTestCase):
         c = self.connect()
         self.assertEqual(c.ping().status, Status.OK)
         counters = c.stats().counters
-        self.assertEqual(len(counters), 328)
+        self.assertEqual(len(counters), 352)
         local = c.counters()
         for cid, name in ((4, "slot_capacity"), (6, "instances"), (50, "clients_attached")):
             self.assertEqual(counters[cid], local[name], name)

@@ -18,6 +18,8 @@ import org.agrona.concurrent.UnsafeBuffer;
  *  48   WIRE (receiver agent)           records, malformed records, clients, dead clients
  *  64   REQUESTS (publish stage)        responses by request type x status
  *  320  ERRORS (any thread, atomic add) unexpected errors; 321: responses to unknown types (publish)
+ *  336  L2 (the second tier's thread)   tier state, writes, fetches, corrupt values, timeouts, errors;
+ *       347: notices the publish stage dropped for the tier (publish)
  * </pre>
  */
 public final class StoreCounters
@@ -93,8 +95,33 @@ public final class StoreCounters
     /** Responses to requests of a type the server does not know (publish stage). */
     public static final int REQUESTS_INVALID_TYPE = 321;
 
+    /** Gauge: the second tier's state (0 off, 1 connecting, 2 up, 3 down: retrying on its own). */
+    public static final int L2_STATE = 336;
+    /** Chunks the second tier wrote to the cluster. */
+    public static final int L2_WRITES = 337;
+    /** Chunks the second tier did not write: already in the cluster, or evicted before it could read them. */
+    public static final int L2_WRITE_SKIPS = 338;
+    /** Chunks the second tier failed to write (cluster error, timeout, tier down). */
+    public static final int L2_WRITE_ERRORS = 339;
+    /** Chunks fetched from the cluster into the pool (read-through). */
+    public static final int L2_FETCH_HITS = 340;
+    /** Read-through fetches that found no value in the cluster. */
+    public static final int L2_FETCH_MISSES = 341;
+    /** Cluster values rejected by the header checks (corrupt, truncated, other layout or key): misses. */
+    public static final int L2_CORRUPT_VALUES = 342;
+    /** Cluster calls that ran past the tier's timeout. */
+    public static final int L2_TIMEOUTS = 343;
+    /** Cluster errors other than timeouts (connection refused, cluster down, ...). */
+    public static final int L2_ERRORS = 344;
+    /** Bytes of chunks written to the cluster. */
+    public static final int L2_BYTES_WRITTEN = 345;
+    /** Bytes of chunks fetched from the cluster into the pool. */
+    public static final int L2_BYTES_FETCHED = 346;
+    /** Notices for the second tier the publish stage dropped because the tier's queue was full. */
+    public static final int L2_NOTICES_DROPPED = 347;
+
     /** Number of counter ids. */
-    public static final int COUNT = 328;
+    public static final int COUNT = 352;
     /** Bytes a counters buffer needs. */
     public static final int LENGTH = COUNT * Long.BYTES;
 
@@ -226,6 +253,42 @@ public final class StoreCounters
         /** Requests deferred because the response ring lacked room. */
         WIRE_BACK_PRESSURE(StoreCounters.WIRE_BACK_PRESSURE, "back_pressure", TOTAL,
             "Requests deferred because the response ring lacked room."),
+        /** Second tier state. */
+        L2_STATE(StoreCounters.L2_STATE, "l2_state", GAUGE,
+            "Second tier state: 0 off, 1 connecting, 2 up, 3 down (retrying on its own)."),
+        /** Chunks written to the cluster. */
+        L2_WRITES(StoreCounters.L2_WRITES, "l2_writes", TOTAL,
+            "Chunks the second tier wrote to the cluster."),
+        /** Chunks not written. */
+        L2_WRITE_SKIPS(StoreCounters.L2_WRITE_SKIPS, "l2_write_skips", TOTAL,
+            "Chunks not written: already in the cluster, or evicted before the tier read them."),
+        /** Chunks that failed to be written. */
+        L2_WRITE_ERRORS(StoreCounters.L2_WRITE_ERRORS, "l2_write_errors", TOTAL,
+            "Chunks the second tier failed to write (cluster error, timeout, tier down)."),
+        /** Chunks fetched into the pool. */
+        L2_FETCH_HITS(StoreCounters.L2_FETCH_HITS, "l2_fetch_hits", TOTAL,
+            "Chunks fetched from the cluster into the pool (read-through)."),
+        /** Fetches that found nothing. */
+        L2_FETCH_MISSES(StoreCounters.L2_FETCH_MISSES, "l2_fetch_misses", TOTAL,
+            "Read-through fetches that found no value in the cluster."),
+        /** Values rejected by the header checks. */
+        L2_CORRUPT_VALUES(StoreCounters.L2_CORRUPT_VALUES, "l2_corrupt_values", TOTAL,
+            "Cluster values rejected by the header checks (corrupt, truncated, other layout or key)."),
+        /** Calls past the timeout. */
+        L2_TIMEOUTS(StoreCounters.L2_TIMEOUTS, "l2_timeouts", TOTAL,
+            "Cluster calls that ran past the tier's timeout."),
+        /** Other cluster errors. */
+        L2_ERRORS(StoreCounters.L2_ERRORS, "l2_errors", TOTAL,
+            "Cluster errors other than timeouts (connection refused, cluster down)."),
+        /** Bytes written to the cluster. */
+        L2_BYTES_WRITTEN(StoreCounters.L2_BYTES_WRITTEN, "l2_bytes_written", TOTAL,
+            "Bytes of chunks written to the cluster."),
+        /** Bytes fetched from the cluster. */
+        L2_BYTES_FETCHED(StoreCounters.L2_BYTES_FETCHED, "l2_bytes_fetched", TOTAL,
+            "Bytes of chunks fetched from the cluster into the pool."),
+        /** Notices dropped for a full tier queue. */
+        L2_NOTICES_DROPPED(StoreCounters.L2_NOTICES_DROPPED, "l2_notices_dropped", TOTAL,
+            "Notices for the second tier dropped because its queue was full."),
         /** Unexpected errors (see kvstash errors). */
         ERRORS(StoreCounters.ERRORS, "errors", TOTAL,
             "Unexpected errors (see kvstash errors)."),

@@ -34,9 +34,9 @@ class StoreCountersTest
                 described++;
             }
         }
-        assertEquals(34, described, "book 23, data 2, wire 7, errors and invalid types 2");
+        assertEquals(46, described, "book 23, data 2, wire 7, errors and invalid types 2, l2 12");
         for (final int gauge : new int[]{ StoreCounters.READABLE_CHUNKS, StoreCounters.FREE_SLOTS,
-            StoreCounters.INSTANCES, StoreCounters.WIRE_CLIENTS })
+            StoreCounters.INSTANCES, StoreCounters.WIRE_CLIENTS, StoreCounters.L2_STATE })
         {
             assertTrue(StoreCounters.isGauge(gauge), StoreCounters.name(gauge));
         }

@@ -74,6 +74,21 @@ public final class ServeCommand implements Callable<Integer>
             "port; default: no endpoint).")
     int prometheusPort;
 
+    @Option(names = "--l2", paramLabel = "SEEDS",
+        description = "Second tier: a Redis Cluster (or Valkey) shared by every host, redis://host:port[,host:port...] " +
+            "(cluster seeds; default: off).")
+    String l2Seeds;
+
+    @Option(names = "--l2-timeout", paramLabel = "DURATION", converter = Converters.DurationNs.class,
+        defaultValue = "100ms",
+        description = "Bound of every call the second tier makes to the cluster (default: ${DEFAULT-VALUE}).")
+    long l2TimeoutNs;
+
+    @Option(names = "--l2-write", paramLabel = "POLICY", defaultValue = "write-through",
+        description = "Second tier write policy: write-through (committed chunks are copied to the cluster off the " +
+            "request path) or off (read-through only) (default: ${DEFAULT-VALUE}).")
+    String l2Write;
+
     @Option(names = "--prepare-pool", paramLabel = "WHEN", defaultValue = "background",
         description = "When the pool's pages are allocated and mapped: background (default: ready at once for any " +
             "pool size, the pages prepared while the server answers) or foreground (every page before ready, about " +
@@ -206,6 +221,16 @@ public final class ServeCommand implements Callable<Integer>
         return "background".equals(preparePool);
     }
 
+    private boolean l2WriteThrough()
+    {
+        if (!"write-through".equals(l2Write) && !"off".equals(l2Write))
+        {
+            throw new CommandLine.ParameterException(spec.commandLine(),
+                "--l2-write '" + l2Write + "' is not a choice: give write-through or off");
+        }
+        return "write-through".equals(l2Write);
+    }
+
     private ServerContext serverContext()
     {
         try
@@ -221,6 +246,9 @@ public final class ServeCommand implements Callable<Integer>
                 .latencyLogFile(latencyLogFile)
                 .prometheusPort(prometheusPort)
                 .prepareInBackground(prepareInBackground())
+                .l2Seeds(l2Seeds)
+                .l2TimeoutMs(Math.max(1, java.util.concurrent.TimeUnit.NANOSECONDS.toMillis(l2TimeoutNs)))
+                .l2WriteThrough(l2WriteThrough())
                 .conclude();
         }
         catch (final IllegalArgumentException ex)
@@ -302,6 +330,10 @@ public final class ServeCommand implements Callable<Integer>
         line(out, "hlog", null == context.latencyLogFile() ? "off" : context.latencyLogFile().toString());
         final int port = context.prometheusPort();
         line(out, "prometheus-port", port < 0 ? "off" : (0 == port ? "0 (any free port)" : port) + " on 127.0.0.1");
+        line(out, "l2", null == context.l2Seeds() ? "off" : context.l2Seeds());
+        line(out, "l2-timeout", context.l2TimeoutMs() + "ms");
+        line(out, "l2-write", null == context.l2Seeds() ? "off (no tier)" :
+            context.l2WriteThrough() ? "write-through" : "off");
         line(out, "max-transfers", String.valueOf(s.maxTransfers()));
         line(out, "max-instances", String.valueOf(s.maxInstances()));
         line(out, "max-inline-bytes", String.valueOf(s.maxInlineBytes()));

@@ -4,6 +4,7 @@ import io.kvstash.core.StoreCounters;
 import io.kvstash.pipeline.RequestEvent;
 import io.kvstash.pipeline.ResponseSink;
 import io.kvstash.server.codec.ResponseEncoder;
+import io.kvstash.server.l2.L2Tap;
 
 /**
  * The publish stage's sink: encodes each response straight into its client's response ring. Never waits:
@@ -17,10 +18,13 @@ final class ClientPublisher implements ResponseSink
     private final ClientSession[] sessions;
     private final ResponseEncoder encoder;
     private final StoreCounters counters;
+    private final L2Tap l2Tap;
 
-    ClientPublisher(final ClientSession[] sessions, final StoreCounters counters, final byte[] registerExtra)
+    ClientPublisher(
+        final ClientSession[] sessions, final StoreCounters counters, final byte[] registerExtra, final L2Tap l2Tap)
     {
         this.sessions = sessions;
+        this.l2Tap = l2Tap;
         this.encoder = new ResponseEncoder(counters, registerExtra);
         this.counters = counters;
     }
@@ -44,5 +48,10 @@ final class ClientPublisher implements ResponseSink
             counters.addAtomic(StoreCounters.WIRE_RESPONSES_DROPPED, 1);
         }
         session.release(event.producerTag);
+        if (null != l2Tap)
+        {
+            // After the answer: the second tier's notice never delays a response.
+            l2Tap.onResponse(event.command, event.clientSession);
+        }
     }
 }

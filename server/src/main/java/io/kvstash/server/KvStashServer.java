@@ -5,6 +5,8 @@ import io.kvstash.pipeline.Pipeline;
 import io.kvstash.pipeline.ThreadingMode;
 import io.kvstash.pipeline.latency.IntervalLogger;
 import io.kvstash.server.codec.ResponseEncoder;
+import io.kvstash.server.l2.L2Tap;
+import io.kvstash.server.l2.L2Tier;
 import org.HdrHistogram.HistogramLogWriter;
 import org.agrona.CloseHelper;
 import org.agrona.ErrorHandler;
@@ -37,6 +39,7 @@ public final class KvStashServer implements AutoCloseable
     private final IntervalLogger intervalLogger;
     private final DistinctErrorLog errorLog;
     private final PrometheusEndpoint prometheus;
+    private final L2Tier l2Tier;
     private volatile boolean closed;
 
     private KvStashServer(final ServerContext context) throws IOException
@@ -75,9 +78,11 @@ public final class KvStashServer implements AutoCloseable
             {
                 sessions[i] = new ClientSession(i);
             }
+            final L2Tap l2Tap = null == context.l2Seeds() ? null : new L2Tap(
+                L2Tap.CAPACITY_DEFAULT, counters, L2Tier.FETCH_AHEAD_CHUNKS, context.l2WriteThrough());
             final ClientPublisher publisher = new ClientPublisher(sessions, counters, ResponseEncoder.registerExtra(
                 context.incarnation(), context.storeContext().poolSizeBytes(), context.storeContext().leaseNs(),
-                context.storeContext().chunkTokens(), files.poolPath().getFileName().toString()));
+                context.storeContext().chunkTokens(), files.poolPath().getFileName().toString()), l2Tap);
             pipeline = new Pipeline(context.concludePipeline(files, loggingHandler, publisher));
             intervalLogger = context.latencyEnabled() ? new IntervalLogger(pipeline.latency(),
                 openLatencyLog(context.latencyLogFile()), context.epochClock().time()) : null;
@@ -120,6 +125,9 @@ public final class KvStashServer implements AutoCloseable
                     AgentRunner.startOnThread(latencyLogRunner);
                 }
             }
+            // Last: the tier is a client of this server, on a thread of its own.
+            l2Tier = null == l2Tap ? null : new L2Tier(files.directory(), context.l2Seeds(), context.l2TimeoutMs(),
+                counters, l2Tap, errorHandler).start();
         }
         catch (final IOException | RuntimeException ex)
         {
@@ -169,6 +177,16 @@ public final class KvStashServer implements AutoCloseable
     public ServerContext context()
     {
         return context;
+    }
+
+    /**
+     * The second tier, or null without {@code --l2}.
+     *
+     * @return the tier.
+     */
+    public L2Tier l2Tier()
+    {
+        return l2Tier;
     }
 
     /**
@@ -264,7 +282,8 @@ public final class KvStashServer implements AutoCloseable
             return;
         }
         closed = true;
-        CloseHelper.closeAll(prometheus, invoker, receiverRunner);
+        // First the tier: its client session ends while the server still answers.
+        CloseHelper.closeAll(l2Tier, prometheus, invoker, receiverRunner);
         if (null != latencyLogRunner)
         {
             // Its thread sleeps up to 100 ms between looks at the clock (LatencyLogAgent.sleepPeriodMs): with a

@@ -23,6 +23,8 @@ import java.nio.file.Path;
  */
 public final class ServerContext
 {
+    /** Default bound of every call the second tier makes to its cluster, in milliseconds. */
+    public static final long L2_TIMEOUT_MS_DEFAULT = 100;
     /**
      * Default request ring capacity per client: 2 MiB. A record carries at most half a ring, so the largest
      * token request is 262,128 tokens (1,023 chunks of 256); longer prompts are hashed by the client and sent
@@ -74,6 +76,9 @@ public final class ServerContext
     private long latencyIntervalMs = LATENCY_INTERVAL_MS_DEFAULT;
     private Path latencyLogFile;
     private int prometheusPort = -1;
+    private String l2Seeds;
+    private long l2TimeoutMs = L2_TIMEOUT_MS_DEFAULT;
+    private boolean l2WriteThrough = true;
     private boolean pretouch = true;
     private boolean prepareInBackground;
     private java.util.function.Consumer<String> startupLog;
@@ -116,6 +121,19 @@ public final class ServerContext
         {
             throw new IllegalArgumentException("prometheus port " + prometheusPort +
                 " is out of range: give 1 to 65535, or 0 for any free port");
+        }
+        if (null != l2Seeds)
+        {
+            io.kvstash.server.l2.L2Tier.parseSeeds(l2Seeds);
+            if (useAgentInvoker)
+            {
+                throw new IllegalArgumentException("the second tier (--l2) needs the server's own threads, " +
+                    "not an agent invoker: it is a client of its own server");
+            }
+        }
+        if (l2TimeoutMs <= 0 || l2TimeoutMs > 60_000)
+        {
+            throw new IllegalArgumentException("l2 timeout " + l2TimeoutMs + "ms is out of range: give 1 to 60000");
         }
         if (latencyIntervalMs <= 0)
         {
@@ -536,6 +554,72 @@ public final class ServerContext
     public ServerContext prometheusPort(final int prometheusPort)
     {
         this.prometheusPort = prometheusPort;
+        return this;
+    }
+
+    /**
+     * The second tier's cluster seeds ({@code redis://host:port[,host:port...]}), or null when the tier is off.
+     *
+     * @return seeds or null.
+     */
+    public String l2Seeds()
+    {
+        return l2Seeds;
+    }
+
+    /**
+     * Turns the second tier on (Redis Cluster seeds) or off (null).
+     *
+     * @param l2Seeds {@code redis://host:port[,host:port...]}, or null.
+     * @return this.
+     */
+    public ServerContext l2Seeds(final String l2Seeds)
+    {
+        this.l2Seeds = l2Seeds;
+        return this;
+    }
+
+    /**
+     * The bound of every cluster call of the second tier.
+     *
+     * @return milliseconds.
+     */
+    public long l2TimeoutMs()
+    {
+        return l2TimeoutMs;
+    }
+
+    /**
+     * Sets the bound of every cluster call of the second tier.
+     *
+     * @param l2TimeoutMs milliseconds, 1 to 60000.
+     * @return this.
+     */
+    public ServerContext l2TimeoutMs(final long l2TimeoutMs)
+    {
+        this.l2TimeoutMs = l2TimeoutMs;
+        return this;
+    }
+
+    /**
+     * Whether committed chunks are written through to the cluster ({@code --l2-write write-through}).
+     *
+     * @return true for write-through, false for off (read-through only).
+     */
+    public boolean l2WriteThrough()
+    {
+        return l2WriteThrough;
+    }
+
+    /**
+     * Sets the write policy of the second tier.
+     *
+     * @param l2WriteThrough true for write-through, false for off.
+     * @return this.
+     */
+    public ServerContext l2WriteThrough(final boolean l2WriteThrough)
+    {
+        this.l2WriteThrough = l2WriteThrough;
         return this;
     }
 

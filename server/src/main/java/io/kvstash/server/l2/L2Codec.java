@@ -1,0 +1,77 @@
+package io.kvstash.server.l2;
+
+import io.lettuce.core.codec.RedisCodec;
+import io.lettuce.core.codec.ToByteBufEncoder;
+import io.netty.buffer.ByteBuf;
+
+import java.nio.ByteBuffer;
+
+/**
+ * Keys as ASCII bytes, values as {@link ByteBuffer}s. A value is encoded straight from the tier's staging buffer
+ * into the network buffer (no intermediate array); a value read is copied once out of the network buffer, which
+ * Lettuce reuses after the call.
+ */
+final class L2Codec implements RedisCodec<byte[], ByteBuffer>, ToByteBufEncoder<byte[], ByteBuffer>
+{
+    static final L2Codec INSTANCE = new L2Codec();
+
+    private L2Codec()
+    {
+    }
+
+    @Override
+    public byte[] decodeKey(final ByteBuffer bytes)
+    {
+        final byte[] key = new byte[bytes.remaining()];
+        bytes.get(key);
+        return key;
+    }
+
+    @Override
+    public ByteBuffer decodeValue(final ByteBuffer bytes)
+    {
+        final ByteBuffer value = ByteBuffer.allocate(bytes.remaining());
+        value.put(bytes).flip();
+        return value;
+    }
+
+    @Override
+    public ByteBuffer encodeKey(final byte[] key)
+    {
+        return ByteBuffer.wrap(key);
+    }
+
+    @Override
+    public ByteBuffer encodeValue(final ByteBuffer value)
+    {
+        return value.duplicate();
+    }
+
+    @Override
+    public void encodeKey(final byte[] key, final ByteBuf target)
+    {
+        target.writeBytes(key);
+    }
+
+    @Override
+    public void encodeValue(final ByteBuffer value, final ByteBuf target)
+    {
+        target.writeBytes(value.duplicate());
+    }
+
+    @Override
+    public int estimateSize(final Object keyOrValue)
+    {
+        if (keyOrValue instanceof byte[])
+        {
+            return ((byte[])keyOrValue).length;
+        }
+        return keyOrValue instanceof ByteBuffer ? ((ByteBuffer)keyOrValue).remaining() : 0;
+    }
+
+    @Override
+    public boolean isEstimateExact()
+    {
+        return true;
+    }
+}

@@ -1,0 +1,316 @@
+package io.kvstash.testkit;
+
+import java.io.IOException;
+import java.net.InetAddress;
+import java.net.ServerSocket;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import java.util.stream.Stream;
+
+/**
+ * A real Redis Cluster for tests: Debian's {@code redis-server}, 3 masters and 3 replicas on free loopback ports,
+ * each in its own folder of a temporary directory, joined with {@code redis-cli --cluster create
+ * --cluster-replicas 1}. {@link #start()} returns once {@code cluster info} says {@code cluster_state:ok} on every
+ * node; {@link #stopAll()} stops every process (the nodes' files stay, so {@link #startAll()} brings the same
+ * cluster back, empty: no persistence); {@link #close()} stops every process and removes the directory.
+ */
+public final class RedisCluster implements AutoCloseable
+{
+    /** Nodes: 3 masters, 3 replicas. */
+    public static final int NODES = 6;
+    private static final long READY_TIMEOUT_MS = 30_000;
+
+    private final Path directory;
+    private final int[] ports = new int[NODES];
+    private final Process[] processes = new Process[NODES];
+
+    private RedisCluster(final Path directory)
+    {
+        this.directory = directory;
+    }
+
+    /**
+     * Whether {@code redis-server} and {@code redis-cli} are on this machine (tests skip without them).
+     *
+     * @return true when both run.
+     */
+    public static boolean available()
+    {
+        return runs("redis-server", "--version") && runs("redis-cli", "--version");
+    }
+
+    /**
+     * Starts a cluster of {@link #NODES} nodes and waits until it serves.
+     *
+     * @return the running cluster.
+     * @throws IOException          when a node cannot start or the cluster does not form.
+     * @throws InterruptedException when interrupted while waiting.
+     */
+    public static RedisCluster start() throws IOException, InterruptedException
+    {
+        final RedisCluster cluster = new RedisCluster(Files.createTempDirectory("kvstash-redis-cluster"));
+        try
+        {
+            for (int i = 0; i < NODES; i++)
+            {
+                cluster.ports[i] = freePort();
+            }
+            cluster.startAll();
+            final List<String> create = new ArrayList<>(List.of("redis-cli", "--cluster", "create"));
+            for (final int port : cluster.ports)
+            {
+                create.add("127.0.0.1:" + port);
+            }
+            create.addAll(List.of("--cluster-replicas", "1", "--cluster-yes"));
+            final Process p = new ProcessBuilder(create).redirectErrorStream(true).start();
+            final String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+            if (!p.waitFor(60, TimeUnit.SECONDS) || 0 != p.exitValue())
+            {
+                throw new IOException("redis-cli --cluster create failed: " + out);
+            }
+            cluster.awaitOk();
+            return cluster;
+        }
+        catch (final IOException | InterruptedException | RuntimeException ex)
+        {
+            cluster.close();
+            throw ex;
+        }
+    }
+
+    /**
+     * The seeds in the form {@code serve --l2} takes.
+     *
+     * @return {@code redis://127.0.0.1:p1,127.0.0.1:p2,...}.
+     */
+    public String seeds()
+    {
+        final StringBuilder b = new StringBuilder("redis://");
+        for (int i = 0; i < NODES; i++)
+        {
+            b.append(0 == i ? "" : ",").append("127.0.0.1:").append(ports[i]);
+        }
+        return b.toString();
+    }
+
+    /**
+     * The port of one node.
+     *
+     * @param node 0 to {@link #NODES} - 1.
+     * @return port on 127.0.0.1.
+     */
+    public int port(final int node)
+    {
+        return ports[node];
+    }
+
+    /**
+     * Runs {@code redis-cli -c} against the cluster (any node; redirections followed).
+     *
+     * @param args the command and its arguments.
+     * @return its standard output, trimmed.
+     * @throws IOException          when it cannot run or fails.
+     * @throws InterruptedException when interrupted.
+     */
+    public String cli(final String... args) throws IOException, InterruptedException
+    {
+        final List<String> command = new ArrayList<>(List.of("redis-cli", "-c", "-p", String.valueOf(ports[0])));
+        command.addAll(List.of(args));
+        final Process p = new ProcessBuilder(command).redirectErrorStream(true).start();
+        final String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8).trim();
+        if (!p.waitFor(10, TimeUnit.SECONDS) || 0 != p.exitValue())
+        {
+            throw new IOException("redis-cli " + String.join(" ", args) + " failed: " + out);
+        }
+        return out;
+    }
+
+    /**
+     * Starts every node that is not running (their cluster configuration is kept in their folders).
+     *
+     * @throws IOException          when a node cannot start.
+     * @throws InterruptedException when interrupted.
+     */
+    public void startAll() throws IOException, InterruptedException
+    {
+        for (int i = 0; i < NODES; i++)
+        {
+            if (null != processes[i] && processes[i].isAlive())
+            {
+                continue;
+            }
+            final Path dir = directory.resolve(String.valueOf(ports[i]));
+            Files.createDirectories(dir);
+            processes[i] = new ProcessBuilder("redis-server",
+                "--port", String.valueOf(ports[i]), "--bind", "127.0.0.1", "--cluster-enabled", "yes",
+                "--cluster-config-file", "nodes.conf", "--cluster-node-timeout", "2000", "--save", "",
+                "--appendonly", "no", "--dir", dir.toString(), "--daemonize", "no", "--protected-mode", "no",
+                "--logfile", dir.resolve("redis.log").toString())
+                .redirectErrorStream(true).redirectOutput(dir.resolve("stdout.log").toFile()).start();
+        }
+        for (int i = 0; i < NODES; i++)
+        {
+            awaitPing(ports[i]);
+        }
+    }
+
+    /**
+     * Starts every node again after {@link #stopAll()} and waits until the cluster serves.
+     *
+     * @throws IOException          when it does not come back.
+     * @throws InterruptedException when interrupted.
+     */
+    public void restart() throws IOException, InterruptedException
+    {
+        startAll();
+        awaitOk();
+    }
+
+    /**
+     * Stops every node (SIGTERM, then SIGKILL after 5 s).
+     */
+    public void stopAll()
+    {
+        for (final Process p : processes)
+        {
+            if (null != p)
+            {
+                p.destroy();
+            }
+        }
+        for (final Process p : processes)
+        {
+            if (null != p)
+            {
+                try
+                {
+                    if (!p.waitFor(5, TimeUnit.SECONDS))
+                    {
+                        p.destroyForcibly().waitFor(5, TimeUnit.SECONDS);
+                    }
+                }
+                catch (final InterruptedException ex)
+                {
+                    p.destroyForcibly();
+                    Thread.currentThread().interrupt();
+                }
+            }
+        }
+    }
+
+    /**
+     * Stops every node and removes the cluster's directory.
+     */
+    @Override
+    public void close()
+    {
+        stopAll();
+        try (Stream<Path> paths = Files.walk(directory))
+        {
+            paths.sorted(Comparator.reverseOrder()).forEach((path) -> path.toFile().delete());
+        }
+        catch (final IOException ignore)
+        {
+            // A temporary directory left behind is harmless.
+        }
+    }
+
+    private void awaitOk() throws IOException, InterruptedException
+    {
+        final long deadline = System.currentTimeMillis() + READY_TIMEOUT_MS;
+        for (int i = 0; i < NODES; i++)
+        {
+            while (!info(ports[i]).contains("cluster_state:ok"))
+            {
+                if (System.currentTimeMillis() > deadline)
+                {
+                    throw new IOException("the cluster did not reach cluster_state:ok on port " + ports[i]);
+                }
+                Thread.sleep(100);
+            }
+        }
+    }
+
+    private static String info(final int port) throws IOException, InterruptedException
+    {
+        final Process p = new ProcessBuilder("redis-cli", "-p", String.valueOf(port), "cluster", "info")
+            .redirectErrorStream(true).start();
+        final String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        p.waitFor(10, TimeUnit.SECONDS);
+        return out;
+    }
+
+    private static void awaitPing(final int port) throws IOException, InterruptedException
+    {
+        final long deadline = System.currentTimeMillis() + READY_TIMEOUT_MS;
+        while (true)
+        {
+            final Process p = new ProcessBuilder("redis-cli", "-p", String.valueOf(port), "ping")
+                .redirectErrorStream(true).start();
+            final String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+            p.waitFor(10, TimeUnit.SECONDS);
+            if (out.contains("PONG"))
+            {
+                return;
+            }
+            if (System.currentTimeMillis() > deadline)
+            {
+                throw new IOException("redis-server on port " + port + " did not answer: " + out);
+            }
+            Thread.sleep(50);
+        }
+    }
+
+    private static int freePort() throws IOException
+    {
+        // A cluster node also listens on port + 10000 (its bus): keep both in range and free.
+        while (true)
+        {
+            final int port;
+            try (ServerSocket s = new ServerSocket(0, 1, InetAddress.getLoopbackAddress()))
+            {
+                port = s.getLocalPort();
+            }
+            if (port + 10_000 <= 65_535 && isFree(port + 10_000))
+            {
+                return port;
+            }
+        }
+    }
+
+    private static boolean isFree(final int port)
+    {
+        try (ServerSocket probe = new ServerSocket(port, 1, InetAddress.getLoopbackAddress()))
+        {
+            return probe.isBound();
+        }
+        catch (final IOException ex)
+        {
+            return false;
+        }
+    }
+
+    private static boolean runs(final String... command)
+    {
+        try
+        {
+            final Process p = new ProcessBuilder(command).redirectErrorStream(true).start();
+            p.getInputStream().readAllBytes();
+            return p.waitFor(10, TimeUnit.SECONDS) && 0 == p.exitValue();
+        }
+        catch (final IOException ex)
+        {
+            return false;
+        }
+        catch (final InterruptedException ex)
+        {
+            Thread.currentThread().interrupt();
+            return false;
+        }
+    }
+}

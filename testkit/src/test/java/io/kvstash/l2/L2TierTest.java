@@ -1,0 +1,282 @@
+package io.kvstash.l2;
+
+import io.kvstash.client.ClientContext;
+import io.kvstash.client.ClientResponse;
+import io.kvstash.client.KvStashClient;
+import io.kvstash.core.StoreContext;
+import io.kvstash.core.StoreCounters;
+import io.kvstash.server.KvStashServer;
+import io.kvstash.server.ServerContext;
+import io.kvstash.server.l2.L2Keys;
+import io.kvstash.server.l2.L2Tier;
+import io.kvstash.testkit.RedisCluster;
+import io.kvstash.wire.ChunkKeys;
+import io.kvstash.wire.Status;
+import io.kvstash.wire.layout.Dtype;
+import io.kvstash.wire.layout.Layout;
+import org.agrona.concurrent.UnsafeBuffer;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.MethodOrderer;
+import org.junit.jupiter.api.Order;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestMethodOrder;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.util.SplittableRandom;
+import java.util.concurrent.TimeUnit;
+import java.util.function.BooleanSupplier;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+/**
+ * The second tier against a real Redis Cluster (3 masters, 3 replicas of Debian's redis-server) and two servers
+ * in two directories standing for two hosts. No mocks.
+ */
+@Timeout(180)
+@TestMethodOrder(MethodOrderer.OrderAnnotation.class)
+class L2TierTest
+{
+    private static final long POOL_BYTES = 64L << 20;
+    private static final long TIMEOUT_MS = 500;
+    private static final Layout LAYOUT = Layout.of("l2-test-model", 1, 0, 2, 64, Dtype.FLOAT16, false);
+    private static RedisCluster cluster;
+
+    @TempDir
+    Path temp;
+
+    @BeforeAll
+    static void startCluster() throws Exception
+    {
+        assumeTrue(RedisCluster.available(), "redis-server and redis-cli are not installed");
+        cluster = RedisCluster.start();
+    }
+
+    @AfterAll
+    static void stopCluster()
+    {
+        if (null != cluster)
+        {
+            cluster.close();
+        }
+    }
+
+    @Test
+    @Order(1)
+    void shouldServeAnotherHostsChunksAndAClearedHostsOwnChunksFromTheCluster() throws Exception
+    {
+        try (KvStashServer a = launch("a"); KvStashServer b = launch("b");
+            KvStashClient ca = connect(a); KvStashClient cb = connect(b))
+        {
+            awaitUp(a);
+            awaitUp(b);
+            final ChunkKeys keys = keys(8);
+            register(ca, 1);
+            register(cb, 2);
+            final int chunkBytes = store(ca, 1, keys, 11);
+            await(() -> a.counters().get(StoreCounters.L2_WRITES) >= 8, "host A wrote its chunks through");
+
+            assertEquals(0, cb.lookup(2, keys, false).hitChunks());
+            awaitHits(cb, 2, keys, 8);
+            verify(cb, 2, keys, chunkBytes, 11);
+            assertEquals(8, b.counters().get(StoreCounters.L2_FETCH_HITS));
+            assertEquals(0, b.counters().get(StoreCounters.L2_CORRUPT_VALUES));
+            assertEquals(0, b.counters().get(StoreCounters.L2_WRITES), "fetched chunks are not written back");
+
+            assertEquals(Status.OK, ca.clear(false).status());
+            assertEquals(0, ca.lookup(1, keys, false).hitChunks());
+            awaitHits(ca, 1, keys, 8);
+            verify(ca, 1, keys, chunkBytes, 11);
+            assertEquals(8, a.counters().get(StoreCounters.L2_WRITES), "each chunk written once");
+        }
+    }
+
+    @Test
+    @Order(2)
+    void shouldCountAGarbageValueAsAMissAndNeverServeIt() throws Exception
+    {
+        try (KvStashServer a = launch("a"); KvStashServer b = launch("b");
+            KvStashClient ca = connect(a); KvStashClient cb = connect(b))
+        {
+            awaitUp(a);
+            awaitUp(b);
+            final ChunkKeys keys = keys(4);
+            register(ca, 1);
+            register(cb, 2);
+            final int chunkBytes = store(ca, 1, keys, 12);
+            await(() -> a.counters().get(StoreCounters.L2_WRITES) >= 4, "host A wrote its chunks through");
+            final String key = new String(L2Keys.key(LAYOUT, keys.salt(), keys.hi(2), keys.lo(2)),
+                StandardCharsets.US_ASCII);
+            assertEquals("OK", cluster.cli("SET", key, "garbage that is no chunk"));
+
+            cb.lookup(2, keys, false);
+            awaitHits(cb, 2, keys, 2);
+            await(() -> b.counters().get(StoreCounters.L2_CORRUPT_VALUES) >= 1, "the garbage value was counted");
+            Thread.sleep(3 * TIMEOUT_MS);
+            assertEquals(2, cb.lookup(2, keys, false).hitChunks(), "the chunk behind the garbage is never served");
+            verify(cb, 2, keys.range(0, 2), chunkBytes, 12);
+        }
+    }
+
+    @Test
+    @Order(3)
+    void shouldKeepServingWhenTheClusterIsDownAndResumeWhenItIsBack() throws Exception
+    {
+        try (KvStashServer a = launch("a"); KvStashServer b = launch("b");
+            KvStashClient ca = connect(a); KvStashClient cb = connect(b))
+        {
+            awaitUp(a);
+            awaitUp(b);
+            register(ca, 1);
+            register(cb, 2);
+            cluster.stopAll();
+            try
+            {
+                for (int round = 0; round < 5; round++)
+                {
+                    final ChunkKeys keys = keys(4);
+                    final long startNs = System.nanoTime();
+                    final int chunkBytes = store(ca, 1, keys, 20 + round);
+                    assertEquals(4, ca.lookup(1, keys, false).hitChunks());
+                    cb.lookup(2, keys, false); // a miss: its read-through fails in the background
+                    verify(ca, 1, keys, chunkBytes, 20 + round);
+                    final long tookMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - startNs);
+                    assertTrue(tookMs < TIMEOUT_MS, "pool requests took " + tookMs + " ms with the cluster down");
+                    Thread.sleep(200);
+                }
+                await(() -> L2Tier.STATE_DOWN == a.l2Tier().state(), "host A's tier went down");
+                assertTrue(a.counters().get(StoreCounters.L2_WRITE_ERRORS) > 0);
+                assertTrue(a.counters().get(StoreCounters.L2_ERRORS) + a.counters().get(StoreCounters.L2_TIMEOUTS) > 0);
+            }
+            finally
+            {
+                cluster.restart();
+            }
+            awaitUp(a);
+            awaitUp(b);
+            final long written = a.counters().get(StoreCounters.L2_WRITES);
+            final ChunkKeys keys = keys(4);
+            final int chunkBytes = store(ca, 1, keys, 30);
+            await(() -> a.counters().get(StoreCounters.L2_WRITES) >= written + 4, "host A writes again");
+            cb.lookup(2, keys, false);
+            awaitHits(cb, 2, keys, 4);
+            verify(cb, 2, keys, chunkBytes, 30);
+        }
+    }
+
+    // ------------------------------------------------------------------------------------------ helpers
+
+    private KvStashServer launch(final String host) throws Exception
+    {
+        return KvStashServer.launch(new ServerContext()
+            .directory(temp.resolve(host))
+            .storeContext(new StoreContext().poolSizeBytes(POOL_BYTES))
+            .l2Seeds(cluster.seeds())
+            .l2TimeoutMs(TIMEOUT_MS));
+    }
+
+    private static KvStashClient connect(final KvStashServer server)
+    {
+        return KvStashClient.connect(new ClientContext().directory(server.directory()).pretouchPool(false));
+    }
+
+    private static void register(final KvStashClient client, final long instance)
+    {
+        assertEquals(Status.OK, client.register(instance, LAYOUT).status());
+    }
+
+    private static ChunkKeys keys(final int count)
+    {
+        final long base = new SplittableRandom().nextLong() & 0x0FFF_FFFF_FFFF_FFFFL;
+        final long[] ids = new long[count];
+        for (int i = 0; i < count; i++)
+        {
+            ids[i] = base + i;
+        }
+        return ChunkKeys.ofIds(ids);
+    }
+
+    private static byte[] pattern(final int chunkBytes, final long seed, final int chunk)
+    {
+        final byte[] bytes = new byte[chunkBytes];
+        new SplittableRandom(seed * 1_000_003L + chunk).nextBytes(bytes);
+        return bytes;
+    }
+
+    private static int store(final KvStashClient client, final long instance, final ChunkKeys keys, final long seed)
+    {
+        final ClientResponse r = client.prepareStore(instance, keys);
+        assertEquals(Status.OK, r.status(), r.toString());
+        final int chunkBytes = (int)r.chunkBytes();
+        final long transfer = r.transferId();
+        final int slots = r.slotCount();
+        assertEquals(keys.count(), slots);
+        final long[] offsets = new long[slots];
+        final int[] chunks = new int[slots];
+        for (int i = 0; i < slots; i++)
+        {
+            offsets[i] = r.slotOffset(i);
+            chunks[i] = r.slotRangeIndex(i);
+        }
+        for (int i = 0; i < slots; i++)
+        {
+            client.writeChunk(instance, transfer, i, chunkBytes, offsets[i],
+                new UnsafeBuffer(pattern(chunkBytes, seed, chunks[i])), 0);
+        }
+        assertEquals(Status.OK, client.commitStore(instance, transfer).status());
+        return chunkBytes;
+    }
+
+    private static void verify(
+        final KvStashClient client, final long instance, final ChunkKeys keys, final int chunkBytes, final long seed)
+    {
+        final ClientResponse r = client.prepareRetrieve(instance, keys);
+        assertEquals(Status.OK, r.status(), r.toString());
+        final long transfer = r.transferId();
+        final int slots = r.slotCount();
+        final long[] offsets = new long[slots];
+        final int[] chunks = new int[slots];
+        for (int i = 0; i < slots; i++)
+        {
+            offsets[i] = r.slotOffset(i);
+            chunks[i] = r.slotRangeIndex(i);
+        }
+        final byte[] read = new byte[chunkBytes];
+        for (int i = 0; i < slots; i++)
+        {
+            client.readChunk(instance, transfer, i, chunkBytes, offsets[i], new UnsafeBuffer(read), 0);
+            assertArrayEquals(pattern(chunkBytes, seed, chunks[i]), read, "chunk " + chunks[i]);
+        }
+        assertEquals(Status.OK, client.commitRetrieve(instance, transfer).status());
+    }
+
+    private static void awaitHits(final KvStashClient client, final long instance, final ChunkKeys keys, final int hits)
+        throws InterruptedException
+    {
+        await(() -> client.lookup(instance, keys, false).hitChunks() >= hits, hits + " chunks readable");
+    }
+
+    private static void awaitUp(final KvStashServer server) throws InterruptedException
+    {
+        await(() -> L2Tier.STATE_UP == server.l2Tier().state(), "the tier is up");
+    }
+
+    private static void await(final BooleanSupplier condition, final String what) throws InterruptedException
+    {
+        final long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+        while (!condition.getAsBoolean())
+        {
+            if (System.nanoTime() - deadline > 0)
+            {
+                throw new AssertionError("timed out waiting until " + what);
+            }
+            Thread.sleep(20);
+        }
+    }
+}
