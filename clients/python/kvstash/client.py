@@ -32,9 +32,9 @@ except ImportError:                     # pragma: no cover - depends on the mach
 TIMEOUT_DEFAULT_S = 10.0
 LIVENESS_CHECK_INTERVAL_S = 0.1         # §2.5: check the server while waiting, every 100 ms
 READ_WINDOW_DEFAULT = 8                 # READ_DATA requests in flight during a copy-transport read
-YIELD_PHASE_S = 0.005                   # waiting for a response: poll + sched_yield this long, then sleep
+YIELD_PHASE_S = 0.0002                  # waiting for a response: poll + sched_yield this long, then sleep
 SLEEP_MIN_S = 0.00005
-SLEEP_MAX_S = 0.001
+SLEEP_MAX_S = 0.0002
 
 _LITTLE_X86 = platform.machine().lower() in ("x86_64", "amd64") and sys.byteorder == "little"
 _REGISTER_EXTRA = struct.Struct("<qqqii")
@@ -478,8 +478,10 @@ class Client:
             now = time.monotonic()
             if now < yield_until:
                 # Give the core to the server's threads between polls: on a machine with fewer cores
-                # than busy threads a pure spin starves the very thread that would answer (ping p50 6.7 us
-                # yielding, 57 us spinning, 100 us sleeping on 2 cores).
+                # than busy threads a pure spin starves the very thread that would answer. Yielding only
+                # helps briefly: sched_yield does not hand the core to another process's thread, so a client
+                # that keeps yielding can hold it for a whole scheduler slice (milliseconds) while the answer
+                # waits. Past the yield phase it sleeps, in steps short enough to stay near the answer.
                 os.sched_yield()
             else:
                 time.sleep(pause)
