@@ -167,8 +167,7 @@ class HiCacheStorageTest(ServerTestCase):
         self.assertEqual(digests(pool, indices, 3), stored["digests"])
 
     def test_should_round_trip_every_host_layout_and_page_size(self):
-        # A server of its own: its slot size is set by the first layout registered while the pool holds
-        # chunks, so the largest page (page size 32: 8 KiB on 16-token chunks) registers first.
+        # A server of its own, so the layouts' chunks do not compete with the other tests' for its pool.
         with Server(pool_bytes=16 << 20, chunk_tokens=16) as server:
             for page_size in (32, 16, 8):
                 for layout in ("layer_first", "page_first", "page_first_direct", "page_head"):
@@ -186,15 +185,33 @@ class HiCacheStorageTest(ServerTestCase):
                         self.assertEqual(backend.batch_set_v1(keys, src), [True] * 3)     # already there: True
                         backend.close()
 
-    def test_should_answer_false_when_the_server_refuses_the_page_size(self):
-        pool = make_pool()                                       # 4 KiB pages fill the pool first
-        self.assertEqual(self.backend(pool).batch_set_v1(page_keys("small", 1), pool.alloc(16)), [True])
-        big = make_pool(page_size=64)                            # 16 KiB: larger than the slots now
-        backend = self.backend(big)
-        keys = page_keys("big", 2)
-        self.assertEqual(backend.batch_set_v1(keys, big.alloc(128)), [False, False])
-        self.assertEqual(backend.batch_exists(keys), 0)
-        self.assertEqual(backend.batch_get_v1(keys, big.alloc(128)), [False, False])
+    def test_should_store_pages_of_two_sizes_on_one_pool(self):
+        # Each page size is a chunk size of its own; the server gives each its own 16 MiB regions of the pool, so
+        # a bigger page registered after smaller ones are stored is stored too, and both stay readable (a
+        # server of its own with four regions: this class's shared server has one).
+        with Server(pool_bytes=64 << 20, chunk_tokens=16) as server:
+            small = make_pool()                                  # 4 KiB pages first
+            src_small = small.alloc(16)
+            fill(small, src_small, seed=3)
+            small_backend = make_backend(server.directory, small)
+            self.addCleanup(small_backend.close)
+            self.assertEqual(small_backend.batch_set_v1(page_keys("small", 1), src_small), [True])
+            big = make_pool(page_size=64)                        # then 16 KiB pages
+            backend = make_backend(server.directory, big)
+            self.addCleanup(backend.close)
+            keys = page_keys("big", 2)
+            src = big.alloc(128)
+            fill(big, src, seed=4)
+            self.assertEqual(backend.batch_set_v1(keys, src), [True, True])
+            self.assertEqual(backend.batch_exists(keys), 2)
+            dst = big.alloc(128)
+            self.assertEqual(backend.batch_get_v1(keys, dst), [True, True])
+            self.assertEqual(digests(big, dst, 2), digests(big, src, 2))
+            dst_small = small.alloc(16)
+            self.assertEqual(small_backend.batch_get_v1(page_keys("small", 1), dst_small), [True])
+            self.assertEqual(digests(small, dst_small, 1), digests(small, src_small, 1))
+            backend.close()
+            small_backend.close()
 
     def test_should_not_read_pages_of_another_format_or_rank(self):
         keys = page_keys("formats", 2)
