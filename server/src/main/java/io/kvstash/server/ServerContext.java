@@ -124,7 +124,7 @@ public final class ServerContext
         }
         if (null != l2Seeds)
         {
-            io.kvstash.server.l2.L2Tier.parseSeeds(l2Seeds);
+            io.kvstash.server.l2.L2Seeds.parse(l2Seeds);
             if (useAgentInvoker)
             {
                 throw new IllegalArgumentException("the second tier (--l2) needs the server's own threads, " +
