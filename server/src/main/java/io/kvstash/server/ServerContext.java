@@ -558,9 +558,7 @@ public final class ServerContext
     }
 
     /**
-     * The second tier's cluster seeds ({@code redis://host:port[,host:port...]}), or null when the tier is off.
-     *
-     * @return seeds or null.
+     * @return the second tier's cluster seeds ({@code redis://host:port[,host:port...]}), or null when it is off.
      */
     public String l2Seeds()
     {
@@ -568,9 +566,7 @@ public final class ServerContext
     }
 
     /**
-     * Turns the second tier on (Redis Cluster seeds) or off (null).
-     *
-     * @param l2Seeds {@code redis://host:port[,host:port...]}, or null.
+     * @param l2Seeds the second tier's Redis Cluster seeds, {@code redis://host:port[,host:port...]}; null: off.
      * @return this.
      */
     public ServerContext l2Seeds(final String l2Seeds)
@@ -580,9 +576,7 @@ public final class ServerContext
     }
 
     /**
-     * The bound of every cluster call of the second tier.
-     *
-     * @return milliseconds.
+     * @return the bound of every cluster call of the second tier, milliseconds.
      */
     public long l2TimeoutMs()
     {
@@ -590,9 +584,7 @@ public final class ServerContext
     }
 
     /**
-     * Sets the bound of every cluster call of the second tier.
-     *
-     * @param l2TimeoutMs milliseconds, 1 to 60000.
+     * @param l2TimeoutMs the bound of every cluster call of the second tier, milliseconds, 1 to 60000.
      * @return this.
      */
     public ServerContext l2TimeoutMs(final long l2TimeoutMs)
@@ -602,9 +594,7 @@ public final class ServerContext
     }
 
     /**
-     * Whether committed chunks are written through to the cluster ({@code --l2-write write-through}).
-     *
-     * @return true for write-through, false for off (read-through only).
+     * @return true when committed chunks are written through to the cluster, false for read-through only.
      */
     public boolean l2WriteThrough()
     {
@@ -612,9 +602,7 @@ public final class ServerContext
     }
 
     /**
-     * Sets the write policy of the second tier.
-     *
-     * @param l2WriteThrough true for write-through, false for off.
+     * @param l2WriteThrough true to write committed chunks through to the cluster, false for read-through only.
      * @return this.
      */
     public ServerContext l2WriteThrough(final boolean l2WriteThrough)

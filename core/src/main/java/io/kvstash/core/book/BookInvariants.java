@@ -234,4 +234,25 @@ final class BookInvariants
         }
         return null;
     }
+
+    /**
+     * Readable chunk keys from least to most recently used, size class by size class, for tests.
+     *
+     * @param slots the book's slots.
+     * @param index the book's key index.
+     * @return {@code [hi, lo]} pairs in LRU order.
+     */
+    static long[][] lruOrder(final SlotStates slots, final ChunkIndex index)
+    {
+        final long[][] order = new long[slots.readableChunks()][];
+        int i = 0;
+        for (int c = 0; c < slots.classCount(); c++)
+        {
+            for (int id = slots.lruHead(c); id >= 0; id = slots.lruNext(id))
+            {
+                order[i++] = new long[]{ index.hi(id), index.lo(id) };
+            }
+        }
+        return order;
+    }
 }

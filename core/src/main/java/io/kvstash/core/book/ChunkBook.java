@@ -773,16 +773,7 @@ public final class ChunkBook
      */
     public long[][] lruOrder()
     {
-        final long[][] order = new long[slots.readableChunks()][];
-        int i = 0;
-        for (int c = 0; c < slots.classCount(); c++)
-        {
-            for (int id = slots.lruHead(c); id >= 0; id = slots.lruNext(id))
-            {
-                order[i++] = new long[]{ index.hi(id), index.lo(id) };
-            }
-        }
-        return order;
+        return BookInvariants.lruOrder(slots, index);
     }
 
     /**

@@ -49,10 +49,10 @@ final class SlotStates
 
     private int classCount;
     private final long[] classSlotBytes = new long[MAX_CLASSES];
-    private final int[] freeHead = new int[MAX_CLASSES];
     private final int[] freeCount = new int[MAX_CLASSES];
-    private final int[] lruHead = new int[MAX_CLASSES];
-    private final int[] lruTail = new int[MAX_CLASSES];
+    /** Each class's free slots (a stack: pushed and taken at the head) and readable chunks in LRU order. */
+    private final ClassLists free = new ClassLists();
+    private final ClassLists lru = new ClassLists();
     private final int[] cutCount = new int[MAX_CLASSES];
 
     private final int[] regionClass;
@@ -68,10 +68,6 @@ final class SlotStates
     private int[] owner = new int[0];
     private int[] slotClass = new int[0];
     private int[] wordIndex = new int[0];
-    private int[] lruPrev = new int[0];
-    private int[] lruNext = new int[0];
-    private int[] freePrev = new int[0];
-    private int[] freeNext = new int[0];
     private int[] freeIds = new int[0];
     private int freeIdTop;
     private int idLimit;
@@ -102,9 +98,6 @@ final class SlotStates
         Arrays.fill(regionClass, -1);
         freeRegions = regionCount;
         freeRegionBytes = poolSizeBytes;
-        Arrays.fill(freeHead, -1);
-        Arrays.fill(lruHead, -1);
-        Arrays.fill(lruTail, -1);
     }
 
     // ------------------------------------------------------------------------------------------ classes
@@ -388,10 +381,8 @@ final class SlotStates
         owner = Arrays.copyOf(owner, capacity);
         slotClass = Arrays.copyOf(slotClass, capacity);
         wordIndex = Arrays.copyOf(wordIndex, capacity);
-        lruPrev = Arrays.copyOf(lruPrev, capacity);
-        lruNext = Arrays.copyOf(lruNext, capacity);
-        freePrev = Arrays.copyOf(freePrev, capacity);
-        freeNext = Arrays.copyOf(freeNext, capacity);
+        lru.grow(capacity);
+        free.grow(capacity);
         freeIds = Arrays.copyOf(freeIds, capacity);
         // A region touches at most the slots that start in it and one that starts before it.
         scratch = new int[newStride + 2];
@@ -418,7 +409,7 @@ final class SlotStates
      */
     int reserve(final int c, final int transfer)
     {
-        final int id = freeHead[c];
+        final int id = free.head(c);
         removeFree(id);
         generation[id] = nextGeneration(generation[id]);
         state[id] = RESERVED;
@@ -478,7 +469,7 @@ final class SlotStates
      */
     void restoreEvicted(final int id, final int oldGeneration, final int lruSuccessor)
     {
-        final int top = freeHead[slotClass[id]];
+        final int top = free.head(slotClass[id]);
         if (top != id)
         {
             throw new IllegalStateException("rollback out of order: " + top + " != " + id);
@@ -529,10 +520,10 @@ final class SlotStates
      */
     int firstEvictable(final int c)
     {
-        int id = lruHead[c];
+        int id = lru.head(c);
         while (id >= 0 && pins[id] > 0)
         {
-            id = lruNext[id];
+            id = lru.next(id);
         }
         return id;
     }
@@ -598,32 +589,32 @@ final class SlotStates
 
     int lruHead(final int c)
     {
-        return lruHead[c];
+        return lru.head(c);
     }
 
     int lruTail(final int c)
     {
-        return lruTail[c];
+        return lru.tail(c);
     }
 
     int lruPrev(final int id)
     {
-        return lruPrev[id];
+        return lru.prev(id);
     }
 
     int lruNext(final int id)
     {
-        return lruNext[id];
+        return lru.next(id);
     }
 
     int freeHead(final int c)
     {
-        return freeHead[c];
+        return free.head(c);
     }
 
     int freeNext(final int id)
     {
-        return freeNext[id];
+        return free.next(id);
     }
 
     int freeSlots(final int c)
@@ -743,14 +734,7 @@ final class SlotStates
     private void pushFree(final int id)
     {
         final int c = slotClass[id];
-        final int head = freeHead[c];
-        freePrev[id] = -1;
-        freeNext[id] = head;
-        if (head >= 0)
-        {
-            freePrev[head] = id;
-        }
-        freeHead[c] = id;
+        free.pushFront(c, id);
         freeCount[c]++;
         freeSlots++;
     }
@@ -758,83 +742,24 @@ final class SlotStates
     private void removeFree(final int id)
     {
         final int c = slotClass[id];
-        final int prev = freePrev[id];
-        final int next = freeNext[id];
-        if (prev >= 0)
-        {
-            freeNext[prev] = next;
-        }
-        else
-        {
-            freeHead[c] = next;
-        }
-        if (next >= 0)
-        {
-            freePrev[next] = prev;
-        }
+        free.remove(c, id);
         freeCount[c]--;
         freeSlots--;
     }
 
     private void lruAppend(final int id)
     {
-        final int c = slotClass[id];
-        final int tail = lruTail[c];
-        lruPrev[id] = tail;
-        lruNext[id] = -1;
-        if (tail >= 0)
-        {
-            lruNext[tail] = id;
-        }
-        else
-        {
-            lruHead[c] = id;
-        }
-        lruTail[c] = id;
+        lru.append(slotClass[id], id);
     }
 
     private void lruInsertBefore(final int id, final int successor)
     {
-        if (successor < 0)
-        {
-            lruAppend(id);
-            return;
-        }
-        final int prev = lruPrev[successor];
-        lruPrev[id] = prev;
-        lruNext[id] = successor;
-        lruPrev[successor] = id;
-        if (prev >= 0)
-        {
-            lruNext[prev] = id;
-        }
-        else
-        {
-            lruHead[slotClass[id]] = id;
-        }
+        lru.insertBefore(slotClass[id], id, successor);
     }
 
     private void lruUnlink(final int id)
     {
-        final int c = slotClass[id];
-        final int prev = lruPrev[id];
-        final int next = lruNext[id];
-        if (prev >= 0)
-        {
-            lruNext[prev] = next;
-        }
-        else
-        {
-            lruHead[c] = next;
-        }
-        if (next >= 0)
-        {
-            lruPrev[next] = prev;
-        }
-        else
-        {
-            lruTail[c] = prev;
-        }
+        lru.remove(slotClass[id], id);
     }
 
     private static int nextGeneration(final int current)
