@@ -1,4 +1,4 @@
-"""The Python client's constants against the Java wire contract, read from the Java sources (issue 26).
+"""The Python client's constants against the Java wire contract, read from the Java sources.
 
 No JVM and no server: the test parses ``static final int|long|String NAME = <expr>;`` of the wire module
 (and core's StoreCounters for the counter ids and names), evaluates the constant expressions they use as

@@ -13,7 +13,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 
 /**
- * SPEC section 2: bad input of any kind gets an error status with a message and leaves everything else
+ * Bad input of any kind gets an error status with a message and leaves everything else
  * untouched.
  */
 class BadRequestTest

@@ -11,7 +11,7 @@ import static io.kvstash.core.StoreHarness.ids;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
 /**
- * SPEC section 2, fallback copy transport: WRITE_DATA / READ_DATA through messages, same semantics.
+ * The fallback copy transport: WRITE_DATA / READ_DATA through messages, same semantics.
  */
 class CopyTransportTest
 {

@@ -10,7 +10,7 @@ import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
 /**
- * SPEC section 2: eviction, NO_SPACE (all or nothing), LRU recency and CLEAR, one edge case per test.
+ * Eviction, NO_SPACE (all or nothing), LRU recency and CLEAR, one edge case per test.
  */
 class EvictionScenarioTest
 {
@@ -51,7 +51,7 @@ class EvictionScenarioTest
     @Test
     void shouldEvictASkippedChunkOfTheSameRangeWhenItIsTheLeastRecentlyUsed()
     {
-        // Skipped chunks keep their recency (SPEC), so the walk may evict a chunk it has just skipped: the
+        // Skipped chunks keep their recency, so the walk may evict a chunk it has just skipped: the
         // exact-LRU semantics the trace figures depend on. The store still answers OK.
         final StoreHarness h = new StoreHarness(2);
         h.register(A, RANK0);

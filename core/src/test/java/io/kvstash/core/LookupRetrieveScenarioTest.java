@@ -15,7 +15,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 
 /**
- * SPEC section 2, LOOKUP / LOOKUP_ALL_RANKS / RELEASE / PREPARE_RETRIEVE / COMMIT_RETRIEVE and key
+ * LOOKUP / LOOKUP_ALL_RANKS / RELEASE / PREPARE_RETRIEVE / COMMIT_RETRIEVE and key
  * namespaces, one edge case per test.
  */
 class LookupRetrieveScenarioTest

@@ -14,7 +14,7 @@ import static io.kvstash.core.StoreHarness.ids;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
 /**
- * SPEC section 2, REGISTER: idempotence, LAYOUT_MISMATCH, INVALID_LAYOUT, slot sizing.
+ * REGISTER: idempotence, LAYOUT_MISMATCH, INVALID_LAYOUT, slot sizing.
  */
 class RegisterScenarioTest
 {

@@ -19,7 +19,7 @@ import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
- * SPEC section 2, PREPARE_STORE / COMMIT_STORE / ABORT_STORE and leases, one edge case per test.
+ * PREPARE_STORE / COMMIT_STORE / ABORT_STORE and leases, one edge case per test.
  */
 class StoreScenarioTest
 {

@@ -16,7 +16,7 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 
 /**
- * The optional Prometheus text endpoint (SPEC section 4): {@code GET /metrics} on the loopback address answers
+ * The optional Prometheus text endpoint: {@code GET /metrics} on the loopback address answers
  * the server's counters in the text exposition format 0.0.4. Gauges keep their names ({@code kvstash_free_slots});
  * everything that only grows is a counter with the suffix {@code _total}; responses are one series per request
  * type and status that has happened ({@code kvstash_requests_total{type="lookup",status="ok"}}).

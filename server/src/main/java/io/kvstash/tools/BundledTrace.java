@@ -16,7 +16,7 @@ import java.util.Map;
 
 /**
  * The Mooncake synthetic trace the project ships ({@code traces/mooncake_synthetic_trace.jsonl}) and its
- * reference figures (SPEC section 6): the hit chunks of an ordered replay through an exact LRU of N chunks.
+ * reference figures (traces/README.md): the hit chunks of an ordered replay through an exact LRU of N chunks.
  * The file is recognised by its SHA-256, so a renamed copy still gets its reference figures and an edited
  * one does not.
  */

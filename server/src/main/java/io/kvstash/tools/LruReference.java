@@ -13,7 +13,7 @@ import java.util.List;
 
 /**
  * The offline exact-LRU figure of a Mooncake trace: its requests replayed in file order, in process,
- * through the store core with room for exactly N chunks and the replay semantics of SPEC section 6 (LOOKUP
+ * through the store core with room for exactly N chunks and the replay semantics of traces/README.md (LOOKUP
  * the prefix, RETRIEVE the hit prefix, STORE the rest). Slots are 64 bytes, so even a large capacity
  * costs little memory; a run over the bundled trace takes a fraction of a second.
  */

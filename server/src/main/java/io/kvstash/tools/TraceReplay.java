@@ -21,7 +21,7 @@ import java.util.Map;
  * JVMs ({@code KvStashCommand worker}, same java and class path) that connect, register and wait; releases
  * them together, shows progress, merges their results and reads the server's counters. Request {@code i}
  * goes to worker {@code i % W}; with one worker the replay is in file order and its hit counts are those of
- * an exact LRU (SPEC section 6).
+ * an exact LRU (traces/README.md).
  * <p>
  * Configure with the fluent setters, then {@link #run()} once ({@link ReplayCoordinator} runs it; each worker is a
  * {@link ReplayWorker}, started with the one child-JVM launcher, {@link ChildJvm}).
@@ -306,7 +306,7 @@ public final class TraceReplay
         }
 
         /**
-         * Whether the trace is the bundled one (the SPEC reference figures apply).
+         * Whether the trace is the bundled one (the reference figures of traces/README.md apply).
          *
          * @return true when bundled.
          */

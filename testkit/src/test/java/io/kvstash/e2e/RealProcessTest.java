@@ -43,7 +43,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
- * End-to-end tests with a real server and real worker processes (SPEC sections 1 and 2, issue 4).
+ * End-to-end tests with a real server and real worker processes (files, rings, liveness and the store semantics).
  */
 @Timeout(120)
 class RealProcessTest

@@ -1,7 +1,7 @@
 package io.kvstash.wire;
 
 /**
- * Request type codes of SPEC section 2, plus the internal SWEEP tick. The numeric values are part of the
+ * Request type codes of the protocol, plus the internal SWEEP tick. The numeric values are part of the
  * wire and of the journal format.
  */
 public final class RequestType

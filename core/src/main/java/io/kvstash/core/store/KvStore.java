@@ -24,7 +24,7 @@ import org.agrona.concurrent.UnsafeBuffer;
 import java.nio.charset.StandardCharsets;
 
 /**
- * The synchronous store: one method per request of SPEC section 2, each running the three state-owning
+ * The synchronous store: one method per request of the protocol, each running the three state-owning
  * stages in order on the calling thread — {@link ChunkBook#reserve} (decisions), {@link SlotAssigner#assign}
  * (offsets), {@link DataMover#commit} (data effects). The pipeline runs the same three calls from its
  * stages, so both give identical outcomes.

@@ -50,7 +50,7 @@ public final class ResponseEncoder
     }
 
     /**
-     * The extra part of a REGISTER answered OK: what SPEC section 2 says a registration returns beyond the
+     * The extra part of a REGISTER answered OK: what a registration returns beyond the
      * chunk and slot sizes of the header.
      * <pre>
      *   Incarnation (i64) | Pool Data Bytes (i64) | Lease ns (i64) | Chunk Tokens (i32) |

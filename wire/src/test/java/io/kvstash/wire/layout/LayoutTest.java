@@ -41,7 +41,7 @@ class LayoutTest
         final int[] expected = { 4, 2, 2, 1, 1, 1, 1 };
         final Dtype[] dtypes = { Dtype.FLOAT32, Dtype.FLOAT16, Dtype.BFLOAT16, Dtype.FLOAT8_E4M3FN,
             Dtype.FLOAT8_E5M2, Dtype.INT8, Dtype.UINT8 };
-        assertEquals(dtypes.length, Dtype.values().length, "every dtype of the SPEC is covered");
+        assertEquals(dtypes.length, Dtype.values().length, "every wire dtype is covered");
         for (int i = 0; i < dtypes.length; i++)
         {
             assertEquals(expected[i], dtypes[i].itemSize(), dtypes[i].dtypeName());
