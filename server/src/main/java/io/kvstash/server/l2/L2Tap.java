@@ -9,6 +9,8 @@ import org.agrona.concurrent.UnsafeBuffer;
 import org.agrona.concurrent.ringbuffer.OneToOneRingBuffer;
 import org.agrona.concurrent.ringbuffer.RingBufferDescriptor;
 
+import java.util.concurrent.atomic.AtomicLong;
+
 /**
  * The request pipeline's side of the second tier: after a response is written, the publish stage leaves a notice
  * of what the tier needs (a layout registered, a store reserved, committed or aborted, a LOOKUP that missed past
@@ -19,7 +21,8 @@ import org.agrona.concurrent.ringbuffer.RingBufferDescriptor;
  * <pre>
  * REGISTERED: instance i64 | world size i32 | rank i32 | layers i32 | hidden i32 | dtype i32 | mla i32 |
  *             model length i32 | model bytes
- * RESERVED, MISSED: instance i64 | transfer i64 | salt i64 | count i32 | pad i32 | count x (key hi i64, key lo i64)
+ * RESERVED: instance i64 | transfer i64 | salt i64 | count i32 | pad i32 | count x (key hi i64, key lo i64)
+ * MISSED:   instance i64 | ticket i64 | salt i64 | count i32 | pad i32 | count x (key hi i64, key lo i64)
  * COMMITTED, ABORTED, UNREGISTERED: instance i64 | transfer i64
  * </pre>
  */
@@ -40,6 +43,7 @@ public final class L2Tap
 
     static final int INSTANCE_OFFSET = 0;
     static final int TRANSFER_OFFSET = 8;
+    static final int TICKET_OFFSET = 8;
     static final int SALT_OFFSET = 16;
     static final int COUNT_OFFSET = 24;
     static final int KEYS_OFFSET = 32;
@@ -54,7 +58,10 @@ public final class L2Tap
     private final StoreCounters counters;
     private final int fetchAheadChunks;
     private final boolean writeThrough;
+    private final AtomicLong completedTicket = new AtomicLong();
     private volatile long tierSession = Long.MIN_VALUE;
+    private long ticketSequence;
+    private long lastTicket;
 
     /**
      * A tap with its ring.
@@ -97,6 +104,7 @@ public final class L2Tap
      */
     public void onResponse(final StoreCommand command, final long clientSession)
     {
+        lastTicket = 0;
         if (Status.OK != command.status || clientSession == tierSession)
         {
             return;
@@ -180,6 +188,40 @@ public final class L2Tap
         ring.commit(index);
     }
 
+    /**
+     * The ticket of the read-through the last {@link #onResponse} started (a LOOKUP that missed past its hit
+     * prefix), or 0 when it started none. Tickets grow by one per read-through. Publish stage thread.
+     *
+     * @return ticket or 0.
+     */
+    public long lastTicket()
+    {
+        return lastTicket;
+    }
+
+    /**
+     * The highest ticket whose read-through is over (fetched, found nothing, failed or dropped). Any thread.
+     *
+     * @return completed ticket.
+     */
+    public long completedTicket()
+    {
+        return completedTicket.get();
+    }
+
+    /**
+     * Marks a read-through over. The tier handles them in ticket order, so this only moves forward.
+     *
+     * @param ticket the read-through's ticket.
+     */
+    void fetchCompleted(final long ticket)
+    {
+        if (ticket > completedTicket.get())
+        {
+            completedTicket.lazySet(ticket);
+        }
+    }
+
     private void missed(final StoreCommand c)
     {
         final int from = c.hitChunks;
@@ -191,13 +233,15 @@ public final class L2Tap
             return;
         }
         final UnsafeBuffer b = (UnsafeBuffer)ring.buffer();
-        header(b, index, c.instanceId, 0, c.salt, count);
+        final long ticket = ++ticketSequence;
+        header(b, index, c.instanceId, ticket, c.salt, count);
         for (int i = 0; i < count; i++)
         {
             b.putLong(index + KEYS_OFFSET + 16 * i, c.keyHi[from + i]);
             b.putLong(index + KEYS_OFFSET + 16 * i + 8, c.keyLo[from + i]);
         }
         ring.commit(index);
+        lastTicket = ticket;
     }
 
     private void pair(final int type, final long instance, final long transfer)

@@ -210,7 +210,12 @@ public final class L2Tier implements Agent, AutoCloseable
         }
         if (!fetches.isEmpty())
         {
-            fetch(fetches.poll());
+            final Job job = fetches.poll();
+            if (job.hi.length > 0)
+            {
+                fetch(job);
+            }
+            tap.fetchCompleted(job.ticket);
             work++;
         }
         for (int i = 0; i < WRITES_PER_CYCLE && !writes.isEmpty() && STATE_UP == state; i++)
@@ -429,14 +434,21 @@ public final class L2Tier implements Agent, AutoCloseable
             case L2Tap.MISSED:
             {
                 final LayoutState ls = instances.get(instance);
-                if (null != ls && b.getInt(index + L2Tap.COUNT_OFFSET) > 0)
+                final boolean fetchable = null != ls && b.getInt(index + L2Tap.COUNT_OFFSET) > 0;
+                final long ticket = b.getLong(index + L2Tap.TICKET_OFFSET);
+                if (!fetchable && fetches.isEmpty())
                 {
-                    if (fetches.size() >= FETCH_QUEUE_MAX)
-                    {
-                        fetches.poll();
-                    }
-                    fetches.add(readJob(ls, b, index));
+                    tap.fetchCompleted(ticket);
+                    break;
                 }
+                if (fetches.size() >= FETCH_QUEUE_MAX)
+                {
+                    tap.fetchCompleted(fetches.poll().ticket);
+                }
+                // One with nothing to fetch still queues behind the others, so tickets complete in order.
+                final Job job = fetchable ? readJob(ls, b, index) : new Job(null, 0, 0);
+                job.ticket = ticket;
+                fetches.add(job);
                 break;
             }
             default:
@@ -479,7 +491,10 @@ public final class L2Tier implements Agent, AutoCloseable
         }
         queuedWriteChunks = 0;
         dropped += fetches.size();
-        fetches.clear();
+        while (null != (job = fetches.poll()))
+        {
+            tap.fetchCompleted(job.ticket);
+        }
         return dropped;
     }
 
@@ -737,6 +752,7 @@ public final class L2Tier implements Agent, AutoCloseable
         final long salt;
         final long[] hi;
         final long[] lo;
+        long ticket;
         int next;
 
         Job(final LayoutState layout, final long salt, final int count)
