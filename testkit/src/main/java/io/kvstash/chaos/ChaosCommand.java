@@ -22,7 +22,8 @@ import java.util.concurrent.Callable;
 @Command(name = "chaos", mixinStandardHelpOptions = true, sortOptions = false,
     description = {
         "Runs the reliability suites against a real server and worker processes: kills at failpoints, " +
-            "zombie fencing, server restarts, wire fuzzing, pool exhaustion; or a soak." })
+            "zombie fencing, server restarts, wire fuzzing, pool exhaustion, the second tier under Redis Cluster " +
+            "faults; or a soak." })
 public final class ChaosCommand implements Callable<Integer>
 {
     /** The suites {@code --only} accepts. */
@@ -50,7 +51,7 @@ public final class ChaosCommand implements Callable<Integer>
     Path baseDirectory;
 
     @Option(names = "--only", paramLabel = "SUITES", split = ",",
-        description = "Run only these suites: kill, zombie, restart, fuzz, exhaustion.")
+        description = "Run only these suites: kill, zombie, restart, fuzz, exhaustion, l2.")
     List<String> only;
 
     @Option(names = "--json", description = "Print one JSON object on standard output.")
@@ -141,8 +142,11 @@ public final class ChaosCommand implements Callable<Integer>
         appendIfPresent(checked, report, "fuzz_records", "%,d fuzz records");
         appendIfPresent(checked, report, "exhaustion_prepares", "%,d prepares on a full pool");
         appendIfPresent(checked, report, "soak_workers_churned", "%,d soak workers churned");
+        appendIfPresent(checked, report, "l2_node_kills", "%,d cluster master kills");
+        appendIfPresent(checked, report, "l2_verified_reads", "%,d verified reads through the second tier");
         return "PASS: every promise held" + (checked.length() == 0 ? "" : " (" + checked + ")") +
-            "; no chunk lost or corrupted, nothing leaked, no crash";
+            "; no chunk lost or corrupted, nothing leaked, no crash" +
+            (report.containsKey("l2_skipped") ? "; second tier suite skipped: " + report.get("l2_skipped") : "");
     }
 
     private static void appendIfPresent(
@@ -219,7 +223,9 @@ public final class ChaosCommand implements Callable<Integer>
         final List<String> broken = new java.util.ArrayList<>();
         for (final String key : new String[]{ "checksum_mismatches", "leaked_reservations", "leaked_pins",
             "pending_transfers", "worker_crashes", "late_writes", "fuzz_unanswered", "fuzz_stalls_over_100ms",
-            "soak_checksum_mismatches", "soak_stale_files" })
+            "soak_checksum_mismatches", "soak_stale_files", "l2_checksum_mismatches", "l2_corrupt_values_served",
+            "l2_requests_over_timeout", "l2_leaked_reservations", "l2_leaked_pins", "l2_pending_transfers",
+            "l2_worker_crashes" })
         {
             if (nonZero(report, key))
             {
@@ -227,7 +233,8 @@ public final class ChaosCommand implements Callable<Integer>
             }
         }
         for (final String key : new String[]{ "free_plus_readable_equals_total", "fuzz_server_alive",
-            "exhaustion_pinned_intact", "exhaustion_reserved_intact" })
+            "exhaustion_pinned_intact", "exhaustion_reserved_intact", "l2_free_plus_readable_equals_total",
+            "l2_resumed", "l2_state_up_at_end" })
         {
             if (Boolean.FALSE.equals(report.get(key)))
             {
@@ -240,7 +247,32 @@ public final class ChaosCommand implements Callable<Integer>
             broken.add("late_commits_rejected " + report.get("late_commits_rejected") + " of " +
                 report.get("late_commits_total"));
         }
+        brokenL2Promises(report, broken);
         return broken;
+    }
+
+    private static void brokenL2Promises(final Map<String, Object> report, final List<String> broken)
+    {
+        if (report.containsKey("l2_error"))
+        {
+            broken.add("l2_error " + report.get("l2_error"));
+        }
+        if (report.containsKey("l2_verified_reads") && !nonZero(report, "l2_verified_reads"))
+        {
+            broken.add("l2_verified_reads 0");
+        }
+        if (report.containsKey("l2_corrupted_keys"))
+        {
+            final long corrupted = ((Number)report.get("l2_corrupted_keys")).longValue();
+            if (!report.get("l2_corrupted_keys").equals(report.get("l2_corrupted_keys_counted")))
+            {
+                broken.add("l2_corrupted_keys_counted " + report.get("l2_corrupted_keys_counted") + " of " + corrupted);
+            }
+            if (((Number)report.get("l2_corrupt_values")).longValue() < corrupted)
+            {
+                broken.add("l2_corrupt_values " + report.get("l2_corrupt_values") + " < " + corrupted);
+            }
+        }
     }
 
     private static boolean nonZero(final Map<String, Object> report, final String key)

@@ -16,7 +16,8 @@ import java.util.concurrent.TimeUnit;
 /**
  * The reliability suites against a real server and real worker processes, one class each: kill chaos at
  * failpoints ({@link KillSuite}), zombie fencing ({@link ZombieSuite}), server kill and restart under load
- * ({@link RestartSuite}), wire fuzzing ({@link FuzzSuite}) and pool exhaustion ({@link ExhaustionSuite}). Each
+ * ({@link RestartSuite}), wire fuzzing ({@link FuzzSuite}), pool exhaustion ({@link ExhaustionSuite}) and the
+ * second tier under cluster faults ({@link L2Suite}, skipped without {@code redis-server}). Each
  * suite adds its figures to one report, printed as JSON by {@code kvstash chaos --json}.
  */
 public final class ChaosRunner
@@ -26,7 +27,7 @@ public final class ChaosRunner
 
     /** Every suite, in the order a run takes them. */
     static final List<ChaosSuite> SUITES = List.of(
-        new KillSuite(), new ZombieSuite(), new RestartSuite(), new FuzzSuite(), new ExhaustionSuite());
+        new KillSuite(), new ZombieSuite(), new RestartSuite(), new FuzzSuite(), new ExhaustionSuite(), new L2Suite());
 
     /**
      * What to run and for how long.
@@ -49,11 +50,19 @@ public final class ChaosRunner
         public int exhaustionFactor = 3;
         /** Exhaustion: rounds of that demand. */
         public int exhaustionRounds = 4;
+        /** Second tier: seconds of load between two faults. */
+        public long l2PhaseSeconds = 5;
+        /** Second tier: worker processes on each of the two hosts. */
+        public int l2WorkersPerHost = 2;
+        /** Second tier: masters killed with SIGKILL, one after the other. */
+        public int l2NodeKills = 1;
+        /** Second tier: stops and starts of the whole cluster. */
+        public int l2ClusterRestarts = 1;
         /** Seed of every random choice. */
         public long seed = 42;
         /** Where the suites' server directories go. */
         public Path baseDirectory = ShmDirectories.base();
-        /** Suites to run: kill, zombie, restart, fuzz, exhaustion. */
+        /** Suites to run: kill, zombie, restart, fuzz, exhaustion, l2. */
         public java.util.Set<String> suites = new java.util.HashSet<>(suiteNames());
         /** Progress lines, or null. */
         public PrintStream progress = System.err;
@@ -69,7 +78,8 @@ public final class ChaosRunner
         }
 
         /**
-         * The long profile: at least 10^6 verified reads, 1,000 zombie repetitions, 10^6 fuzz records.
+         * The long profile: at least 10^6 verified reads, 1,000 zombie repetitions, 10^6 fuzz records; for the second
+         * tier 30 s phases, 3 master kills and 2 cluster restarts.
          *
          * @return options.
          */
@@ -82,6 +92,9 @@ public final class ChaosRunner
             options.restarts = 3;
             options.fuzzRecords = 1_000_000;
             options.exhaustionRounds = 1_000;
+            options.l2PhaseSeconds = 30;
+            options.l2NodeKills = 3;
+            options.l2ClusterRestarts = 2;
             return options;
         }
     }

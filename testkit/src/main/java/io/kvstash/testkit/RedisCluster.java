@@ -119,7 +119,7 @@ public final class RedisCluster implements AutoCloseable
      */
     public String cli(final String... args) throws IOException, InterruptedException
     {
-        final List<String> command = new ArrayList<>(List.of("redis-cli", "-c", "-p", String.valueOf(ports[0])));
+        final List<String> command = new ArrayList<>(List.of("redis-cli", "-c", "-p", String.valueOf(livePort())));
         command.addAll(List.of(args));
         final Process p = new ProcessBuilder(command).redirectErrorStream(true).start();
         final String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8).trim();
@@ -222,10 +222,22 @@ public final class RedisCluster implements AutoCloseable
 
     private void awaitOk() throws IOException, InterruptedException
     {
-        final long deadline = System.currentTimeMillis() + READY_TIMEOUT_MS;
+        awaitOk(READY_TIMEOUT_MS);
+    }
+
+    /**
+     * Waits until {@code cluster info} says {@code cluster_state:ok} on every running node.
+     *
+     * @param timeoutMs longest wait.
+     * @throws IOException          when a running node does not say so in time.
+     * @throws InterruptedException when interrupted.
+     */
+    public void awaitOk(final long timeoutMs) throws IOException, InterruptedException
+    {
+        final long deadline = System.currentTimeMillis() + timeoutMs;
         for (int i = 0; i < NODES; i++)
         {
-            while (!info(ports[i]).contains("cluster_state:ok"))
+            while (isRunning(i) && !info(ports[i]).contains("cluster_state:ok"))
             {
                 if (System.currentTimeMillis() > deadline)
                 {
@@ -234,6 +246,123 @@ public final class RedisCluster implements AutoCloseable
                 Thread.sleep(100);
             }
         }
+    }
+
+    /**
+     * Whether a node's process runs.
+     *
+     * @param node 0 to {@link #NODES} - 1.
+     * @return true while its redis-server runs.
+     */
+    public boolean isRunning(final int node)
+    {
+        return null != processes[node] && processes[node].isAlive();
+    }
+
+    /**
+     * Kills one node with SIGKILL ({@code kill -9}: no shutdown, no goodbye to the cluster) and waits until it is
+     * gone; {@link #startAll()} starts it again.
+     *
+     * @param node 0 to {@link #NODES} - 1.
+     * @throws InterruptedException when interrupted.
+     */
+    public void kill9(final int node) throws InterruptedException
+    {
+        final Process p = processes[node];
+        if (null != p)
+        {
+            p.destroyForcibly().waitFor(10, TimeUnit.SECONDS);
+        }
+    }
+
+    /**
+     * The nodes that are masters serving slots, as a running node's {@code cluster nodes} says (a master the
+     * cluster marked failed is left out).
+     *
+     * @return node indexes, ascending.
+     * @throws IOException          when no running node answers.
+     * @throws InterruptedException when interrupted.
+     */
+    public int[] masters() throws IOException, InterruptedException
+    {
+        final List<Integer> masters = new ArrayList<>();
+        for (final String line : run("redis-cli", "-p", String.valueOf(livePort()), "cluster", "nodes").split("\n"))
+        {
+            final String[] fields = line.trim().split(" ");
+            if (fields.length < 9 || !fields[2].contains("master") || fields[2].contains("fail"))
+            {
+                continue; // a replica, a failed master or one without slots
+            }
+            final int port = Integer.parseInt(fields[1].substring(fields[1].lastIndexOf(':') + 1).split("[@,]")[0]);
+            for (int i = 0; i < NODES; i++)
+            {
+                if (ports[i] == port)
+                {
+                    masters.add(i);
+                }
+            }
+        }
+        return masters.stream().mapToInt(Integer::intValue).sorted().toArray();
+    }
+
+    /**
+     * Waits until the cluster has failed over from a killed master: another node serves its slots, there are
+     * again as many masters serving slots as before, and every running node says {@code cluster_state:ok}.
+     *
+     * @param killed  the killed master's index.
+     * @param masters masters serving slots before the kill.
+     * @param timeoutMs longest wait.
+     * @return the masters after the failover.
+     * @throws IOException          when the failover does not happen in time.
+     * @throws InterruptedException when interrupted.
+     */
+    public int[] awaitFailover(final int killed, final int masters, final long timeoutMs)
+        throws IOException, InterruptedException
+    {
+        final long deadline = System.currentTimeMillis() + timeoutMs;
+        while (true)
+        {
+            final int[] now = masters();
+            boolean killedServes = false;
+            for (final int node : now)
+            {
+                killedServes |= node == killed;
+            }
+            if (!killedServes && now.length == masters)
+            {
+                awaitOk(Math.max(1, deadline - System.currentTimeMillis()));
+                return now;
+            }
+            if (System.currentTimeMillis() > deadline)
+            {
+                throw new IOException("no failover from node " + killed + " (port " + ports[killed] + ") in " +
+                    timeoutMs + " ms: masters now " + java.util.Arrays.toString(now));
+            }
+            Thread.sleep(100);
+        }
+    }
+
+    private int livePort() throws IOException
+    {
+        for (int i = 0; i < NODES; i++)
+        {
+            if (isRunning(i))
+            {
+                return ports[i];
+            }
+        }
+        throw new IOException("no node of the cluster runs");
+    }
+
+    private static String run(final String... command) throws IOException, InterruptedException
+    {
+        final Process p = new ProcessBuilder(command).redirectErrorStream(true).start();
+        final String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        if (!p.waitFor(10, TimeUnit.SECONDS) || 0 != p.exitValue())
+        {
+            throw new IOException(String.join(" ", command) + " failed: " + out);
+        }
+        return out;
     }
 
     private static String info(final int port) throws IOException, InterruptedException

@@ -5,6 +5,7 @@ package io.kvstash.testkit;
  * caller.
  * <pre>
  * load | zombie                           the chaos suites' workers ({@link LoadWorker})
+ * l2load                                  the second tier chaos suite's worker ({@link L2LoadWorker})
  * store-retrieve | prepare-hang | reconnect  the end-to-end tests' workers ({@link EndToEndWorker})
  * store | retrieve | bench                the Python client's cross-language peer ({@link InteropWorker})
  * </pre>
@@ -28,11 +29,12 @@ public final class TestWorker
         switch (args.length == 0 ? "" : args[0])
         {
             case "load", "zombie" -> LoadWorker.run(args);
+            case "l2load" -> L2LoadWorker.run(args);
             case "store-retrieve", "prepare-hang", "reconnect" -> EndToEndWorker.run(args);
             case "store", "retrieve", "bench" -> System.exit(InteropWorker.run(args));
             default ->
             {
-                System.err.println("usage: TestWorker MODE ARGS... (modes: load, zombie, store-retrieve, " +
+                System.err.println("usage: TestWorker MODE ARGS... (modes: load, zombie, l2load, store-retrieve, " +
                     "prepare-hang, reconnect, store, retrieve, bench; see io.kvstash.testkit.TestWorker)");
                 System.exit(2);
             }

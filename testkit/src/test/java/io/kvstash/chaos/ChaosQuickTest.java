@@ -15,11 +15,11 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * suites promise, asserted; how fast things happened is reported, never asserted.
  */
 @Tag("slow")
-@Timeout(300)
+@Timeout(420)
 class ChaosQuickTest
 {
     @Test
-    void shouldLoseNothingAndLeakNothingUnderKillsZombiesRestartsFuzzAndExhaustion() throws Exception
+    void shouldLoseNothingAndLeakNothingUnderKillsZombiesRestartsFuzzExhaustionAndClusterFaults() throws Exception
     {
         final ChaosRunner.Options options = ChaosRunner.Options.quick();
         options.killSeconds = 15;
@@ -67,5 +67,38 @@ class ChaosQuickTest
         assertTrue((Long)report.get("exhaustion_no_space") > 0, "the flood never ran out of space");
         assertEquals(true, report.get("exhaustion_pinned_intact"));
         assertEquals(true, report.get("exhaustion_reserved_intact"));
+
+        assertSecondTierHeld(report);
+    }
+
+    /**
+     * The second tier under a master's SIGKILL, the whole cluster's restart and two corrupted values. Whether a
+     * request took longer than the tier's timeout is reported ({@code l2_requests_over_timeout}, which fails
+     * {@code kvstash chaos}), not asserted here: on a shared machine that is a matter of the machine's load.
+     */
+    private static void assertSecondTierHeld(final Map<String, Object> report)
+    {
+        if (report.containsKey("l2_skipped"))
+        {
+            System.out.println("second tier suite skipped: " + report.get("l2_skipped"));
+            return;
+        }
+        assertEquals(null, report.get("l2_error"));
+        assertEquals(1L, report.get("l2_node_kills"));
+        assertEquals(1L, report.get("l2_cluster_restarts"));
+        assertTrue((Long)report.get("l2_verified_reads") > 0, "no chunk was read through the tier");
+        assertEquals(0L, report.get("l2_checksum_mismatches"));
+        // Both corrupted values were counted by host B's tier, and neither was ever served.
+        assertEquals(report.get("l2_corrupted_keys"), report.get("l2_corrupted_keys_counted"));
+        assertTrue((Long)report.get("l2_corrupt_values") >= (Long)report.get("l2_corrupted_keys"));
+        assertEquals(0L, report.get("l2_corrupt_values_served"));
+        assertTrue(report.containsKey("l2_requests_over_timeout"));
+        assertEquals(0L, report.get("l2_leaked_reservations"));
+        assertEquals(0L, report.get("l2_leaked_pins"));
+        assertEquals(0L, report.get("l2_pending_transfers"));
+        assertEquals(true, report.get("l2_free_plus_readable_equals_total"));
+        assertEquals(true, report.get("l2_resumed"), "the tier did not write and fetch again after the restart");
+        assertEquals(true, report.get("l2_state_up_at_end"));
+        assertEquals(0L, report.get("l2_worker_crashes"));
     }
 }

@@ -39,6 +39,37 @@ class ChaosVerdictTest
     }
 
     @Test
+    void shouldNameTheSecondTiersBrokenPromisesAndSayWhenItsSuiteWasSkipped()
+    {
+        final Map<String, Object> report = new LinkedHashMap<>();
+        report.put("l2_node_kills", 1L);
+        report.put("l2_resumed", false);
+        report.put("l2_corrupted_keys", 2L);
+        report.put("l2_corrupted_keys_counted", 1L);
+        report.put("l2_verified_reads", 10L);
+        report.put("l2_checksum_mismatches", 0L);
+        report.put("l2_corrupt_values_served", 1L);
+        report.put("l2_requests_over_timeout", 3L);
+        report.put("l2_leaked_pins", 0L);
+        report.put("l2_corrupt_values", 1L);
+        assertEquals(List.of("l2_corrupt_values_served 1", "l2_requests_over_timeout 3", "l2_resumed false",
+            "l2_corrupted_keys_counted 1 of 2", "l2_corrupt_values 1 < 2"), ChaosCommand.brokenPromises(report));
+
+        final Map<String, Object> failed = new LinkedHashMap<>();
+        failed.put("l2_error", "java.io.IOException: no failover");
+        failed.put("l2_verified_reads", 0L);
+        assertEquals(List.of("l2_error java.io.IOException: no failover", "l2_verified_reads 0"),
+            ChaosCommand.brokenPromises(failed));
+
+        final Map<String, Object> skipped = new LinkedHashMap<>();
+        skipped.put("exhaustion_prepares", 4L);
+        skipped.put("l2_skipped", "redis-server and redis-cli are not installed");
+        assertEquals(List.of(), ChaosCommand.brokenPromises(skipped));
+        assertTrue(ChaosCommand.verdictLine(skipped, List.of())
+            .endsWith("; second tier suite skipped: redis-server and redis-cli are not installed"));
+    }
+
+    @Test
     @Timeout(180)
     void shouldEndWithAPassLineAndExitZeroWhenEveryPromiseHeld()
     {
