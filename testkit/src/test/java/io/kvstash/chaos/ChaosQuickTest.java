@@ -15,7 +15,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * suites promise, asserted; how fast things happened is reported, never asserted.
  */
 @Tag("slow")
-@Timeout(420)
+@Timeout(300)
 class ChaosQuickTest
 {
     @Test
