@@ -143,6 +143,7 @@ final class L2Corruption
     {
         long counted = 0;
         long served = 0;
+        awaitQuiet(hostB);
         try (KvStashClient client = connect(hostB))
         {
             ChaosRunner.check(client.register(INSTANCE, layout));
@@ -166,6 +167,29 @@ final class L2Corruption
             client.unregister(INSTANCE);
         }
         return new long[]{ counted, served };
+    }
+
+    /**
+     * Waits until the read-throughs the workers left queued are done: host B's corrupt-value count has not
+     * changed for a second (at most 10 s), so what {@link #check} sees next is its own.
+     */
+    private static void awaitQuiet(final KvStashServer server) throws InterruptedException
+    {
+        final long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        long last = -1;
+        long quietSince = System.nanoTime();
+        while (System.nanoTime() - deadline < 0 && System.nanoTime() - quietSince < TimeUnit.SECONDS.toNanos(1))
+        {
+            final StoreCounters c = server.counters();
+            final long now = c.get(StoreCounters.L2_CORRUPT_VALUES) + c.get(StoreCounters.L2_FETCH_HITS) +
+                c.get(StoreCounters.L2_FETCH_MISSES);
+            if (now != last)
+            {
+                last = now;
+                quietSince = System.nanoTime();
+            }
+            Thread.sleep(50);
+        }
     }
 
     private boolean allInCluster() throws IOException, InterruptedException

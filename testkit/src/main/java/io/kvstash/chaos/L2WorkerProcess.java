@@ -19,7 +19,7 @@ final class L2WorkerProcess
 {
     /** Figure names of the worker's progress lines, in the order the suite reports their sums. */
     static final String[] FIGURES = { "ops", "stores", "verified", "l2verified", "mismatches", "stale", "requests",
-        "over", "overstalled", "maxus", "probes", "served" };
+        "slow", "maxus", "probes", "served" };
 
     final ChildJvm jvm;
     final int host;
