@@ -309,8 +309,8 @@ public final class RedisCluster implements AutoCloseable
      * Waits until the cluster has failed over from a killed master: another node serves its slots, there are
      * again as many masters serving slots as before, and every running node says {@code cluster_state:ok}.
      *
-     * @param killed  the killed master's index.
-     * @param masters masters serving slots before the kill.
+     * @param killed    the killed master's index.
+     * @param masters   masters serving slots before the kill.
      * @param timeoutMs longest wait.
      * @return the masters after the failover.
      * @throws IOException          when the failover does not happen in time.
