@@ -206,6 +206,14 @@ public final class BenchCommand implements Callable<Integer>
             throw new CommandLine.ParameterException(spec.commandLine(),
                 "--reps " + reps + " is out of range: give at least 1 repetition");
         }
+        for (final long size : null != l2Sizes ? l2Sizes : new long[0])
+        {
+            if (size < 1024 || 0 != size % 1024 || size > (1L << 30))
+            {
+                throw new CommandLine.ParameterException(spec.commandLine(),
+                    "--l2-sizes: " + size + " is not a chunk size: give multiples of 1024 bytes up to 1 GiB");
+            }
+        }
         if (null != only)
         {
             for (final String part : only)
