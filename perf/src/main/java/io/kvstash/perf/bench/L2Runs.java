@@ -157,6 +157,14 @@ final class L2Runs
                 progress.accept(BenchSupport.fmt("l2 %s, fetch %d: %.2f GB/s (%d runs of %d chunks)",
                     BenchSupport.size(chunkBytes), rep, fetchGbps[rep], runs.length, run));
             }
+            // The tier counts a read-through's chunks just after it committed them, so the last run can be readable
+            // a moment before it is counted: wait (bounded, untimed) for the count of every chunk fetched.
+            final long expected = (long)reps * runs.length * run;
+            final long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
+            while (client.counter(StoreCounters.L2_FETCH_HITS) - hits0 < expected && System.nanoTime() - deadline < 0)
+            {
+                LockSupport.parkNanos(POLL_NS);
+            }
             result.put("fetch_hits", client.counter(StoreCounters.L2_FETCH_HITS) - hits0);
         }
         result.put("fetch", series(fetchGbps));
