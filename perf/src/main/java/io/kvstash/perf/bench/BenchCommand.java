@@ -32,7 +32,8 @@ import java.util.function.Consumer;
  * <p>
  * This class holds the options and the order of the parts: the control part ({@link ControlPart} per wait
  * mode, then {@link ControlRoundsPart}) before redis-server starts, then the data part ({@link SizePart} per
- * chunk size, then {@link FirstTouchPart}). The parts hand their results to {@link BenchResults};
+ * chunk size, then {@link FirstTouchPart}), then, only when named with {@code --only l2}, the second tier's part
+ * ({@link L2Part}). The parts hand their results to {@link BenchResults};
  * {@link BenchReport} builds the report, {@link BenchVerdict} judges it, {@link BenchFiles} writes the files
  * and {@link BenchTables} prints the tables.
  */
@@ -55,14 +56,19 @@ public final class BenchCommand implements Callable<Integer>
     boolean noRedis;
 
     @Option(names = "--only", paramLabel = "PART", split = ",",
-        description = "Run only some parts: data (copy, store/retrieve, redis, in-process), control (control, echo).")
+        description = "Run only some parts: data (copy, store/retrieve, redis, in-process), control (control, echo), " +
+            "l2 (the second tier against a Redis Cluster the bench starts; only when named).")
     List<String> only;
+
+    @Option(names = "--l2-sizes", paramLabel = "BYTES", split = ",", hidden = true,
+        description = "Chunk sizes of the l2 part, bytes, multiples of 1 KiB (default 2 MiB and 32 MiB); for tests.")
+    long[] l2Sizes;
 
     @Option(names = "--reps", paramLabel = "N", description = "Measured repetitions per contender (default 15, 3 quick).")
     Integer reps;
 
     /** The parts {@code --only} accepts. */
-    static final List<String> PARTS = List.of("data", "control");
+    static final List<String> PARTS = List.of("data", "control", "l2");
 
     @Spec
     CommandSpec spec;
@@ -154,6 +160,10 @@ public final class BenchCommand implements Callable<Integer>
                 {
                     FirstTouchPart.run(worker, work, progress, results);
                 }
+                if (null != only && only.contains("l2"))
+                {
+                    L2Part.run(worker, settings, work, null != l2Sizes ? l2Sizes : L2Part.SIZES, progress, results);
+                }
             }
         }
         finally
@@ -196,6 +206,14 @@ public final class BenchCommand implements Callable<Integer>
             throw new CommandLine.ParameterException(spec.commandLine(),
                 "--reps " + reps + " is out of range: give at least 1 repetition");
         }
+        for (final long size : null != l2Sizes ? l2Sizes : new long[0])
+        {
+            if (size < 1024 || 0 != size % 1024 || size > (1L << 30))
+            {
+                throw new CommandLine.ParameterException(spec.commandLine(),
+                    "--l2-sizes: " + size + " is not a chunk size: give multiples of 1024 bytes up to 1 GiB");
+            }
+        }
         if (null != only)
         {
             for (final String part : only)
@@ -203,7 +221,7 @@ public final class BenchCommand implements Callable<Integer>
                 if (!PARTS.contains(part))
                 {
                     throw new CommandLine.ParameterException(spec.commandLine(),
-                        "--only: '" + part + "' is not a part: give data, control or both");
+                        "--only: '" + part + "' is not a part: give data, control, l2 or several");
                 }
             }
         }

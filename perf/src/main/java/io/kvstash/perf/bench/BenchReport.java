@@ -65,6 +65,7 @@ final class BenchReport
         ratios.put("store_vs_map", ratio(results, "store_gbps", "map_put_gbps", 256L << 10, 2L << 20, 32L << 20));
         ratios.put("retrieve_vs_map", ratio(results, "retrieve_gbps", "map_get_gbps", 256L << 10, 2L << 20,
             32L << 20));
+        L2Report.addRatios(results, ratios);
 
         final Map<String, Object> ratiosBackoff = new LinkedHashMap<>();
         ratiosBackoff.put("store_vs_copy", ratio(results, "store_pipelined_backoff_gbps", "copy_in_backoff_gbps",
@@ -107,6 +108,10 @@ final class BenchReport
         report.put("ratios_pipelined", ratiosPipelined);
         report.put("ratios_batched", ratiosBatched);
         report.put("first_touch", results.firstTouch);
+        if (null != results.l2)
+        {
+            report.put("l2", results.l2);
+        }
         report.put("targets", targets(results, ratios, report));
         report.put("sizes", results.sizes);
         report.put("control", control);
@@ -224,10 +229,11 @@ final class BenchReport
         }
         target(t, "control_pairs_per_s", report.get("control_pairs_per_s"), ">=", 1_000_000);
         target(t, "gc_count_steady", report.get("gc_count_steady"), "<=", 0);
+        L2Report.addTargets(results, ratios, t);
         return t;
     }
 
-    private static void target(
+    static void target(
         final Map<String, Object> t, final String name, final Object value, final String op, final double bound)
     {
         final Map<String, Object> m = new LinkedHashMap<>();

@@ -29,6 +29,8 @@ final class BenchResults
     private final Map<String, Histogram[]> serverTimes = new LinkedHashMap<>();
     Map<String, Object> machine;
     Map<String, Object> firstTouch;
+    /** The second tier's part ({@link L2Part}), or null when it was not asked for. */
+    Map<String, Object> l2;
     long gcSteady;
     String redisVersion;
     boolean redisInstalled;

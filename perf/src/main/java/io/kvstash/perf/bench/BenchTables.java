@@ -211,6 +211,7 @@ final class BenchTables
                     g.get("gaps_over_500us_ms_per_s"), num(g.get("p999_clear_pair_us"), "%.2f")));
             }
         }
+        L2Report.print(out, report);
         out.println();
         out.println("Targets: what each compares, the figure of this run, the bound and whether it was met");
         final Map<String, Object> targets = (Map<String, Object>)report.get("targets");

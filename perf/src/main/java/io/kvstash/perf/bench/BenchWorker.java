@@ -34,6 +34,7 @@ import java.util.SplittableRandom;
  * <li>{@code redis}, {@code chm}: SET/GET through redis-server, put/get of a {@code ConcurrentHashMap};</li>
  * <li>{@code control}, {@code echo}: prepare + commit pairs through a kvstash server, and the bare ring echo
  * of the same record sizes;</li>
+ * <li>{@code l2_bare}, {@code l2_fetch}, {@code l2_write}: the second tier's part ({@link L2Runs});</li>
  * <li>{@code exit}.</li>
  * </ul>
  * Any failure answers {@code RESULT {"error": ...}} and the worker goes on with the next command.
@@ -106,6 +107,12 @@ public final class BenchWorker
                 return ControlRun.echo(c, this::progress);
             case "first_touch":
                 return firstTouch(c);
+            case "l2_bare":
+                return L2Runs.bare(c, this::progress);
+            case "l2_fetch":
+                return L2Runs.fetch(c, this::progress);
+            case "l2_write":
+                return L2Runs.write(c, this::progress);
             default:
                 throw new IllegalArgumentException("unknown command " + name);
         }
@@ -269,8 +276,11 @@ public final class BenchWorker
                     throw new IllegalArgumentException(chunksPerRep + " chunks per repetition exceed the pool");
                 }
                 // More keys than slots: a key comes round again only after it was evicted, so every prepare
-                // reserves (and, once the pool is full, evicts the least recently used chunk).
-                final int keyCount = capacity + chunksPerRep;
+                // reserves (and, once the pool is full, evicts the least recently used chunk). With write-through
+                // on, the tier's read of a chunk makes it recently used, so it may live a pool's worth of stores
+                // longer: the ring is then two pools and four repetitions long.
+                final int keyCount = Boolean.TRUE.equals(c.get("write_through")) ?
+                    2 * capacity + 4 * chunksPerRep : capacity + chunksPerRep;
                 final ChunkKeys[] keys = new ChunkKeys[keyCount];
                 final SplittableRandom random = new SplittableRandom(chunkBytes * 31L);
                 for (int i = 0; i < keyCount; i++)
