@@ -109,9 +109,11 @@ class L2WaitTest
             register(cb, 2);
             final ChunkKeys keys = keys(6);
             final int chunkBytes = store(ca, 1, keys, 12);
-            store(cb, 2, keys.range(0, 2), 12); // host B holds the first two itself: its first answer pins them
             await(() -> a.counters().get(StoreCounters.L2_WRITES) >= 6, "host A wrote its chunks through");
+            store(cb, 2, keys.range(0, 2), 12); // host B holds the first two itself: its first answer pins them
             assertEquals(0, pendingTransfers(cb, b));
+            final int releases = StoreCounters.requestId(RequestType.RELEASE, Status.OK);
+            final long releasedBefore = b.counters().get(releases);
 
             final ClientResponse r = cb.lookupWaitingForTier(2, keys, true, BOUND_NS);
             assertEquals(Status.OK, r.status(), r.toString());
@@ -119,6 +121,7 @@ class L2WaitTest
             final long lease = r.transferId();
             assertNotEquals(0, lease);
             assertEquals(1, pendingTransfers(cb, b), "the first answer's lease was released");
+            assertEquals(releasedBefore + 1, b.counters().get(releases), "the first answer (2 hits, pinned) waited");
 
             final ClientResponse retrieve = cb.prepareRetrieveFromLookup(2, lease);
             assertEquals(Status.OK, retrieve.status(), retrieve.toString());
