@@ -139,8 +139,8 @@ class KvStashConnector(KVConnectorBase_V1):
         self._consumer_only = transfer.kv_role == "kv_consumer"
         self._producer_only = transfer.kv_role == "kv_producer"
         self._chunk_tokens = int(extra.get("chunk_tokens", 0)) or None      # learnt from the server otherwise
-        self.stats = {"lookups": 0, "hit_tokens": 0, "tier_chunks": 0, "loaded_chunks": 0, "loaded_bytes": 0, "load_errors": 0,
-                      "stored_chunks": 0, "stored_bytes": 0, "store_errors": 0, "unavailable": 0}
+        self.stats = {"lookups": 0, "hit_tokens": 0, "tier_chunks": 0, "loaded_chunks": 0, "loaded_bytes": 0,
+                      "load_errors": 0, "stored_chunks": 0, "stored_bytes": 0, "store_errors": 0, "unavailable": 0}
         self._last_log = time.monotonic()
         if role == KVConnectorRole.SCHEDULER:
             self._trackers = {}
