@@ -124,6 +124,15 @@ class Response:
         return RegisterInfo(inc & d.MASK64, pool_bytes, lease_ns, chunk_tokens, name)
 
     @property
+    def tier_tickets(self):
+        """(ticket, completed) of an OK LOOKUP answered with the second tier's tickets (it carried L2_WAIT or
+        L2_POLL to a server with a tier, §6.8): the read-through it started (0 for none) and the highest ticket
+        over when it was answered. None for any other answer."""
+        if self.request_type != RequestType.LOOKUP or not self.ok or len(self.extra) < d.LOOKUP_TIER_EXTRA_LENGTH:
+            return None
+        return d.LOOKUP_TIER_EXTRA.unpack_from(self.extra, 0)
+
+    @property
     def counters(self):
         """The 352 counters of an OK STATS answer, in counter-id order (§2.3), or None."""
         if self.request_type != RequestType.STATS or not self.ok:
@@ -246,6 +255,8 @@ class Client:
         self.max_clients = i(d.CFG_MAX_CLIENTS)
         self.heartbeat_interval_ms = i(d.CFG_HEARTBEAT_INTERVAL_MS)
         self.heartbeat_timeout_ms = i(d.CFG_HEARTBEAT_TIMEOUT_MS)
+        # §2.2 Features (minor version 1 on): a second tier that answers LOOKUPs waiting for it.
+        self.second_tier = d.minor(version) >= 1 and bool(i(d.CFG_FEATURES) & d.FEATURE_SECOND_TIER)
         self._counters = view[counters:counters + counters_length].cast("q")
         if not self._alive_at_connect():
             raise ServerGoneError("the server on %s is not alive (state, heartbeat or pid)" % self.directory)
@@ -314,7 +325,7 @@ class Client:
         self._response = Ring(view, d.response_ring_offset(req), resp)
         self._request.start_as_producer()
         self._response.start_as_consumer()
-        h32[d.CLI_VERSION_OFFSET >> 2] = d.VERSION_2_0_0                   # release, LAST
+        h32[d.CLI_VERSION_OFFSET >> 2] = d.VERSION                         # release, LAST
 
     def _await_attach(self):
         deadline = time.monotonic() + self.timeout
@@ -550,18 +561,73 @@ class Client:
     def unregister(self, instance):
         return self._call(RequestType.UNREGISTER, instance)
 
-    def lookup(self, instance, keys=None, *, tokens=None, from_chunk=0, to_chunk=-1, salt=None, pin=False):
+    def lookup(self, instance, keys=None, *, tokens=None, from_chunk=0, to_chunk=-1, salt=None, pin=False,
+               wait_tier_s=None):
         """LOOKUP: Hit Chunks = readable prefix; with ``pin`` a transfer id pins it (0 when no hit). A range
         over the server's Max Chunks Per Request goes as several LOOKUPs (not with ``pin``: one transfer
-        pins at most that many chunks), counted together up to the first miss."""
+        pins at most that many chunks), counted together up to the first miss.
+
+        ``wait_tier_s`` (seconds) waits, up to that bound, for the second tier's read-through the LOOKUP starts
+        when its hit prefix stops short (§11): the LOOKUP goes with L2_WAIT, then is asked again with L2_POLL
+        after short pauses until the read-through is over, every chunk hits, or the bound is spent; the last
+        answer is returned. With ``pin`` only that answer's lease is held (a first answer that must wait is
+        released, the polls pin nothing, one last LOOKUP pins). Without a tier on the server (``second_tier``),
+        or with None, it is the plain LOOKUP."""
         parts = pieces(self, keys, tokens, from_chunk, to_chunk)
         if len(parts) > 1 and pin:
             raise ValueError("a pinned LOOKUP covers at most %d chunks (the server's Max Chunks Per Request); "
                              "this range has %d" % (self.max_chunks, range_chunks(self, keys, tokens, from_chunk,
                                                                                  to_chunk)))
+        if wait_tier_s is not None and self.second_tier:
+            return self._lookup_waiting(instance, parts, salt_value(salt), pin,
+                                        time.monotonic() + max(0.0, float(wait_tier_s)))
         return self._in_pieces(parts, lambda mode, body: self._call(
             RequestType.LOOKUP, instance, salt=salt_value(salt), flags=d.FLAG_PIN if pin else 0, key_mode=mode,
             body=body))
+
+    def _lookup_waiting(self, instance, parts, salt, pin, deadline):
+        """The pieces of a LOOKUP waiting for the tier, each up to the shared deadline, to the first miss."""
+        hits, response = 0, None
+        for _, piece_keys, piece_tokens, piece_from, piece_to in parts:
+            mode, body = self._key_range(piece_keys, piece_tokens, piece_from, piece_to)
+            count = range_chunks(self, piece_keys, piece_tokens, piece_from, piece_to)
+            response = self._lookup_piece_waiting(instance, salt, pin, mode, body, count, deadline)
+            if not response.ok:
+                return response
+            hits += response.hit_chunks
+            if response.hit_chunks < count:
+                break
+        response.hit_chunks = hits
+        return response
+
+    def _lookup_piece_waiting(self, instance, salt, pin, mode, body, count, deadline):
+        pin_flag = d.FLAG_PIN if pin else 0
+        r = self._call(RequestType.LOOKUP, instance, salt=salt, flags=pin_flag | d.FLAG_L2_WAIT, key_mode=mode,
+                       body=body)
+        tickets = r.tier_tickets
+        if (not r.ok or r.hit_chunks >= count or tickets is None or tickets[0] == 0 or tickets[1] >= tickets[0]
+                or time.monotonic() >= deadline):
+            return r
+        ticket = tickets[0]
+        if r.transfer_id:
+            self.release(instance, r.transfer_id)       # the polls pin nothing; the last LOOKUP pins
+        pause = 0.0
+        while True:
+            if pause == 0.0:
+                os.sched_yield()
+                pause = SLEEP_MIN_S
+            else:
+                time.sleep(pause)
+                pause = min(pause * 2, SLEEP_MAX_S)
+            r = self._call(RequestType.LOOKUP, instance, salt=salt, flags=d.FLAG_L2_POLL, key_mode=mode, body=body)
+            tickets = r.tier_tickets
+            if (not r.ok or r.hit_chunks >= count or tickets is None or tickets[1] >= ticket
+                    or time.monotonic() >= deadline):
+                break
+        if pin and r.ok:
+            r = self._call(RequestType.LOOKUP, instance, salt=salt, flags=d.FLAG_PIN | d.FLAG_L2_POLL, key_mode=mode,
+                           body=body)
+        return r
 
     def _in_pieces(self, parts, ask):
         """Asks each piece in turn while every chunk before it hit; one Response with the total hits."""

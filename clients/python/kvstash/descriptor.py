@@ -10,13 +10,19 @@ import struct
 MASK64 = 0xFFFFFFFFFFFFFFFF
 MASK32 = 0xFFFFFFFF
 
-VERSION_2_0_0 = 0x00020000
+VERSION = 0x00020100                         # 2.1.0: what this client writes into its client file
 MAJOR_VERSION = 2
+MINOR_VERSION = 1
 
 
 def major(version):
     """Major number of a packed 0x00MMmmpp version (§2.1)."""
     return (version >> 16) & 0xFF
+
+
+def minor(version):
+    """Minor number of a packed 0x00MMmmpp version (§2.1)."""
+    return (version >> 8) & 0xFF
 
 
 def pad8(n):
@@ -65,6 +71,8 @@ CFG_RESPONSE_RING_CAPACITY = 196             # i32
 CFG_MAX_CLIENTS = 200                        # i32
 CFG_HEARTBEAT_INTERVAL_MS = 204              # i32
 CFG_HEARTBEAT_TIMEOUT_MS = 208               # i32
+CFG_FEATURES = 212                           # i32, from minor version 1 (0 before)
+FEATURE_SECOND_TIER = 1                      # the server runs a second tier: LOOKUP may carry L2_WAIT / L2_POLL
 
 # --- §3 pool file -------------------------------------------------------------------------------------
 POOL_MAGIC = 0x4C4F4F505453564B             # b"KVSTPOOL"
@@ -149,6 +157,14 @@ ALL_RANKS_HEADER = struct.Struct("<ii")      # world size, model length
 FLAG_PIN = 1
 FLAG_FORCE = 2
 FLAG_FROM_LOOKUP = 4
+FLAG_L2_WAIT = 16                            # LOOKUP only: wait for the read-through it starts
+FLAG_L2_POLL = 32                            # LOOKUP only: asked again while waiting; starts no read-through
+
+# §6.8 Extra of a LOOKUP answered OK with L2_WAIT or L2_POLL by a server with a second tier
+LOOKUP_TIER_EXTRA = struct.Struct("<qq")     # ticket started (0 none), highest ticket over
+LOOKUP_TIER_TICKET = 0
+LOOKUP_TIER_COMPLETED = 8
+LOOKUP_TIER_EXTRA_LENGTH = 16
 
 KEY_MODE_NONE = 0
 KEY_MODE_HASHES = 1

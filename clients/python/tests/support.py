@@ -60,8 +60,8 @@ def java_classpath():
         return _classpath
 
 
-def java_command(*args, main=PEER_CLASS):
-    return ["java"] + JAVA_OPTIONS + ["-cp", java_classpath(), main] + [str(a) for a in args]
+def java_command(*args, main=PEER_CLASS, jvm=()):
+    return ["java"] + JAVA_OPTIONS + list(jvm) + ["-cp", java_classpath(), main] + [str(a) for a in args]
 
 
 def new_directory():
@@ -73,7 +73,9 @@ def new_directory():
 class Server:
     """A kvstash server process (TestServer). Stops when the test stops it, or at stdin EOF."""
 
-    def __init__(self, pool_bytes=64 << 20, chunk_tokens=16, lease_ms=None, wait=None, directory=None):
+    def __init__(self, pool_bytes=64 << 20, chunk_tokens=16, lease_ms=None, wait=None, directory=None,
+                 l2_seeds=None):
+        self.l2_seeds = l2_seeds                # redis://host:port,... : a second tier on that cluster
         self.pool_bytes = pool_bytes
         self.chunk_tokens = chunk_tokens
         self.lease_ms = lease_ms
@@ -88,8 +90,9 @@ class Server:
             args.append(self.lease_ms if self.lease_ms is not None else 30000)
         if self.wait is not None:
             args.append(self.wait)
-        self.process = subprocess.Popen(java_command(*args, main=SERVER_CLASS), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                        stderr=subprocess.PIPE, text=True)
+        jvm = ["-Dkvstash.l2=" + self.l2_seeds] if self.l2_seeds else []
+        self.process = subprocess.Popen(java_command(*args, main=SERVER_CLASS, jvm=jvm), stdin=subprocess.PIPE,
+                                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         ready = {}
 
         def read_ready():
@@ -155,6 +158,53 @@ class Server:
 
     def __exit__(self, *exc):
         self.close()
+
+
+class RedisCluster:
+    """A real Redis Cluster (3 masters, 3 replicas of redis-server) in a Java process of the testkit
+    (io.kvstash.testkit.RedisClusterProcess, the Java tests' RedisCluster). ``close()`` ends its standard input: it
+    stops every node and removes their files. ``available()`` says whether redis-server and redis-cli are here."""
+
+    MAIN = "io.kvstash.testkit.RedisClusterProcess"
+
+    def __init__(self):
+        self.process = None
+        self.seeds = None
+
+    @staticmethod
+    def available():
+        return shutil.which("redis-server") is not None and shutil.which("redis-cli") is not None
+
+    def start(self, timeout=120):
+        self.process = subprocess.Popen(java_command(main=self.MAIN), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                        stderr=subprocess.PIPE, text=True)
+        ready = {}
+        reader = threading.Thread(target=lambda: ready.setdefault("line", self.process.stdout.readline()),
+                                  daemon=True)
+        reader.start()
+        reader.join(timeout)
+        line = ready.get("line", "")
+        if not line.startswith("READY seeds="):
+            self.close()
+            raise RuntimeError("the Redis Cluster did not start: %r" % line)
+        self.seeds = line.split("=", 1)[1].strip()
+        for stream in (self.process.stdout, self.process.stderr):
+            threading.Thread(target=stream.read, daemon=True).start()
+        return self
+
+    def close(self, timeout=60):
+        if self.process is None:
+            return
+        try:
+            self.process.stdin.close()
+        except OSError:
+            pass
+        try:
+            self.process.wait(timeout)
+        except subprocess.TimeoutExpired:           # its nodes are its children: they go with the JVM's hook
+            self.process.terminate()
+            self.process.wait()
+        self.process = None
 
 
 def run_peer(*args, timeout=120):

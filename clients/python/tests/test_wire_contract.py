@@ -345,8 +345,9 @@ RD = "RingDescriptor."
 
 # descriptor.py name -> Java constant, or an expression over Java constants (evaluated in the named class)
 DESCRIPTOR_MAP = {
-    "VERSION_2_0_0": "WireVersion.CURRENT",
+    "VERSION": "WireVersion.CURRENT",
     "MAJOR_VERSION": "WireVersion.MAJOR",
+    "MINOR_VERSION": "WireVersion.MINOR",
     # control file (ControlFileDescriptor)
     "CONTROL_FILE_NAME": CFD + "FILE_NAME",
     "CONTROL_MAGIC": CFD + "MAGIC",
@@ -385,6 +386,8 @@ DESCRIPTOR_MAP = {
     "CFG_MAX_CLIENTS": CFD + "MAX_CLIENTS_OFFSET",
     "CFG_HEARTBEAT_INTERVAL_MS": CFD + "HEARTBEAT_INTERVAL_OFFSET",
     "CFG_HEARTBEAT_TIMEOUT_MS": CFD + "HEARTBEAT_TIMEOUT_OFFSET",
+    "CFG_FEATURES": CFD + "FEATURES_OFFSET",
+    "FEATURE_SECOND_TIER": CFD + "FEATURE_SECOND_TIER",
     # pool file (PoolFileDescriptor, SlotTableDescriptor)
     "POOL_MAGIC": PFD + "MAGIC",
     "POOL_HEADER_LENGTH": PFD + "HEADER_LENGTH",
@@ -439,6 +442,11 @@ DESCRIPTOR_MAP = {
     "FLAG_PIN": "RequestFlags.PIN",
     "FLAG_FORCE": "RequestFlags.FORCE",
     "FLAG_FROM_LOOKUP": "RequestFlags.FROM_LOOKUP",
+    "FLAG_L2_WAIT": "RequestFlags.L2_WAIT",
+    "FLAG_L2_POLL": "RequestFlags.L2_POLL",
+    "LOOKUP_TIER_TICKET": "ResponseFlyweight.LOOKUP_TIER_TICKET_OFFSET",
+    "LOOKUP_TIER_COMPLETED": "ResponseFlyweight.LOOKUP_TIER_COMPLETED_OFFSET",
+    "LOOKUP_TIER_EXTRA_LENGTH": "ResponseFlyweight.LOOKUP_TIER_EXTRA_LENGTH",
     "MAX_MODEL_LENGTH": "Layout.MAX_MODEL_LENGTH",
     "MAX_WORLD_SIZE": "Layout.MAX_WORLD_SIZE",
     # counters (core StoreCounters, Status)
@@ -455,7 +463,7 @@ UNMAPPED = {
     "COUNTER_NAMES": "checked against StoreCounters in test_should_name_every_counter_as_the_server_does",
     # struct formats, checked in StructLayoutTest
     "REQUEST_HEADER": "", "RESPONSE_HEADER": "", "SLOT_ENTRY": "", "REGISTER_BODY": "", "DATA_BODY": "",
-    "KEYS_HASHES_HEADER": "", "KEYS_TOKENS_HEADER": "", "ALL_RANKS_HEADER": "",
+    "KEYS_HASHES_HEADER": "", "KEYS_TOKENS_HEADER": "", "ALL_RANKS_HEADER": "", "LOOKUP_TIER_EXTRA": "",
 }
 
 
@@ -594,9 +602,11 @@ class DescriptorConstantsTest(unittest.TestCase):
         s = sources()
         current = s.value("WireVersion.CURRENT")
         self.assertEqual(d.major(current), s.value("WireVersion.MAJOR"))
+        self.assertEqual(d.minor(current), s.value("WireVersion.MINOR"))
         for major, minor, patch in ((1, 0, 0), (2, 7, 9), (255, 255, 255)):
             packed = _calls_compose(major, minor, patch)
             self.assertEqual(d.major(packed), major)
+            self.assertEqual(d.minor(packed), minor)
 
     def test_should_name_every_reject_reason(self):
         rejects = {name[len("REJECT_"):]: value
@@ -741,6 +751,10 @@ class StructLayoutTest(unittest.TestCase):
         self.assertEqual(mode, s.value(WD + "KEY_MODE_TOKENS"))
         self.assertEqual(len(body), s.value(WD + "TOKENS_HEADER_LENGTH") + 10 * 4)
         self.assertEqual(Client._key_range(None, None, None, 0, -1), (s.value(WD + "KEY_MODE_NONE"), b""))
+
+    def test_should_read_the_lookup_tier_extra_where_the_server_writes_it(self):
+        self._check(d.LOOKUP_TIER_EXTRA, "ResponseFlyweight.LOOKUP_TIER_EXTRA_LENGTH",
+                    ["ResponseFlyweight.LOOKUP_TIER_TICKET_OFFSET", "ResponseFlyweight.LOOKUP_TIER_COMPLETED_OFFSET"])
 
     def test_should_read_the_register_extra_where_the_server_writes_it(self):
         s = sources()

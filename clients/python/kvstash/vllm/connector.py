@@ -25,9 +25,17 @@ How it works:
   verified. Every wait is bounded by ``timeout_s``; a lost server is retried every ``reconnect_s`` (lookups
   answer 0 meanwhile) and the connection comes back by itself.
 
+- **Second tier.** On a server that runs one (``serve --l2``), a prefix found short on the host is looked up
+  again for each rank, waiting up to ``tier_wait_ms`` for the tier's read-through (chunks another host stored
+  come back in the same call). These LOOKUPs name each rank's instance: its id is derived from vLLM's
+  ``engine_id`` (unique per engine by default), the pipeline stage and the rank, so the scheduler knows the ids
+  its workers registered. ``get_num_new_matched_tokens`` runs in the scheduler's loop: the wait holds up the
+  whole step, so keep the bound small.
+
 Extra config (``kv_connector_extra_config``): ``dir`` (default ``/dev/shm/kvstash-$USER``), ``timeout_s``
 (5), ``reconnect_s`` (1), ``store_decode`` (false), ``log_interval_s`` (30), ``cuda`` (pin the pool when the
-caches are on a GPU; true), ``model`` (the namespace's model name; default: the served model name).
+caches are on a GPU; true), ``model`` (the namespace's model name; default: the served model name),
+``tier_wait_ms`` (5; 0 never waits for the second tier).
 """
 
 import hashlib
@@ -50,6 +58,13 @@ logger = logging.getLogger("vllm.kvstash")        # under vLLM's logger: its han
 TIMEOUT_DEFAULT_S = 5.0
 RECONNECT_DEFAULT_S = 1.0
 LOG_INTERVAL_DEFAULT_S = 30.0
+TIER_WAIT_DEFAULT_MS = 5.0
+
+
+def instance_id(engine_id, pp_rank, tp_rank) -> int:
+    """The kvstash instance of one worker rank of an engine: the same in the scheduler and the worker processes."""
+    raw = hashlib.sha256(b"kvstash-vllm-instance\0%s\0%d\0%d" % (str(engine_id).encode(), pp_rank, tp_rank))
+    return int.from_bytes(raw.digest()[:8], "little") & ((1 << 63) - 1) or 1
 
 
 def chunk_key(block_hash) -> tuple:
@@ -108,6 +123,8 @@ class KvStashConnector(KVConnectorBase_V1):
         self._store_decode = bool(extra.get("store_decode", False))
         self._log_interval_s = float(extra.get("log_interval_s", LOG_INTERVAL_DEFAULT_S))
         self._pin = bool(extra.get("cuda", True))
+        self._tier_wait_s = max(0.0, float(extra.get("tier_wait_ms", TIER_WAIT_DEFAULT_MS))) / 1000.0
+        self._engine_id = getattr(transfer, "engine_id", None)
         self._block_size = vllm_config.cache_config.block_size
         parallel = vllm_config.parallel_config
         self._tp_size = parallel.tensor_parallel_size
@@ -122,8 +139,8 @@ class KvStashConnector(KVConnectorBase_V1):
         self._consumer_only = transfer.kv_role == "kv_consumer"
         self._producer_only = transfer.kv_role == "kv_producer"
         self._chunk_tokens = int(extra.get("chunk_tokens", 0)) or None      # learnt from the server otherwise
-        self.stats = {"lookups": 0, "hit_tokens": 0, "loaded_chunks": 0, "loaded_bytes": 0, "load_errors": 0,
-                      "stored_chunks": 0, "stored_bytes": 0, "store_errors": 0, "unavailable": 0}
+        self.stats = {"lookups": 0, "hit_tokens": 0, "tier_chunks": 0, "loaded_chunks": 0, "loaded_bytes": 0,
+                      "load_errors": 0, "stored_chunks": 0, "stored_bytes": 0, "store_errors": 0, "unavailable": 0}
         self._last_log = time.monotonic()
         if role == KVConnectorRole.SCHEDULER:
             self._trackers = {}
@@ -186,6 +203,14 @@ class KvStashConnector(KVConnectorBase_V1):
             self._connection.lost(ex)
             self.stats["unavailable"] += 1
             return 0, False
+        if hits < len(keys) and self._tier_wait_s > 0 and self._engine_id is not None and client.second_tier:
+            try:
+                more = self._wait_for_tier(client, keys[hits:], request.cache_salt)
+            except KvStashError as ex:
+                self._connection.lost(ex)
+                more = 0
+            self.stats["tier_chunks"] += more
+            hits += more
         self.stats["lookups"] += 1
         # vLLM computes at least the last prompt token itself: a full hit stops a block short of it.
         limit = (prompt - 1) // self._block_size * self._block_size
@@ -193,6 +218,20 @@ class KvStashConnector(KVConnectorBase_V1):
         external = max(0, hit_tokens - num_computed_tokens)
         self._matched[request.request_id] = (num_computed_tokens, external)
         return external, False
+
+    def _wait_for_tier(self, client, keys, salt) -> int:
+        """Chunks of ``keys`` (those after the prefix every rank holds) that every rank's instance holds once the
+        second tier's read-through is over, all ranks within one ``tier_wait_ms``; 0 for a rank not registered."""
+        deadline = time.monotonic() + self._tier_wait_s
+        more = len(keys)
+        for pp in range(self._pp_size):
+            for rank in range(self._tp_size):
+                r = client.lookup(instance_id(self._engine_id, pp, rank), keys, salt=salt,
+                                  wait_tier_s=max(0.0, deadline - time.monotonic()))
+                more = min(more, r.hit_chunks if r.ok else 0)
+                if more == 0:
+                    return 0
+        return more
 
     def update_state_after_alloc(self, request, blocks, num_external_tokens):
         block_ids = list(blocks.get_block_ids()[0]) if blocks is not None else []
@@ -290,7 +329,10 @@ class KvStashConnector(KVConnectorBase_V1):
         # vLLM may cut its blocks into smaller kernel blocks: block b is kernel blocks b*r .. b*r+r-1.
         self._kernel_ratio = self._block_size // paged.block_size
         self._paged = paged
-        self._instance = (os.getpid() << 20 | secrets.randbits(20)) & ((1 << 63) - 1)
+        if self._engine_id is not None:         # the scheduler's tier lookups name it (see the module doc)
+            self._instance = instance_id(self._engine_id, self._pp_rank, self._tp_rank)
+        else:
+            self._instance = (os.getpid() << 20 | secrets.randbits(20)) & ((1 << 63) - 1)
         self._connection.get()
 
     def _register(self, client):

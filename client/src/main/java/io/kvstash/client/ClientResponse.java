@@ -1,5 +1,6 @@
 package io.kvstash.client;
 
+import io.kvstash.wire.RequestType;
 import io.kvstash.wire.Status;
 import io.kvstash.wire.codec.ResponseFlyweight;
 import org.agrona.DirectBuffer;
@@ -299,6 +300,40 @@ public final class ClientResponse
         final byte[] bytes = new byte[Math.max(0, Math.min(n, ResponseFlyweight.REGISTER_MAX_NAME_LENGTH))];
         buffer.getBytes(extraOffset() + ResponseFlyweight.REGISTER_NAME_OFFSET, bytes);
         return new String(bytes, StandardCharsets.US_ASCII);
+    }
+
+    /**
+     * Whether this is a LOOKUP answered OK with the second tier's tickets (it carried
+     * {@link io.kvstash.wire.RequestFlags#L2_WAIT} or {@link io.kvstash.wire.RequestFlags#L2_POLL} to a server that
+     * runs a tier).
+     *
+     * @return true when {@link #tierTicket()} and {@link #tierCompletedTicket()} are the server's.
+     */
+    public boolean hasTierTickets()
+    {
+        return isOk() && RequestType.LOOKUP == requestType() &&
+            extraLength() >= ResponseFlyweight.LOOKUP_TIER_EXTRA_LENGTH &&
+            length - extraOffset() >= ResponseFlyweight.LOOKUP_TIER_EXTRA_LENGTH;
+    }
+
+    /**
+     * The ticket of the read-through a waiting LOOKUP started.
+     *
+     * @return ticket, 0 when it started none (or the answer has no tickets).
+     */
+    public long tierTicket()
+    {
+        return hasTierTickets() ? buffer.getLong(extraOffset() + ResponseFlyweight.LOOKUP_TIER_TICKET_OFFSET, LE) : 0;
+    }
+
+    /**
+     * The highest ticket whose read-through was over when a waiting LOOKUP was answered.
+     *
+     * @return ticket, 0 when none (or the answer has no tickets).
+     */
+    public long tierCompletedTicket()
+    {
+        return hasTierTickets() ? buffer.getLong(extraOffset() + ResponseFlyweight.LOOKUP_TIER_COMPLETED_OFFSET, LE) : 0;
     }
 
     /**

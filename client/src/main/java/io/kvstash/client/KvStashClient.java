@@ -50,6 +50,7 @@ public final class KvStashClient implements AutoCloseable
     private final RequestProxy proxy;
     private final ResponseAdapter responses;
     private final BlockingCalls calls;
+    private final TierLookups tierLookups;
 
     private KvStashClient(final ClientContext context)
     {
@@ -60,6 +61,7 @@ public final class KvStashClient implements AutoCloseable
         proxy = new RequestProxy(connection.requests());
         responses = new ResponseAdapter(connection.responses(), connection.maxResponseLength(), concluded, liveness);
         calls = new BlockingCalls(proxy, responses, connection.maxInlineBytes());
+        tierLookups = new TierLookups(calls, connection.secondTier());
     }
 
     /**
@@ -299,6 +301,28 @@ public final class KvStashClient implements AutoCloseable
     public ClientResponse lookup(final long instanceId, final ChunkKeys keys, final boolean pin)
     {
         return calls.keyed(RequestType.LOOKUP, instanceId, keys, pin ? RequestFlags.PIN : 0);
+    }
+
+    /**
+     * LOOKUP that waits, up to a bound, for the second tier's read-through it starts: on a server with a tier, when
+     * the hit prefix stops short of the range, the LOOKUP is asked again after short pauses until the
+     * read-through is over, every chunk hits, or {@code waitNs} is spent; the last answer is returned. Without a
+     * tier on the server this is exactly {@link #lookup(long, ChunkKeys, boolean)}.
+     * <p>
+     * With {@code pin}, exactly one lease is held afterwards, that of the answer returned: an answer that needs no
+     * wait is returned pinned; otherwise its lease is released, the repeated LOOKUPs pin nothing, and one last
+     * LOOKUP pins what is readable when the wait ends (one LOOKUP past the bound).
+     *
+     * @param instanceId instance.
+     * @param keys       key range.
+     * @param pin        pin the hit prefix of the answer returned.
+     * @param waitNs     longest wait for the tier; 0 or less asks once.
+     * @return response: hit chunks, a transfer when pinned, and the tier's tickets when the server runs a tier.
+     */
+    public ClientResponse lookupWaitingForTier(
+        final long instanceId, final ChunkKeys keys, final boolean pin, final long waitNs)
+    {
+        return tierLookups.lookup(instanceId, keys, pin, waitNs);
     }
 
     /**
@@ -682,6 +706,16 @@ public final class KvStashClient implements AutoCloseable
     public int maxInlineBytes()
     {
         return connection.maxInlineBytes();
+    }
+
+    /**
+     * Whether the server runs a second tier that answers LOOKUPs waiting for it (its control file's Features).
+     *
+     * @return true when {@link #lookupWaitingForTier} waits.
+     */
+    public boolean secondTier()
+    {
+        return tierLookups.secondTier();
     }
 
     /**

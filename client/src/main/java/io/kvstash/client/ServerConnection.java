@@ -8,6 +8,7 @@ import io.kvstash.wire.ring.RingConsumer;
 import io.kvstash.wire.ring.RingDescriptor;
 import io.kvstash.wire.ring.RingProducer;
 import org.agrona.IoUtil;
+import org.agrona.SemanticVersion;
 import org.agrona.concurrent.IdleStrategy;
 import org.agrona.concurrent.UnsafeBuffer;
 
@@ -41,6 +42,7 @@ final class ServerConnection
     private final int chunkTokens;
     private final int maxChunks;
     private final int maxInlineBytes;
+    private final boolean secondTier;
     private final int responseCapacity;
     private final ServerLiveness liveness;
     private final PoolSlots slots;
@@ -99,6 +101,7 @@ final class ServerConnection
             chunkTokens = control.getInt(c + ControlFileDescriptor.CHUNK_TOKENS_OFFSET);
             maxChunks = control.getInt(c + ControlFileDescriptor.MAX_CHUNKS_OFFSET);
             maxInlineBytes = control.getInt(c + ControlFileDescriptor.MAX_INLINE_OFFSET);
+            secondTier = secondTier(control);
             final long poolSizeBytes = control.getLong(c + ControlFileDescriptor.POOL_SIZE_OFFSET);
             final long dataOffset = control.getLong(c + ControlFileDescriptor.DATA_OFFSET_OFFSET);
             final long segmentBytes = control.getLong(c + ControlFileDescriptor.SEGMENT_BYTES_OFFSET);
@@ -284,6 +287,26 @@ final class ServerConnection
     int maxInlineBytes()
     {
         return maxInlineBytes;
+    }
+
+    boolean secondTier()
+    {
+        return secondTier;
+    }
+
+    /**
+     * Whether a server's control file says it runs a second tier that answers waiting LOOKUPs: a version of
+     * minor 1 or later with {@link ControlFileDescriptor#FEATURE_SECOND_TIER} in its Features word.
+     *
+     * @param control the mapped control file, its version written.
+     * @return true when a LOOKUP may carry the tier's flags.
+     */
+    static boolean secondTier(final UnsafeBuffer control)
+    {
+        final int version = control.getIntVolatile(ControlFileDescriptor.VERSION_OFFSET);
+        final int features = control.getInt(ControlFileDescriptor.CONFIG_OFFSET + ControlFileDescriptor.FEATURES_OFFSET);
+        return SemanticVersion.minor(version) >= 1 &&
+            (features & ControlFileDescriptor.FEATURE_SECOND_TIER) != 0;
     }
 
     Path clientFile()

@@ -1,10 +1,13 @@
 package io.kvstash.server;
 
+import io.kvstash.core.StoreCommand;
 import io.kvstash.core.StoreCounters;
 import io.kvstash.pipeline.RequestEvent;
 import io.kvstash.pipeline.ResponseSink;
 import io.kvstash.server.codec.ResponseEncoder;
 import io.kvstash.server.l2.L2Tap;
+import io.kvstash.wire.RequestFlags;
+import io.kvstash.wire.RequestType;
 
 /**
  * The publish stage's sink: encodes each response straight into its client's response ring. Never waits:
@@ -43,15 +46,31 @@ final class ClientPublisher implements ResponseSink
             counters.addAtomic(StoreCounters.WIRE_RESPONSES_DROPPED, 1);
             return;
         }
-        if (!encoder.encode(event.command, session.responses))
+        final StoreCommand command = event.command;
+        final boolean tierAnswer = null != l2Tap && RequestType.LOOKUP == command.type &&
+            (command.flags & RequestFlags.LOOKUP_ONLY) != 0;
+        final boolean written;
+        if (tierAnswer)
+        {
+            // A waiting LOOKUP: the notice goes first, so the answer carries the ticket of the read-through it
+            // started (none when the tier is not up) and the highest ticket over at this moment.
+            l2Tap.onResponse(command, event.clientSession);
+            final long ticket = l2Tap.isTierUp() ? l2Tap.lastTicket() : 0;
+            written = encoder.encode(command, session.responses, true, ticket, l2Tap.completedTicket());
+        }
+        else
+        {
+            written = encoder.encode(command, session.responses);
+        }
+        if (!written)
         {
             counters.addAtomic(StoreCounters.WIRE_RESPONSES_DROPPED, 1);
         }
         session.release(event.producerTag);
-        if (null != l2Tap)
+        if (null != l2Tap && !tierAnswer)
         {
-            // After the answer: the second tier's notice never delays a response.
-            l2Tap.onResponse(event.command, event.clientSession);
+            // After the answer: the second tier's notice never delays any other response.
+            l2Tap.onResponse(command, event.clientSession);
         }
     }
 }

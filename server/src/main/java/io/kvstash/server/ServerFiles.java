@@ -441,6 +441,8 @@ final class ServerFiles implements AutoCloseable
         control.putInt(c + ControlFileDescriptor.MAX_CLIENTS_OFFSET, context.maxClients());
         control.putInt(c + ControlFileDescriptor.HEARTBEAT_INTERVAL_OFFSET, (int)context.heartbeatIntervalMs());
         control.putInt(c + ControlFileDescriptor.HEARTBEAT_TIMEOUT_OFFSET, (int)context.heartbeatTimeoutMs());
+        control.putInt(c + ControlFileDescriptor.FEATURES_OFFSET,
+            null == context.l2Seeds() ? 0 : ControlFileDescriptor.FEATURE_SECOND_TIER);
 
         final int countersOffset = ControlFileDescriptor.COUNTERS_OFFSET;
         final int errorLogOffset = countersOffset + countersLength;

@@ -22,6 +22,7 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * <pre>
  * TestServer DIR POOL_BYTES [CHUNK_TOKENS [LEASE_MS [WAIT_MODE]]]
  * </pre>
+ * With {@code -Dkvstash.l2=redis://host:port,...} it runs a second tier on that Redis Cluster (as {@code serve --l2}).
  * Prints {@code READY incarnation=<hex> pid=<pid>} once serving. SIGTERM or the end of its standard input (the
  * test process died) closes it cleanly; it then prints {@code GC <collections> <ms> <bytes>}: the garbage
  * collections of this JVM from READY until then and the bytes the server's threads allocated meanwhile, the
@@ -64,6 +65,11 @@ public final class TestServer
         if (args.length > 4)
         {
             context.waitMode(WaitMode.valueOf(args[4].toUpperCase(Locale.ROOT).replace('-', '_')));
+        }
+        final String l2Seeds = System.getProperty("kvstash.l2");
+        if (null != l2Seeds && !l2Seeds.isEmpty())
+        {
+            context.l2Seeds(l2Seeds);
         }
         serve(context);
         System.exit(0);

@@ -17,8 +17,21 @@ public final class RequestFlags
      * store counts it once as a dead client.
      */
     public static final int REAPED = 8;
+    /**
+     * LOOKUP only: the worker will wait for the second tier's read-through this LOOKUP starts. A server that runs
+     * a tier answers it with the read-through's ticket and the highest ticket completed
+     * ({@link io.kvstash.wire.codec.ResponseFlyweight#LOOKUP_TIER_EXTRA_LENGTH}).
+     */
+    public static final int L2_WAIT = 16;
+    /**
+     * LOOKUP only: a LOOKUP asked again while waiting for a read-through; it starts none. Answered like
+     * {@link #L2_WAIT}, with ticket 0.
+     */
+    public static final int L2_POLL = 32;
+    /** The flags that only a LOOKUP may carry: on any other type, or both at once, they are refused. */
+    public static final int LOOKUP_ONLY = L2_WAIT | L2_POLL;
     /** Every flag a client's request may carry. */
-    public static final int CLIENT_MASK = PIN | FORCE | FROM_LOOKUP;
+    public static final int CLIENT_MASK = PIN | FORCE | FROM_LOOKUP | L2_WAIT | L2_POLL;
 
     private RequestFlags()
     {

@@ -15,8 +15,12 @@ public final class WireVersion
      * alignment, not from a slot index (pools hold several slot sizes).
      */
     public static final int MAJOR = 2;
-    /** Minor version: additions an older reader of the same major can ignore. */
-    public static final int MINOR = 0;
+    /**
+     * Minor version: additions an older reader of the same major can ignore. 1: the LOOKUP flags
+     * {@link RequestFlags#L2_WAIT} and {@link RequestFlags#L2_POLL}, the tier's 16 bytes in their answers, and the
+     * control file's Features word ({@link io.kvstash.wire.file.ControlFileDescriptor#FEATURES_OFFSET}).
+     */
+    public static final int MINOR = 1;
     /** Patch version. */
     public static final int PATCH = 0;
     /** The packed version this code writes. */

@@ -98,6 +98,20 @@ public final class RequestDecoder
             event.rejectAtDecode(Status.INVALID_REQUEST, "unknown flags");
             return true;
         }
+        final int lookupOnly = c.flags & RequestFlags.LOOKUP_ONLY;
+        if (0 != lookupOnly)
+        {
+            if (RequestType.LOOKUP != type)
+            {
+                event.rejectAtDecode(Status.INVALID_REQUEST, "L2_WAIT and L2_POLL are LOOKUP flags");
+                return true;
+            }
+            if (RequestFlags.LOOKUP_ONLY == lookupOnly)
+            {
+                event.rejectAtDecode(Status.INVALID_REQUEST, "L2_WAIT and L2_POLL together");
+                return true;
+            }
+        }
         switch (type)
         {
             case RequestType.REGISTER:
@@ -312,6 +326,9 @@ public final class RequestDecoder
                 return error + countersLength;
             case RequestType.REGISTER:
                 return error + ResponseFlyweight.REGISTER_MAX_EXTRA_LENGTH;
+            case RequestType.LOOKUP:
+                // No slot entries; a waiting LOOKUP's tier tickets are shorter than the longest error reason.
+                return error;
             default:
                 return error;
         }

@@ -96,6 +96,28 @@ public final class ResponseEncoder
      */
     public boolean encode(final StoreCommand c, final RingProducer producer)
     {
+        return encode(c, producer, false, 0, 0);
+    }
+
+    /**
+     * Writes the response of a command into a ring; a LOOKUP answered OK with {@code tierAnswer} also carries
+     * the second tier's tickets as its extra part ({@link ResponseFlyweight#LOOKUP_TIER_EXTRA_LENGTH} bytes).
+     *
+     * @param c               finished command.
+     * @param producer        the client's response ring.
+     * @param tierAnswer      whether the answer carries the tier's tickets (a waiting LOOKUP on a server with a
+     *                        tier); ignored for any other type and on an error status.
+     * @param ticket          the read-through the LOOKUP started, 0 for none.
+     * @param completedTicket the highest ticket whose read-through is over.
+     * @return false when the ring has no room (the caller counts the drop).
+     */
+    public boolean encode(
+        final StoreCommand c,
+        final RingProducer producer,
+        final boolean tierAnswer,
+        final long ticket,
+        final long completedTicket)
+    {
         final int slots = Status.OK == c.status ? Math.max(0, c.slotCount) : 0;
         final byte[] message = Status.OK == c.status ? null : messageBytes(c.message);
         final int extra;
@@ -114,6 +136,10 @@ public final class ResponseEncoder
         else if (RequestType.REGISTER == c.type)
         {
             extra = registerExtra.length;
+        }
+        else if (tierAnswer && RequestType.LOOKUP == c.type)
+        {
+            extra = ResponseFlyweight.LOOKUP_TIER_EXTRA_LENGTH;
         }
         else
         {
@@ -157,6 +183,11 @@ public final class ResponseEncoder
         else if (RequestType.REGISTER == c.type)
         {
             b.putBytes(i, registerExtra);
+        }
+        else if (tierAnswer && RequestType.LOOKUP == c.type)
+        {
+            b.putLong(i + ResponseFlyweight.LOOKUP_TIER_TICKET_OFFSET, ticket, LE);
+            b.putLong(i + ResponseFlyweight.LOOKUP_TIER_COMPLETED_OFFSET, completedTicket, LE);
         }
         producer.commit(length);
         return true;

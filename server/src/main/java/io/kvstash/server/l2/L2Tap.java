@@ -2,6 +2,7 @@ package io.kvstash.server.l2;
 
 import io.kvstash.core.StoreCommand;
 import io.kvstash.core.StoreCounters;
+import io.kvstash.wire.RequestFlags;
 import io.kvstash.wire.RequestType;
 import io.kvstash.wire.Status;
 import org.agrona.BufferUtil;
@@ -14,7 +15,9 @@ import java.util.concurrent.atomic.AtomicLong;
 /**
  * The request pipeline's side of the second tier: after a response is written, the publish stage leaves a notice
  * of what the tier needs (a layout registered, a store reserved, committed or aborted, a LOOKUP that missed past
- * its hit prefix) in a one-to-one ring that the tier's thread drains. Never waits and never allocates: a full ring
+ * its hit prefix, unless it was a waiting LOOKUP's poll) in a one-to-one ring that the tier's thread drains. For
+ * a LOOKUP that waits for the tier the notice is left just before the answer is written, so the answer carries
+ * its ticket. Never waits and never allocates: a full ring
  * drops the notice and counts {@link StoreCounters#L2_NOTICES_DROPPED}. The tier's own requests leave none.
  * <p>
  * Owner: the publish stage thread (writer); {@link L2Tier}'s thread reads.
@@ -136,7 +139,7 @@ public final class L2Tap
                 }
                 break;
             case RequestType.LOOKUP:
-                if (command.hitChunks < command.chunkCount)
+                if (command.hitChunks < command.chunkCount && (command.flags & RequestFlags.L2_POLL) == 0)
                 {
                     missed(command);
                 }
@@ -197,6 +200,17 @@ public final class L2Tap
     public long lastTicket()
     {
         return lastTicket;
+    }
+
+    /**
+     * Whether the tier is up ({@link StoreCounters#L2_STATE} is {@link L2Tier#STATE_UP}): a read-through is then
+     * worth waiting for. Any thread.
+     *
+     * @return true when up.
+     */
+    public boolean isTierUp()
+    {
+        return L2Tier.STATE_UP == counters.get(StoreCounters.L2_STATE);
     }
 
     /**

@@ -6,7 +6,9 @@ import io.kvstash.pipeline.RequestEvent;
 import io.kvstash.wire.RequestFlags;
 import io.kvstash.wire.RequestType;
 import io.kvstash.wire.Status;
+import io.kvstash.wire.codec.ResponseFlyweight;
 import io.kvstash.wire.codec.WireDescriptor;
+import io.kvstash.wire.ring.RingDescriptor;
 import org.agrona.BufferUtil;
 import org.agrona.concurrent.UnsafeBuffer;
 import org.junit.jupiter.api.Test;
@@ -95,6 +97,50 @@ class RequestDecoderTest
             () -> decoder.decode(RequestType.PREPARE_STORE, buffer, offset, 72, event));
         assertThrows(IndexOutOfBoundsException.class,
             () -> decoder.decode(RequestType.PREPARE_STORE, buffer, -8, 64, event));
+    }
+
+    @Test
+    void shouldTakeTheTierFlagsOnALookupAndRefuseThemOnEveryOtherTypeOrTogether()
+    {
+        for (final int flag : new int[]{ RequestFlags.L2_WAIT, RequestFlags.L2_POLL })
+        {
+            final int length = writePrepare(0, 2, 2);
+            buffer.putInt(WireDescriptor.FLAGS_OFFSET, flag | RequestFlags.PIN, LE);
+            StoreCommand c = event.reset();
+            assertTrue(decoder.decode(RequestType.LOOKUP, buffer, 0, length, event));
+            assertEquals(0, event.decodeStatus, c.message);
+            assertEquals(flag | RequestFlags.PIN, c.flags);
+            assertEquals(2, c.chunkCount);
+
+            for (int type = 0; type < RequestType.COUNT; type++)
+            {
+                if (RequestType.LOOKUP == type || RequestType.SWEEP == type || RequestType.REAP == type)
+                {
+                    continue;
+                }
+                c = event.reset();
+                assertTrue(decoder.decode(type, buffer, 0, length, event));
+                assertEquals(Status.INVALID_REQUEST, event.decodeStatus, RequestType.name(type));
+                assertEquals(Status.INVALID_REQUEST, c.status, RequestType.name(type));
+            }
+        }
+        final int length = writePrepare(0, 2, 2);
+        buffer.putInt(WireDescriptor.FLAGS_OFFSET, RequestFlags.L2_WAIT | RequestFlags.L2_POLL, LE);
+        final StoreCommand c = event.reset();
+        assertTrue(decoder.decode(RequestType.LOOKUP, buffer, 0, length, event));
+        assertEquals(Status.INVALID_REQUEST, event.decodeStatus);
+        assertEquals(Status.INVALID_REQUEST, c.status);
+    }
+
+    @Test
+    void shouldReserveRoomForTheTierTicketsOfAWaitingLookup()
+    {
+        final int length = writePrepare(0, MAX_CHUNKS, MAX_CHUNKS);
+        buffer.putInt(WireDescriptor.FLAGS_OFFSET, RequestFlags.L2_WAIT | RequestFlags.PIN, LE);
+        final long bound = decoder.peekResponseBound(RequestType.LOOKUP, buffer, 0, length, 0);
+        assertTrue(bound >= RingDescriptor.RECORD_HEADER_LENGTH +
+            ResponseFlyweight.length(0, ResponseFlyweight.LOOKUP_TIER_EXTRA_LENGTH), "bound " + bound);
+        assertTrue(bound >= RingDescriptor.RECORD_HEADER_LENGTH + ResponseFlyweight.errorLength(), "bound " + bound);
     }
 
     /**

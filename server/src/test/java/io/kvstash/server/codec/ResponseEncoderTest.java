@@ -4,6 +4,7 @@ import io.kvstash.core.StoreCommand;
 import io.kvstash.core.StoreCounters;
 import io.kvstash.wire.RequestType;
 import io.kvstash.wire.Status;
+import io.kvstash.wire.codec.ResponseFlyweight;
 import io.kvstash.wire.codec.WireDescriptor;
 import io.kvstash.wire.ring.RingConsumer;
 import io.kvstash.wire.ring.RingDescriptor;
@@ -16,6 +17,7 @@ import java.lang.management.ManagementFactory;
 import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
 
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -104,6 +106,70 @@ class ResponseEncoderTest
             }
             consumer.consume();
         }
+    }
+
+    @Test
+    void shouldCarryTheTierTicketsOnlyInAWaitingLookupAnsweredOk()
+    {
+        final byte[] plain = encodeLookup(false, Status.OK);
+        assertEquals(WireDescriptor.RESPONSE_HEADER_LENGTH, plain.length);
+
+        final byte[] waiting = encodeLookup(true, Status.OK);
+        assertEquals(ResponseFlyweight.length(0, ResponseFlyweight.LOOKUP_TIER_EXTRA_LENGTH), waiting.length);
+        final ResponseFlyweight r = new ResponseFlyweight().wrap(new UnsafeBuffer(waiting), 0, waiting.length);
+        assertEquals(3, r.hitChunks());
+        assertEquals(0x55L, r.transferId());
+        assertEquals(ResponseFlyweight.LOOKUP_TIER_EXTRA_LENGTH, r.extraLength());
+        final UnsafeBuffer extra = new UnsafeBuffer(waiting);
+        assertEquals(0x7766_5544_3322_1100L,
+            extra.getLong(r.extraOffset() + ResponseFlyweight.LOOKUP_TIER_TICKET_OFFSET, LE));
+        assertEquals(0x7766_5544_3322_10FFL,
+            extra.getLong(r.extraOffset() + ResponseFlyweight.LOOKUP_TIER_COMPLETED_OFFSET, LE));
+        // The header is the plain answer's but for the extra length.
+        final UnsafeBuffer header = new UnsafeBuffer(waiting.clone());
+        header.putInt(WireDescriptor.RESPONSE_EXTRA_LENGTH_OFFSET, 0, LE);
+        assertArrayEquals(plain, java.util.Arrays.copyOf(header.byteArray(), plain.length));
+
+        final byte[] failed = encodeLookup(true, Status.UNKNOWN_INSTANCE);
+        assertEquals(Status.UNKNOWN_INSTANCE, new UnsafeBuffer(failed).getInt(WireDescriptor.RESPONSE_STATUS_OFFSET, LE));
+        final int reasonLength = new UnsafeBuffer(failed).getInt(WireDescriptor.RESPONSE_EXTRA_LENGTH_OFFSET, LE);
+        assertEquals("instance not registered", new String(failed, WireDescriptor.RESPONSE_HEADER_LENGTH, reasonLength,
+            StandardCharsets.UTF_8), "an error answer carries its reason, not tickets");
+
+        command.reset();
+        command.type = RequestType.PREPARE_STORE;
+        command.status = Status.OK;
+        assertTrue(encoder.encode(command, producer, true, 9, 9));
+        assertTrue(consumer.next());
+        assertEquals(0, ring.getInt(consumer.payloadOffset() + WireDescriptor.RESPONSE_EXTRA_LENGTH_OFFSET, LE),
+            "only a LOOKUP carries tickets");
+        consumer.consume();
+    }
+
+    private byte[] encodeLookup(final boolean tierAnswer, final int status)
+    {
+        command.reset();
+        command.type = RequestType.LOOKUP;
+        command.correlationId = 41;
+        command.chunkCount = 8;
+        if (Status.OK == status)
+        {
+            command.status = Status.OK;
+            command.hitChunks = 3;
+            command.outTransferId = 0x55L;
+        }
+        else
+        {
+            command.fail(status, "instance not registered");
+        }
+        assertTrue(tierAnswer ?
+            encoder.encode(command, producer, true, 0x7766_5544_3322_1100L, 0x7766_5544_3322_10FFL) :
+            encoder.encode(command, producer));
+        assertTrue(consumer.next());
+        final byte[] bytes = new byte[consumer.payloadLength()];
+        ring.getBytes(consumer.payloadOffset(), bytes);
+        consumer.consume();
+        return bytes;
     }
 
     @Test

@@ -7,7 +7,8 @@ import static io.kvstash.wire.codec.WireDescriptor.*;
 /**
  * A response record (see {@link WireDescriptor} for the bytes), encoded by the server and decoded by
  * clients through the same class: the fixed header, one entry per slot (range index, generation, offset),
- * then the extra bytes (an error's reason, READ_DATA's bytes, STATS's counters, REGISTER's answer).
+ * then the extra bytes (an error's reason, READ_DATA's bytes, STATS's counters, REGISTER's answer, a waiting
+ * LOOKUP's tier tickets).
  * <p>
  * {@link #wrap(DirectBuffer, int, int)} checks once that the record lies inside the buffer; the header and
  * slot accessors then go without per-field bounds checks (a decoder checks {@link #hasHeader()} and
@@ -34,6 +35,16 @@ public final class ResponseFlyweight extends RecordFlyweight
     public static final int REGISTER_MAX_NAME_LENGTH = 128;
     /** Longest REGISTER answer. */
     public static final int REGISTER_MAX_EXTRA_LENGTH = REGISTER_NAME_OFFSET + REGISTER_MAX_NAME_LENGTH;
+
+    /**
+     * LOOKUP answer with {@link io.kvstash.wire.RequestFlags#L2_WAIT} or {@link io.kvstash.wire.RequestFlags#L2_POLL}
+     * from a server that runs a second tier: the ticket of the read-through this LOOKUP started (i64), 0 for none.
+     */
+    public static final int LOOKUP_TIER_TICKET_OFFSET = 0;
+    /** That LOOKUP answer: the highest ticket whose read-through was over when the answer was written (i64). */
+    public static final int LOOKUP_TIER_COMPLETED_OFFSET = 8;
+    /** That LOOKUP answer: bytes of its extra part. */
+    public static final int LOOKUP_TIER_EXTRA_LENGTH = 16;
 
     /**
      * Bytes of a response record.

@@ -39,7 +39,7 @@ import java.nio.charset.StandardCharsets;
  *  |  Max Chunks Per Request (i32)     |  Max Inline Bytes (i32)   |  184
  *  |  Request Ring Capacity (i32)      |  Response Ring Capacity   |  192
  *  |  Max Clients (i32)                |  Heartbeat Interval (ms)  |  200
- *  |  Heartbeat Timeout (ms, i32)      |  reserved                 |  208
+ *  |  Heartbeat Timeout (ms, i32)      |  Features (i32)           |  208
  * Counters (at COUNTERS_OFFSET: StoreCounters layout)
  * Error log (Agrona DistinctErrorLog layout, ERROR_LOG_LENGTH bytes)
  * </pre>
@@ -122,6 +122,16 @@ public final class ControlFileDescriptor
     public static final int HEARTBEAT_INTERVAL_OFFSET = 204;
     /** Config: heartbeat timeout in ms, after which clients consider the server dead. */
     public static final int HEARTBEAT_TIMEOUT_OFFSET = 208;
+    /**
+     * Offset in the config of the Features word (i32): bits the server sets for what it offers beyond the
+     * major version's baseline. 0 from a server older than minor version 1 (the word was reserved).
+     */
+    public static final int FEATURES_OFFSET = 212;
+    /**
+     * Feature bit: the server runs a second tier, and a LOOKUP may carry {@link io.kvstash.wire.RequestFlags#L2_WAIT}
+     * or {@link io.kvstash.wire.RequestFlags#L2_POLL} (the answer then carries the tier's ticket).
+     */
+    public static final int FEATURE_SECOND_TIER = 1;
 
     /** Counters offset in the file. */
     public static final int COUNTERS_OFFSET = CONFIG_OFFSET + CONFIG_LENGTH;

@@ -1,0 +1,51 @@
+package io.kvstash.testkit;
+
+import java.io.OutputStream;
+
+/**
+ * A {@link RedisCluster} in a process of its own, for tests in other languages (the Python client's):
+ * <pre>
+ * RedisClusterProcess
+ * </pre>
+ * Prints {@code READY seeds=redis://127.0.0.1:p1,...} once the cluster serves, and stops every node and removes
+ * its directory at the end of its standard input (the test closed it, or died) or on SIGTERM. Exit code 3 when the
+ * cluster could not start (the reason on standard error).
+ */
+public final class RedisClusterProcess
+{
+    /** Start of the line printed once the cluster serves. */
+    public static final String READY_PREFIX = "READY seeds=";
+
+    private RedisClusterProcess()
+    {
+    }
+
+    /**
+     * Entry point (see the class comment).
+     *
+     * @param args none.
+     * @throws Exception when reading standard input fails.
+     */
+    public static void main(final String[] args) throws Exception
+    {
+        final RedisCluster cluster;
+        try
+        {
+            cluster = RedisCluster.start();
+        }
+        catch (final Exception ex)
+        {
+            ex.printStackTrace();
+            System.exit(3);
+            return;
+        }
+        final Thread stop = new Thread(cluster::close, "redis-cluster-stop");
+        Runtime.getRuntime().addShutdownHook(stop);
+        System.out.println(READY_PREFIX + cluster.seeds());
+        System.out.flush();
+        System.in.transferTo(OutputStream.nullOutputStream());
+        Runtime.getRuntime().removeShutdownHook(stop);
+        cluster.close();
+        System.exit(0);
+    }
+}

@@ -1,0 +1,367 @@
+package io.kvstash.l2;
+
+import io.kvstash.client.ClientContext;
+import io.kvstash.client.ClientResponse;
+import io.kvstash.client.KvStashClient;
+import io.kvstash.core.StoreContext;
+import io.kvstash.core.StoreCounters;
+import io.kvstash.server.KvStashServer;
+import io.kvstash.server.ServerContext;
+import io.kvstash.server.l2.L2Tier;
+import io.kvstash.testkit.RedisCluster;
+import io.kvstash.wire.ChunkKeys;
+import io.kvstash.wire.RequestFlags;
+import io.kvstash.wire.RequestType;
+import io.kvstash.wire.Status;
+import io.kvstash.wire.layout.Dtype;
+import io.kvstash.wire.layout.Layout;
+import org.agrona.concurrent.UnsafeBuffer;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.MethodOrderer;
+import org.junit.jupiter.api.Order;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestMethodOrder;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.nio.file.Path;
+import java.util.SplittableRandom;
+import java.util.concurrent.TimeUnit;
+import java.util.function.BooleanSupplier;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+/**
+ * A LOOKUP that waits for the second tier's read-through, against a real Redis Cluster and two servers in two
+ * directories standing for two hosts (as {@link L2TierTest}). No mocks.
+ */
+@Timeout(180)
+@TestMethodOrder(MethodOrderer.OrderAnnotation.class)
+class L2WaitTest
+{
+    private static final long POOL_BYTES = 64L << 20;
+    private static final long TIMEOUT_MS = 500;
+    private static final long BOUND_NS = TimeUnit.SECONDS.toNanos(20);
+    private static final Layout LAYOUT = Layout.of("l2-wait-model", 1, 0, 2, 64, Dtype.FLOAT16, false);
+    private static RedisCluster cluster;
+
+    @TempDir
+    Path temp;
+
+    @BeforeAll
+    static void startCluster() throws Exception
+    {
+        assumeTrue(RedisCluster.available(), "redis-server and redis-cli are not installed");
+        cluster = RedisCluster.start();
+    }
+
+    @AfterAll
+    static void stopCluster()
+    {
+        if (null != cluster)
+        {
+            cluster.close();
+        }
+    }
+
+    @Test
+    @Order(1)
+    void shouldAnswerAnotherHostsChunksInOneWaitingLookup() throws Exception
+    {
+        try (KvStashServer a = launch("a", true); KvStashServer b = launch("b", true);
+            KvStashClient ca = connect(a); KvStashClient cb = connect(b))
+        {
+            awaitUp(a);
+            awaitUp(b);
+            assertTrue(cb.secondTier(), "the control file says the tier is on");
+            register(ca, 1);
+            register(cb, 2);
+            final ChunkKeys keys = keys(8);
+            final int chunkBytes = store(ca, 1, keys, 11);
+            await(() -> a.counters().get(StoreCounters.L2_WRITES) >= 8, "host A wrote its chunks through");
+
+            final ClientResponse r = cb.lookupWaitingForTier(2, keys, false, BOUND_NS);
+            assertEquals(Status.OK, r.status(), r.toString());
+            assertEquals(8, r.hitChunks(), "every chunk of host A in the one call");
+            assertTrue(r.hasTierTickets());
+            assertEquals(0, r.transferId());
+            verify(cb, 2, keys, chunkBytes, 11);
+            assertEquals(8, b.counters().get(StoreCounters.L2_FETCH_HITS));
+        }
+    }
+
+    @Test
+    @Order(2)
+    void shouldHoldOnlyTheLeaseOfTheAnswerReturnedWhenAPinnedLookupWaits() throws Exception
+    {
+        try (KvStashServer a = launch("a", true); KvStashServer b = launch("b", true);
+            KvStashClient ca = connect(a); KvStashClient cb = connect(b))
+        {
+            awaitUp(a);
+            awaitUp(b);
+            register(ca, 1);
+            register(cb, 2);
+            final ChunkKeys keys = keys(6);
+            final int chunkBytes = store(ca, 1, keys, 12);
+            await(() -> a.counters().get(StoreCounters.L2_WRITES) >= 6, "host A wrote its chunks through");
+            store(cb, 2, keys.range(0, 2), 12); // host B holds the first two itself: its first answer pins them
+            assertEquals(0, pendingTransfers(cb, b));
+            final int releases = StoreCounters.requestId(RequestType.RELEASE, Status.OK);
+            final long releasedBefore = b.counters().get(releases);
+
+            final ClientResponse r = cb.lookupWaitingForTier(2, keys, true, BOUND_NS);
+            assertEquals(Status.OK, r.status(), r.toString());
+            assertEquals(6, r.hitChunks());
+            final long lease = r.transferId();
+            assertNotEquals(0, lease);
+            assertEquals(1, pendingTransfers(cb, b), "the first answer's lease was released");
+            assertEquals(releasedBefore + 1, b.counters().get(releases), "the first answer (2 hits, pinned) waited");
+
+            final ClientResponse retrieve = cb.prepareRetrieveFromLookup(2, lease);
+            assertEquals(Status.OK, retrieve.status(), retrieve.toString());
+            assertEquals(6, retrieve.slotCount());
+            final long transfer = retrieve.transferId();
+            final long[] offsets = new long[6];
+            final int[] chunks = new int[6];
+            for (int i = 0; i < 6; i++)
+            {
+                offsets[i] = retrieve.slotOffset(i);
+                chunks[i] = retrieve.slotRangeIndex(i);
+            }
+            final byte[] read = new byte[chunkBytes];
+            for (int i = 0; i < 6; i++)
+            {
+                cb.readChunk(2, transfer, i, chunkBytes, offsets[i], new UnsafeBuffer(read), 0);
+                assertArrayEquals(pattern(chunkBytes, 12, chunks[i]), read, "chunk " + chunks[i]);
+            }
+            assertEquals(Status.OK, cb.commitRetrieve(2, transfer).status());
+            assertEquals(0, pendingTransfers(cb, b));
+        }
+    }
+
+    @Test
+    @Order(3)
+    void shouldReturnWellBeforeTheBoundForKeysNobodyStored() throws Exception
+    {
+        try (KvStashServer b = launch("b", true); KvStashClient cb = connect(b))
+        {
+            awaitUp(b);
+            register(cb, 2);
+            final long fetchMisses = b.counters().get(StoreCounters.L2_FETCH_MISSES);
+            final long startNs = System.nanoTime();
+            final ClientResponse r = cb.lookupWaitingForTier(2, keys(4), true, BOUND_NS);
+            final long tookNs = System.nanoTime() - startNs;
+            assertEquals(Status.OK, r.status(), r.toString());
+            assertEquals(0, r.hitChunks());
+            assertEquals(0, r.transferId());
+            assertTrue(r.tierCompletedTicket() > 0, "the read-through is over: " + r.tierCompletedTicket());
+            assertTrue(tookNs < BOUND_NS / 2, "returned once the read-through found nothing, not at the bound: " +
+                TimeUnit.NANOSECONDS.toMillis(tookNs) + " ms");
+            assertTrue(b.counters().get(StoreCounters.L2_FETCH_MISSES) > fetchMisses);
+            assertEquals(0, pendingTransfers(cb, b));
+        }
+    }
+
+    @Test
+    @Order(4)
+    void shouldAskOncePlainlyWithoutATier() throws Exception
+    {
+        try (KvStashServer plain = launch("plain", false); KvStashClient c = connect(plain))
+        {
+            assertFalse(c.secondTier());
+            register(c, 3);
+            final ChunkKeys keys = keys(4);
+            final int lookupsOk = StoreCounters.requestId(RequestType.LOOKUP, Status.OK);
+            final long before = plain.counters().get(lookupsOk);
+            final ClientResponse r = c.lookupWaitingForTier(3, keys, false, BOUND_NS);
+            assertEquals(Status.OK, r.status());
+            assertEquals(0, r.hitChunks());
+            assertEquals(0, r.extraLength());
+            assertFalse(r.hasTierTickets());
+            c.ping();
+            assertEquals(before + 1, plain.counters().get(lookupsOk), "exactly one LOOKUP");
+
+            // The flag itself, sent to a server without a tier: the plain answer.
+            final ClientResponse waited = c.await(c.sendKeyed(RequestType.LOOKUP, 3, keys, RequestFlags.L2_WAIT));
+            assertEquals(Status.OK, waited.status());
+            assertEquals(0, waited.extraLength());
+        }
+    }
+
+    @Test
+    @Order(5)
+    void shouldRefuseTheTierFlagsOnEveryOtherRequest() throws Exception
+    {
+        try (KvStashServer b = launch("b", true); KvStashClient cb = connect(b))
+        {
+            register(cb, 2);
+            final ChunkKeys keys = keys(2);
+            for (final int flag : new int[]{ RequestFlags.L2_WAIT, RequestFlags.L2_POLL })
+            {
+                assertEquals(Status.INVALID_REQUEST,
+                    cb.await(cb.sendKeyed(RequestType.PREPARE_STORE, 2, keys, flag)).status());
+                assertEquals(Status.INVALID_REQUEST,
+                    cb.await(cb.sendKeyed(RequestType.PREPARE_RETRIEVE, 2, keys, flag)).status());
+                assertEquals(Status.INVALID_REQUEST, cb.await(cb.sendSimple(RequestType.PING, 0, 0, flag)).status());
+                assertEquals(Status.INVALID_REQUEST, cb.await(cb.sendSimple(RequestType.CLEAR, 0, 0, flag)).status());
+            }
+            assertEquals(Status.INVALID_REQUEST, cb.await(cb.sendKeyed(
+                RequestType.LOOKUP, 2, keys, RequestFlags.L2_WAIT | RequestFlags.L2_POLL)).status());
+            final ClientResponse poll = cb.await(cb.sendKeyed(RequestType.LOOKUP, 2, keys, RequestFlags.L2_POLL));
+            assertEquals(Status.OK, poll.status());
+            assertTrue(poll.hasTierTickets());
+            assertEquals(0, poll.tierTicket(), "a poll starts no read-through");
+        }
+    }
+
+    @Test
+    @Order(6)
+    void shouldReturnWithinTheBoundWithTheClusterStopped() throws Exception
+    {
+        try (KvStashServer b = launch("b", true); KvStashClient cb = connect(b))
+        {
+            awaitUp(b);
+            register(cb, 2);
+            cluster.stopAll();
+            try
+            {
+                final long boundNs = TimeUnit.SECONDS.toNanos(2);
+                for (int round = 0; round < 6; round++)
+                {
+                    final long startNs = System.nanoTime();
+                    final ClientResponse r = cb.lookupWaitingForTier(2, keys(4), round % 2 == 0, boundNs);
+                    final long tookNs = System.nanoTime() - startNs;
+                    assertEquals(Status.OK, r.status(), r.toString());
+                    assertEquals(0, r.hitChunks());
+                    // The bound, plus the one LOOKUP and pause that may straddle it.
+                    assertTrue(tookNs < boundNs + TimeUnit.MILLISECONDS.toNanos(500),
+                        "round " + round + " took " + TimeUnit.NANOSECONDS.toMillis(tookNs) + " ms");
+                }
+                assertEquals(0, pendingTransfers(cb, b));
+            }
+            finally
+            {
+                cluster.restart();
+            }
+        }
+    }
+
+    // ------------------------------------------------------------------------------------------ helpers
+
+    private KvStashServer launch(final String host, final boolean tier) throws Exception
+    {
+        final ServerContext context = new ServerContext()
+            .directory(temp.resolve(host))
+            .storeContext(new StoreContext().poolSizeBytes(POOL_BYTES));
+        if (tier)
+        {
+            context.l2Seeds(cluster.seeds()).l2TimeoutMs(TIMEOUT_MS);
+        }
+        return KvStashServer.launch(context);
+    }
+
+    private static KvStashClient connect(final KvStashServer server)
+    {
+        return KvStashClient.connect(new ClientContext().directory(server.directory()).pretouchPool(false));
+    }
+
+    private static void register(final KvStashClient client, final long instance)
+    {
+        assertEquals(Status.OK, client.register(instance, LAYOUT).status());
+    }
+
+    private static long pendingTransfers(final KvStashClient client, final KvStashServer server)
+    {
+        client.ping(); // the gauges are updated just after each answer, and before a later PING's
+        return server.counters().get(StoreCounters.PENDING_TRANSFERS);
+    }
+
+    private static ChunkKeys keys(final int count)
+    {
+        final long base = new SplittableRandom().nextLong() & 0x0FFF_FFFF_FFFF_FFFFL;
+        final long[] ids = new long[count];
+        for (int i = 0; i < count; i++)
+        {
+            ids[i] = base + i;
+        }
+        return ChunkKeys.ofIds(ids);
+    }
+
+    private static byte[] pattern(final int chunkBytes, final long seed, final int chunk)
+    {
+        final byte[] bytes = new byte[chunkBytes];
+        new SplittableRandom(seed * 1_000_003L + chunk).nextBytes(bytes);
+        return bytes;
+    }
+
+    private static int store(final KvStashClient client, final long instance, final ChunkKeys keys, final long seed)
+    {
+        final ClientResponse r = client.prepareStore(instance, keys);
+        assertEquals(Status.OK, r.status(), r.toString());
+        final int chunkBytes = (int)r.chunkBytes();
+        final long transfer = r.transferId();
+        final int slots = r.slotCount();
+        assertEquals(keys.count(), slots);
+        final long[] offsets = new long[slots];
+        final int[] chunks = new int[slots];
+        for (int i = 0; i < slots; i++)
+        {
+            offsets[i] = r.slotOffset(i);
+            chunks[i] = r.slotRangeIndex(i);
+        }
+        for (int i = 0; i < slots; i++)
+        {
+            client.writeChunk(instance, transfer, i, chunkBytes, offsets[i],
+                new UnsafeBuffer(pattern(chunkBytes, seed, chunks[i])), 0);
+        }
+        assertEquals(Status.OK, client.commitStore(instance, transfer).status());
+        return chunkBytes;
+    }
+
+    private static void verify(
+        final KvStashClient client, final long instance, final ChunkKeys keys, final int chunkBytes, final long seed)
+    {
+        final ClientResponse r = client.prepareRetrieve(instance, keys);
+        assertEquals(Status.OK, r.status(), r.toString());
+        final long transfer = r.transferId();
+        final int slots = r.slotCount();
+        final long[] offsets = new long[slots];
+        final int[] chunks = new int[slots];
+        for (int i = 0; i < slots; i++)
+        {
+            offsets[i] = r.slotOffset(i);
+            chunks[i] = r.slotRangeIndex(i);
+        }
+        final byte[] read = new byte[chunkBytes];
+        for (int i = 0; i < slots; i++)
+        {
+            client.readChunk(instance, transfer, i, chunkBytes, offsets[i], new UnsafeBuffer(read), 0);
+            assertArrayEquals(pattern(chunkBytes, seed, chunks[i]), read, "chunk " + chunks[i]);
+        }
+        assertEquals(Status.OK, client.commitRetrieve(instance, transfer).status());
+    }
+
+    private static void awaitUp(final KvStashServer server) throws InterruptedException
+    {
+        await(() -> L2Tier.STATE_UP == server.l2Tier().state(), "the tier is up");
+    }
+
+    private static void await(final BooleanSupplier condition, final String what) throws InterruptedException
+    {
+        final long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+        while (!condition.getAsBoolean())
+        {
+            if (System.nanoTime() - deadline > 0)
+            {
+                throw new AssertionError("timed out waiting until " + what);
+            }
+            Thread.sleep(20);
+        }
+    }
+}
