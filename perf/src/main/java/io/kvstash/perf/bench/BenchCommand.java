@@ -55,14 +55,15 @@ public final class BenchCommand implements Callable<Integer>
     boolean noRedis;
 
     @Option(names = "--only", paramLabel = "PART", split = ",",
-        description = "Run only some parts: data (copy, store/retrieve, redis, in-process), control (control, echo).")
+        description = "Run only some parts: data (copy, store/retrieve, redis, in-process), control (control, echo), " +
+            "scale (1, 2, 4, 8 worker processes against one server; in full runs, or when named here).")
     List<String> only;
 
     @Option(names = "--reps", paramLabel = "N", description = "Measured repetitions per contender (default 15, 3 quick).")
     Integer reps;
 
     /** The parts {@code --only} accepts. */
-    static final List<String> PARTS = List.of("data", "control");
+    static final List<String> PARTS = List.of("data", "control", "scale");
 
     @Spec
     CommandSpec spec;
@@ -154,6 +155,10 @@ public final class BenchCommand implements Callable<Integer>
                 {
                     FirstTouchPart.run(worker, work, progress, results);
                 }
+                if (null != only ? only.contains("scale") : !quick)
+                {
+                    results.scale = ScalePart.run(quick, work, progress, results.control);
+                }
             }
         }
         finally
@@ -177,6 +182,7 @@ public final class BenchCommand implements Callable<Integer>
         else
         {
             new BenchTables(stdout).print(report, results);
+            ScalePart.print(stdout, results.scale);
             stdout.println(verdict.line);
         }
         stdout.flush();
@@ -203,7 +209,7 @@ public final class BenchCommand implements Callable<Integer>
                 if (!PARTS.contains(part))
                 {
                     throw new CommandLine.ParameterException(spec.commandLine(),
-                        "--only: '" + part + "' is not a part: give data, control or both");
+                        "--only: '" + part + "' is not a part: give data, control, scale or several");
                 }
             }
         }

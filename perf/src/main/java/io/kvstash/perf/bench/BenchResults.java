@@ -29,6 +29,8 @@ final class BenchResults
     private final Map<String, Histogram[]> serverTimes = new LinkedHashMap<>();
     Map<String, Object> machine;
     Map<String, Object> firstTouch;
+    /** The scaling part's result ({@link ScalePart}), or null when it did not run. */
+    Map<String, Object> scale;
     long gcSteady;
     String redisVersion;
     boolean redisInstalled;

@@ -34,6 +34,7 @@ import java.util.SplittableRandom;
  * <li>{@code redis}, {@code chm}: SET/GET through redis-server, put/get of a {@code ConcurrentHashMap};</li>
  * <li>{@code control}, {@code echo}: prepare + commit pairs through a kvstash server, and the bare ring echo
  * of the same record sizes;</li>
+ * <li>{@code scale}: one worker of the scaling part ({@link ScaleRun});</li>
  * <li>{@code exit}.</li>
  * </ul>
  * Any failure answers {@code RESULT {"error": ...}} and the worker goes on with the next command.
@@ -106,6 +107,8 @@ public final class BenchWorker
                 return ControlRun.echo(c, this::progress);
             case "first_touch":
                 return firstTouch(c);
+            case "scale":
+                return ScaleRun.run(c);
             default:
                 throw new IllegalArgumentException("unknown command " + name);
         }

@@ -1,0 +1,159 @@
+package io.kvstash.client;
+
+import org.agrona.concurrent.IdleStrategy;
+
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.LockSupport;
+
+/**
+ * The client's default wait for a response: spin, then yield for a long while, and park only when the answer is
+ * very late. A worker waiting for a response has a request in flight, so the answer is due within a server duty
+ * cycle or a few; a park costs a timer wake-up (about 50 us on Linux, the default timer slack, whatever the
+ * requested pause) and the answer waits in the ring for all of it. With one server thread answering several
+ * workers a wait grows with the queue ahead, past any short spin-and-yield phase, so a strategy that parks after a
+ * few hundred idle passes parks on nearly every request once workers are many. Yielding keeps the worker ready
+ * to read its answer at once while handing the core to any thread that can run (the server, another worker), so
+ * it costs nothing on a machine with fewer cores than threads.
+ * <p>
+ * Counts its spins, yields and parks (plain fields: read them on the client's thread, or after it stopped), so
+ * that a benchmark can say how a worker waited.
+ * <p>
+ * Not thread safe: one per client, used on the client's thread.
+ */
+public final class InFlightIdleStrategy implements IdleStrategy
+{
+    /** Default spins before yielding. */
+    public static final int SPINS_DEFAULT = 100;
+    /** Default yields before parking: a few milliseconds of waiting when the core is free. */
+    public static final int YIELDS_DEFAULT = 20_000;
+    /** Default first park. */
+    public static final long MIN_PARK_NS_DEFAULT = TimeUnit.MICROSECONDS.toNanos(1);
+    /** Default longest park. */
+    public static final long MAX_PARK_NS_DEFAULT = TimeUnit.MICROSECONDS.toNanos(100);
+
+    private final int maxSpins;
+    private final long maxSpinsAndYields;
+    private final long minParkNs;
+    private final long maxParkNs;
+    private long idlesInWait;
+    private long parkNs;
+    private long spins;
+    private long yields;
+    private long parks;
+
+    /**
+     * The default wait: {@link #SPINS_DEFAULT} spins, {@link #YIELDS_DEFAULT} yields, then parks of
+     * {@link #MIN_PARK_NS_DEFAULT} doubling to {@link #MAX_PARK_NS_DEFAULT}.
+     */
+    public InFlightIdleStrategy()
+    {
+        this(SPINS_DEFAULT, YIELDS_DEFAULT, MIN_PARK_NS_DEFAULT, MAX_PARK_NS_DEFAULT);
+    }
+
+    /**
+     * A wait of the given phases.
+     *
+     * @param maxSpins  spins before yielding.
+     * @param maxYields yields before parking.
+     * @param minParkNs the first park.
+     * @param maxParkNs the longest park.
+     */
+    public InFlightIdleStrategy(final int maxSpins, final int maxYields, final long minParkNs, final long maxParkNs)
+    {
+        if (maxSpins < 0 || maxYields < 0 || minParkNs <= 0 || maxParkNs < minParkNs)
+        {
+            throw new IllegalArgumentException("bad phases: spins " + maxSpins + ", yields " + maxYields +
+                ", parks " + minParkNs + "-" + maxParkNs + " ns");
+        }
+        this.maxSpins = maxSpins;
+        this.maxSpinsAndYields = (long)maxSpins + maxYields;
+        this.minParkNs = minParkNs;
+        this.maxParkNs = maxParkNs;
+        this.parkNs = minParkNs;
+    }
+
+    @Override
+    public void idle(final int workCount)
+    {
+        if (workCount > 0)
+        {
+            reset();
+        }
+        else
+        {
+            idle();
+        }
+    }
+
+    @Override
+    public void idle()
+    {
+        final long n = idlesInWait++;
+        if (n < maxSpins)
+        {
+            spins++;
+            Thread.onSpinWait();
+        }
+        else if (n < maxSpinsAndYields)
+        {
+            yields++;
+            Thread.yield();
+        }
+        else
+        {
+            parks++;
+            LockSupport.parkNanos(parkNs);
+            parkNs = Math.min(parkNs << 1, maxParkNs);
+        }
+    }
+
+    @Override
+    public void reset()
+    {
+        idlesInWait = 0;
+        parkNs = minParkNs;
+    }
+
+    @Override
+    public String alias()
+    {
+        return "in-flight";
+    }
+
+    /**
+     * Spins so far.
+     *
+     * @return count.
+     */
+    public long spins()
+    {
+        return spins;
+    }
+
+    /**
+     * Yields so far.
+     *
+     * @return count.
+     */
+    public long yields()
+    {
+        return yields;
+    }
+
+    /**
+     * Parks so far: each one a timer wake-up.
+     *
+     * @return count.
+     */
+    public long parks()
+    {
+        return parks;
+    }
+
+    @Override
+    public String toString()
+    {
+        return "InFlightIdleStrategy{spins=" + maxSpins + ", yields=" + (maxSpinsAndYields - maxSpins) +
+            ", park=" + minParkNs + "-" + maxParkNs + " ns}";
+    }
+}
