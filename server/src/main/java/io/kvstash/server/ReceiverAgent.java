@@ -232,7 +232,8 @@ final class ReceiverAgent implements Agent
         {
             return 0;
         }
-        int k = roundRobin >= n ? 0 : roundRobin;
+        final int first = roundRobin >= n ? 0 : roundRobin;
+        int k = first;
         for (int visited = 0; visited < n; visited++)
         {
             final ClientSession session = sessions[active[k]];
@@ -251,7 +252,9 @@ final class ReceiverAgent implements Agent
             }
             work += read;
         }
-        roundRobin = k;
+        // The next cycle starts one ring further: the rings read first in a cycle are answered first in SHARED
+        // mode, so a fixed first ring would give one client the shortest waits on every busy cycle.
+        roundRobin = first + 1 == n ? 0 : first + 1;
         return work;
     }
 

@@ -15,13 +15,15 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.TreeMap;
 import java.util.function.Consumer;
 
 /**
  * The scaling part of the bench ({@code --only scale}): 1, 2, 4 and 8 worker processes against one server with
  * the default settings, each worker running the same mix ({@link ScaleRun}) over the same window of time, once
  * with small chunks (4 KiB: the control path dominates) and once with 2 MiB chunks; then 8 workers again against
- * a DEDICATED server (a receiver thread and a pipeline thread), small chunks, beside the default. Per worker
+ * a DEDICATED server (a receiver thread and a pipeline thread), small chunks, beside the default, and 1 and 8
+ * workers whose clients wait as the client library did before (parking after 100 yields). Per worker
  * count: aggregate requests/s (round trips), operations/s, chunks/s and GB/s, the round trips' p50/p99/p99.9
  * over every worker, and how both sides waited: the clients' spins, yields and parks per request, and the
  * receiver's duty cycles, empty cycles, rings polled and parks per request (each park a timer wake-up).
@@ -75,20 +77,28 @@ final class ScalePart
             final List<Map<String, Object>> large = new ArrayList<>();
             for (final int n : WORKERS)
             {
-                small.add(one(workers, n, SMALL_CHUNK, 16, 64, 64L << 20, ThreadingMode.SHARED, work, durationMs,
-                    warmupMs, progress));
+                small.add(one(workers, n, SMALL_CHUNK, 16, 64, 64L << 20, ThreadingMode.SHARED, null, work,
+                    durationMs, warmupMs, progress));
             }
             for (final int n : WORKERS)
             {
                 large.add(one(workers, n, LARGE_CHUNK, 4, 8, quick ? 256L << 20 : 1L << 30, ThreadingMode.SHARED,
-                    work, durationMs, warmupMs, progress));
+                    null, work, durationMs, warmupMs, progress));
             }
             final Map<String, Object> dedicated = one(workers, most, SMALL_CHUNK, 16, 64, 64L << 20,
-                ThreadingMode.DEDICATED, work, durationMs, warmupMs, progress);
+                ThreadingMode.DEDICATED, null, work, durationMs, warmupMs, progress);
+            // The client library's earlier wait (parks after 100 yields), at 1 and 8 workers, beside the default.
+            final List<Map<String, Object>> earlierWait = new ArrayList<>();
+            for (final int n : new int[]{ 1, most })
+            {
+                earlierWait.add(one(workers, n, SMALL_CHUNK, 16, 64, 64L << 20, ThreadingMode.SHARED,
+                    BenchSupport.BACKOFF, work, durationMs, warmupMs, progress));
+            }
             result.put("small", small);
             result.put("large", large);
             result.put("small_dedicated_" + most, dedicated);
-            result.put("scaling", scaling(small, large, dedicated, control));
+            result.put("small_client_backoff", earlierWait);
+            result.put("scaling", scaling(small, large, dedicated, earlierWait, control));
         }
         finally
         {
@@ -104,6 +114,7 @@ final class ScalePart
         final List<Map<String, Object>> small,
         final List<Map<String, Object>> large,
         final Map<String, Object> dedicated,
+        final List<Map<String, Object>> earlierWait,
         final Map<String, Map<String, Object>> control)
     {
         final Map<String, Object> one = small.get(0);
@@ -115,6 +126,9 @@ final class ScalePart
         s.put("large_ops_8_vs_1", ratio(large.get(large.size() - 1), large.get(0), "requests_per_s"));
         s.put("large_p99_8_vs_1", ratio(large.get(large.size() - 1), large.get(0), "p99_us"));
         s.put("dedicated_8_vs_shared_8", ratio(dedicated, eight, "requests_per_s"));
+        s.put("client_backoff_ops_8_vs_1", ratio(earlierWait.get(1), earlierWait.get(0), "requests_per_s"));
+        s.put("client_backoff_p99_8_vs_1", ratio(earlierWait.get(1), earlierWait.get(0), "p99_us"));
+        s.put("in_flight_vs_backoff_requests_per_s_8", ratio(eight, earlierWait.get(1), "requests_per_s"));
         final Map<String, Object> backoff = control.get(BenchSupport.BACKOFF);
         if (null != backoff && backoff.get("pairs_per_s") instanceof Number)
         {
@@ -149,12 +163,14 @@ final class ScalePart
         final int recent,
         final long poolBytes,
         final ThreadingMode threading,
+        final String clientWait,
         final Path work,
         final long durationMs,
         final long warmupMs,
         final Consumer<String> progress) throws Exception
     {
-        final Path dir = work.resolve("scale-" + threading.name().toLowerCase(Locale.ROOT) + "-" + chunkBytes + "-" + n);
+        final Path dir = work.resolve("scale-" + threading.name().toLowerCase(Locale.ROOT) + "-" + chunkBytes + "-" +
+            n + (null == clientWait ? "" : "-" + clientWait));
         final KvStashServer server = KvStashServer.launch(new ServerContext()
             .directory(dir)
             .threadingMode(threading)
@@ -178,6 +194,10 @@ final class ScalePart
                 command.put("worker", i);
                 command.put("start_ms", startMs);
                 command.put("duration_ms", durationMs);
+                if (null != clientWait)
+                {
+                    command.put("wait", clientWait);
+                }
                 commands.add(command);
                 workers.get(i).submit(command);
             }
@@ -195,10 +215,10 @@ final class ScalePart
             server.close();
             ShmDirectories.delete(dir);
         }
-        final Map<String, Object> row = summarize(n, chunkBytes, threading, results, before, after);
-        progress.accept(BenchSupport.fmt("scale, %s, %s chunks, %d worker%s: %s requests/s, %s chunks/s, " +
+        final Map<String, Object> row = summarize(n, chunkBytes, threading, clientWait, results, before, after);
+        progress.accept(BenchSupport.fmt("scale, %s, client %s, %s chunks, %d worker%s: %s requests/s, %s chunks/s, " +
             "%.2f GB/s, p50 %.1f us, p99 %.1f us, p99.9 %.1f us; client parks %.3f a request, server parks %.3f",
-            threading, BenchSupport.size(chunkBytes), n, 1 == n ? "" : "s", row.get("requests_per_s"),
+            threading, row.get("client_wait"), BenchSupport.size(chunkBytes), n, 1 == n ? "" : "s", row.get("requests_per_s"),
             row.get("chunks_per_s"), row.get("gb_per_s"), row.get("p50_us"), row.get("p99_us"), row.get("p999_us"),
             row.get("client_parks_per_request"), row.get("server_parks_per_request")));
         return row;
@@ -208,6 +228,7 @@ final class ScalePart
         final int n,
         final int chunkBytes,
         final ThreadingMode threading,
+        final String clientWait,
         final List<Map<String, Object>> results,
         final Map<String, Long> before,
         final Map<String, Long> after)
@@ -221,6 +242,7 @@ final class ScalePart
         long requests = 0;
         long mismatches = 0;
         long failures = 0;
+        final Map<String, Long> failuresByStatus = new TreeMap<>();
         long gcs = 0;
         long spins = 0;
         long yields = 0;
@@ -235,6 +257,13 @@ final class ScalePart
             bytesPerS += number(r, "bytes") / seconds;
             mismatches += (long)number(r, "mismatches");
             failures += (long)number(r, "failures");
+            if (r.get("failures_by_status") instanceof Map)
+            {
+                for (final Map.Entry<?, ?> e : ((Map<?, ?>)r.get("failures_by_status")).entrySet())
+                {
+                    failuresByStatus.merge(String.valueOf(e.getKey()), ((Number)e.getValue()).longValue(), Long::sum);
+                }
+            }
             gcs += (long)number(r, "gc_count");
             spins += (long)number(r, "client_spins");
             yields += (long)number(r, "client_yields");
@@ -246,6 +275,7 @@ final class ScalePart
         row.put("workers", n);
         row.put("chunk_bytes", chunkBytes);
         row.put("threading", threading.name());
+        row.put("client_wait", null == clientWait ? "in-flight" : clientWait);
         row.put("requests_per_s", Math.round(requestsPerS));
         row.put("ops_per_s", Math.round(opsPerS));
         row.put("chunks_per_s", Math.round(chunksPerS));
@@ -259,6 +289,7 @@ final class ScalePart
         row.put("requests", requests);
         row.put("mismatches", mismatches);
         row.put("failures", failures);
+        row.put("failures_by_status", new LinkedHashMap<String, Object>(failuresByStatus));
         row.put("worker_gc_count", gcs);
         final double perRequest = Math.max(1, requests);
         row.put("client_spins_per_request", round(spins / perRequest));
@@ -296,7 +327,8 @@ final class ScalePart
         out.println();
         out.println("Scaling: worker processes against one server, the same mix each (requests are round trips; " +
             "parks are timer wake-ups, per request)");
-        out.println(BenchSupport.fmt("%-10s %6s %7s %12s %11s %7s %9s %9s %9s %12s %12s", "threading", "chunk",
+        out.println(BenchSupport.fmt("%-10s %-9s %6s %7s %12s %11s %7s %9s %9s %9s %12s %12s", "threading",
+            "client", "chunk",
             "workers", "requests/s", "chunks/s", "GB/s", "p50 us", "p99 us", "p99.9 us", "client parks",
             "server parks"));
         final List<Map<String, Object>> rows = new ArrayList<>((List<Map<String, Object>>)scale.get("small"));
@@ -307,11 +339,15 @@ final class ScalePart
             {
                 rows.add((Map<String, Object>)e.getValue());
             }
+            else if (e.getKey().equals("small_client_backoff"))
+            {
+                rows.addAll((List<Map<String, Object>>)e.getValue());
+            }
         }
         for (final Map<String, Object> row : rows)
         {
-            out.println(BenchSupport.fmt("%-10s %6s %7d %12d %11d %7.2f %9.1f %9.1f %9.1f %12.3f %12.3f",
-                row.get("threading"), BenchSupport.size(((Number)row.get("chunk_bytes")).longValue()),
+            out.println(BenchSupport.fmt("%-10s %-9s %6s %7d %12d %11d %7.2f %9.1f %9.1f %9.1f %12.3f %12.3f",
+                row.get("threading"), row.get("client_wait"), BenchSupport.size(((Number)row.get("chunk_bytes")).longValue()),
                 row.get("workers"), row.get("requests_per_s"), row.get("chunks_per_s"), row.get("gb_per_s"),
                 row.get("p50_us"), row.get("p99_us"), row.get("p999_us"), row.get("client_parks_per_request"),
                 row.get("server_parks_per_request")));

@@ -16,6 +16,7 @@ import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.SplittableRandom;
+import java.util.TreeMap;
 
 import static io.kvstash.perf.bench.BenchWorker.longOf;
 import static io.kvstash.perf.bench.BenchWorker.stringOf;
@@ -32,8 +33,9 @@ import static io.kvstash.perf.bench.BenchWorker.stringOf;
  * then the extension stored). Keys are the worker's own, so the mix is the same whatever the number of workers.
  * A <b>request</b> is one round trip to the server; its time is what the percentiles report.
  * <p>
- * The client waits with the library's default ({@link InFlightIdleStrategy}) unless the command names a wait
- * mode; its spins, yields and parks over the measured window are part of the result.
+ * The client waits with the library's default ({@link InFlightIdleStrategy}), or with {@code wait} set to
+ * {@code backoff} the client library's earlier default (the same phases, 100 yields before it parks); its spins,
+ * yields and parks over the measured window are part of the result.
  */
 final class ScaleRun
 {
@@ -64,6 +66,7 @@ final class ScaleRun
     private long hitChunks;
     private long mismatches;
     private long failures;
+    private final Map<String, Long> failuresByStatus = new TreeMap<>();
 
     private ScaleRun(
         final KvStashClient client, final int chunkBytes, final int maxChunks, final int recent, final int worker)
@@ -90,16 +93,19 @@ final class ScaleRun
      *
      * @param c the command: {@code dir}, {@code chunk_bytes}, {@code max_chunks} (a prompt's chunks at most),
      *          {@code recent} (documents a returning prompt picks from), {@code worker},
-     *          {@code start_ms}, {@code duration_ms}, optionally {@code wait}.
+     *          {@code start_ms}, {@code duration_ms}, optionally {@code wait} ({@code backoff}).
      * @return the result: counts, {@code elapsed_ns}, the request and operation histograms, the wait's counts.
      */
     static Map<String, Object> run(final Map<String, Object> c)
     {
-        final InFlightIdleStrategy inFlight = new InFlightIdleStrategy();
-        final String wait = c.containsKey("wait") ? stringOf(c, "wait") : null;
+        // The earlier default is the same phases with 100 yields before the parks, counted alike.
+        final boolean earlierBackoff = BenchSupport.BACKOFF.equals(c.get("wait"));
+        final InFlightIdleStrategy inFlight = earlierBackoff ? new InFlightIdleStrategy(
+            InFlightIdleStrategy.SPINS_DEFAULT, 100, InFlightIdleStrategy.MIN_PARK_NS_DEFAULT,
+            InFlightIdleStrategy.MAX_PARK_NS_DEFAULT) : new InFlightIdleStrategy();
         final ClientContext context = new ClientContext()
             .directory(Path.of(stringOf(c, "dir")))
-            .idleStrategy(null == wait ? inFlight : BenchSupport.clientIdle(wait));
+            .idleStrategy(inFlight);
         final int chunkBytes = (int)longOf(c, "chunk_bytes");
         try (KvStashClient client = KvStashClient.connect(context))
         {
@@ -149,6 +155,13 @@ final class ScaleRun
         hitChunks = 0;
         mismatches = 0;
         failures = 0;
+        failuresByStatus.clear();
+    }
+
+    private void failed(final int status)
+    {
+        failures++;
+        failuresByStatus.merge(Status.name(status), 1L, Long::sum);
     }
 
     private Map<String, Object> result(final long elapsedNs)
@@ -162,6 +175,7 @@ final class ScaleRun
         r.put("hit_chunks", hitChunks);
         r.put("mismatches", mismatches);
         r.put("failures", failures);
+        r.put("failures_by_status", new LinkedHashMap<String, Object>(failuresByStatus));
         r.put("request_times", WorkerResult.encode(requestTimes));
         r.put("op_times", WorkerResult.encode(opTimes));
         return r;
@@ -224,16 +238,17 @@ final class ScaleRun
         long t = timed(t0);
         if (!r.isOk())
         {
-            failures++;
+            failed(r.status());
             return t;
         }
         final long transferId = r.transferId();
         final int slots = copySlots(r);
         for (int i = 0; i < slots; i++)
         {
-            if (Status.OK != client.readChunk(INSTANCE_ID, transferId, i, chunkBytes, slotOffset[i], scratch, 0))
+            final int status = client.readChunk(INSTANCE_ID, transferId, i, chunkBytes, slotOffset[i], scratch, 0);
+            if (Status.OK != status)
             {
-                failures++;
+                failed(status);
                 continue;
             }
             if (scratch.getLong(0) != keys.lo(slotRangeIndex[i]))
@@ -249,7 +264,7 @@ final class ScaleRun
         t = timed(t);
         if (!commit.isOk())
         {
-            failures++;
+            failed(commit.status());
         }
         return t;
     }
@@ -260,7 +275,7 @@ final class ScaleRun
         timed(t0);
         if (!r.isOk())
         {
-            failures++;
+            failed(r.status());
             return;
         }
         final long transferId = r.transferId();
@@ -272,9 +287,10 @@ final class ScaleRun
         for (int i = 0; i < slots; i++)
         {
             scratch.putLong(0, range.lo(slotRangeIndex[i]));
-            if (Status.OK != client.writeChunk(INSTANCE_ID, transferId, i, chunkBytes, slotOffset[i], scratch, 0))
+            final int status = client.writeChunk(INSTANCE_ID, transferId, i, chunkBytes, slotOffset[i], scratch, 0);
+            if (Status.OK != status)
             {
-                failures++;
+                failed(status);
                 continue;
             }
             chunks++;
@@ -285,7 +301,7 @@ final class ScaleRun
         timed(t);
         if (!commit.isOk())
         {
-            failures++;
+            failed(commit.status());
         }
     }
 
