@@ -6,8 +6,8 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.LockSupport;
 
 /**
- * The client's default wait for a response: spin, then yield for a long while, and park only when the answer is
- * very late. A worker waiting for a response has a request in flight, so the answer is due within a server duty
+ * The client's default wait for a response: spin, then yield for up to a millisecond, and park only when the
+ * answer is that late. A worker waiting for a response has a request in flight, so the answer is due within a server duty
  * cycle or a few; a park costs a timer wake-up (about 50 us on Linux, the default timer slack, whatever the
  * requested pause) and the answer waits in the ring for all of it. With one server thread answering several
  * workers a wait grows with the queue ahead, past any short spin-and-yield phase, so a strategy that parks after a
@@ -24,8 +24,13 @@ public final class InFlightIdleStrategy implements IdleStrategy
 {
     /** Default spins before yielding. */
     public static final int SPINS_DEFAULT = 100;
-    /** Default yields before parking: a few milliseconds of waiting when the core is free. */
+    /** Default yields before parking, at most (a few milliseconds of waiting when the core is free). */
     public static final int YIELDS_DEFAULT = 20_000;
+    /**
+     * Default time a wait yields before it parks, at most: where the cores are oversubscribed a yielding worker
+     * stays runnable and takes its share of them, so an answer that takes longer than this waits parked.
+     */
+    public static final long YIELD_NS_DEFAULT = TimeUnit.MILLISECONDS.toNanos(1);
     /** Default first park. */
     public static final long MIN_PARK_NS_DEFAULT = TimeUnit.MICROSECONDS.toNanos(1);
     /** Default longest park. */
@@ -33,25 +38,29 @@ public final class InFlightIdleStrategy implements IdleStrategy
 
     private final int maxSpins;
     private final long maxSpinsAndYields;
+    private final long yieldNs;
     private final long minParkNs;
     private final long maxParkNs;
     private long idlesInWait;
+    private long yieldsFromNs;
+    private boolean parking;
     private long parkNs;
     private long spins;
     private long yields;
     private long parks;
 
     /**
-     * The default wait: {@link #SPINS_DEFAULT} spins, {@link #YIELDS_DEFAULT} yields, then parks of
-     * {@link #MIN_PARK_NS_DEFAULT} doubling to {@link #MAX_PARK_NS_DEFAULT}.
+     * The default wait: {@link #SPINS_DEFAULT} spins, {@link #YIELDS_DEFAULT} yields for
+     * {@link #YIELD_NS_DEFAULT} at most, then parks of {@link #MIN_PARK_NS_DEFAULT} doubling to
+     * {@link #MAX_PARK_NS_DEFAULT}.
      */
     public InFlightIdleStrategy()
     {
-        this(SPINS_DEFAULT, YIELDS_DEFAULT, MIN_PARK_NS_DEFAULT, MAX_PARK_NS_DEFAULT);
+        this(SPINS_DEFAULT, YIELDS_DEFAULT, YIELD_NS_DEFAULT, MIN_PARK_NS_DEFAULT, MAX_PARK_NS_DEFAULT);
     }
 
     /**
-     * A wait of the given phases.
+     * A wait of the given phases, yielding for as long as the yields take.
      *
      * @param maxSpins  spins before yielding.
      * @param maxYields yields before parking.
@@ -60,13 +69,29 @@ public final class InFlightIdleStrategy implements IdleStrategy
      */
     public InFlightIdleStrategy(final int maxSpins, final int maxYields, final long minParkNs, final long maxParkNs)
     {
-        if (maxSpins < 0 || maxYields < 0 || minParkNs <= 0 || maxParkNs < minParkNs)
+        this(maxSpins, maxYields, Long.MAX_VALUE, minParkNs, maxParkNs);
+    }
+
+    /**
+     * A wait of the given phases.
+     *
+     * @param maxSpins  spins before yielding.
+     * @param maxYields yields before parking, at most.
+     * @param yieldNs   time from the first yield after which the wait parks, at most.
+     * @param minParkNs the first park.
+     * @param maxParkNs the longest park.
+     */
+    public InFlightIdleStrategy(
+        final int maxSpins, final int maxYields, final long yieldNs, final long minParkNs, final long maxParkNs)
+    {
+        if (maxSpins < 0 || maxYields < 0 || yieldNs < 0 || minParkNs <= 0 || maxParkNs < minParkNs)
         {
             throw new IllegalArgumentException("bad phases: spins " + maxSpins + ", yields " + maxYields +
                 ", parks " + minParkNs + "-" + maxParkNs + " ns");
         }
         this.maxSpins = maxSpins;
         this.maxSpinsAndYields = (long)maxSpins + maxYields;
+        this.yieldNs = yieldNs;
         this.minParkNs = minParkNs;
         this.maxParkNs = maxParkNs;
         this.parkNs = minParkNs;
@@ -94,23 +119,44 @@ public final class InFlightIdleStrategy implements IdleStrategy
             spins++;
             Thread.onSpinWait();
         }
-        else if (n < maxSpinsAndYields)
+        else if (!parking && n < maxSpinsAndYields && yielding(n))
         {
             yields++;
             Thread.yield();
         }
         else
         {
+            parking = true;
             parks++;
             LockSupport.parkNanos(parkNs);
             parkNs = Math.min(parkNs << 1, maxParkNs);
         }
     }
 
+    /**
+     * Whether the yield phase goes on: a clock read per yield (a yield costs a system call, many times more),
+     * none when the phase has no time bound.
+     */
+    private boolean yielding(final long n)
+    {
+        if (Long.MAX_VALUE == yieldNs)
+        {
+            return true;
+        }
+        final long now = System.nanoTime();
+        if (n == maxSpins)
+        {
+            yieldsFromNs = now;
+            return true;
+        }
+        return now - yieldsFromNs < yieldNs;
+    }
+
     @Override
     public void reset()
     {
         idlesInWait = 0;
+        parking = false;
         parkNs = minParkNs;
     }
 
@@ -154,6 +200,7 @@ public final class InFlightIdleStrategy implements IdleStrategy
     public String toString()
     {
         return "InFlightIdleStrategy{spins=" + maxSpins + ", yields=" + (maxSpinsAndYields - maxSpins) +
-            ", park=" + minParkNs + "-" + maxParkNs + " ns}";
+            (Long.MAX_VALUE == yieldNs ? "" : " for " + yieldNs + " ns") + ", park=" + minParkNs + "-" + maxParkNs +
+            " ns}";
     }
 }

@@ -45,16 +45,35 @@ class InFlightIdleStrategyTest
     }
 
     @Test
-    void shouldNotParkWithinTheDefaultYieldsOfAWait()
+    void shouldNotParkWithinTheYieldsOfAWaitWithoutATimeBound()
     {
-        final InFlightIdleStrategy wait = new InFlightIdleStrategy();
-        for (int i = 0; i < InFlightIdleStrategy.SPINS_DEFAULT + InFlightIdleStrategy.YIELDS_DEFAULT; i++)
+        final InFlightIdleStrategy wait = new InFlightIdleStrategy(100, 5_000, 1_000, 1_000);
+        for (int i = 0; i < 5_100; i++)
         {
             wait.idle();
         }
         assertEquals(0, wait.parks());
         wait.idle();
         assertEquals(1, wait.parks());
+    }
+
+    @Test
+    void shouldParkOnceTheYieldPhaseHasLastedItsTimeAndKeepParkingUntilReset() throws Exception
+    {
+        final InFlightIdleStrategy wait = new InFlightIdleStrategy(1, 1_000_000, 1_000_000L, 1_000, 1_000);
+        wait.idle();
+        wait.idle();
+        assertEquals(1, wait.yields());
+        Thread.sleep(5);
+        wait.idle();
+        assertEquals(1, wait.yields());
+        assertEquals(1, wait.parks());
+        wait.idle();
+        assertEquals(2, wait.parks());
+        wait.reset();
+        wait.idle();
+        wait.idle();
+        assertEquals(2, wait.yields());
     }
 
     @Test
@@ -70,5 +89,6 @@ class InFlightIdleStrategyTest
         assertThrows(IllegalArgumentException.class, () -> new InFlightIdleStrategy(-1, 1, 1, 1));
         assertThrows(IllegalArgumentException.class, () -> new InFlightIdleStrategy(1, 1, 0, 1));
         assertThrows(IllegalArgumentException.class, () -> new InFlightIdleStrategy(1, 1, 10, 5));
+        assertThrows(IllegalArgumentException.class, () -> new InFlightIdleStrategy(1, 1, -1, 1, 1));
     }
 }
