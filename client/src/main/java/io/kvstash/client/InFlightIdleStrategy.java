@@ -6,14 +6,16 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.LockSupport;
 
 /**
- * The client's default wait for a response: spin, then yield for up to a millisecond, and park only when the
- * answer is that late. A worker waiting for a response has a request in flight, so the answer is due within a server duty
- * cycle or a few; a park costs a timer wake-up (about 50 us on Linux, the default timer slack, whatever the
- * requested pause) and the answer waits in the ring for all of it. With one server thread answering several
- * workers a wait grows with the queue ahead, past any short spin-and-yield phase, so a strategy that parks after a
- * few hundred idle passes parks on nearly every request once workers are many. Yielding keeps the worker ready
- * to read its answer at once while handing the core to any thread that can run (the server, another worker), so
- * it costs nothing on a machine with fewer cores than threads.
+ * The client's default wait for a response: spin, then yield for up to a millisecond (50 us on a machine of
+ * fewer than {@link #MANY_CORES} cores), and park only when the answer is that late. A worker waiting for a
+ * response has a request in flight, so the answer is due within a server duty cycle or a few; a park costs a
+ * timer wake-up (about 50 us on Linux, the default timer slack, whatever the requested pause) and the answer
+ * waits in the ring for all of it. With one server thread answering several workers a wait grows with the
+ * queue ahead, past a short spin-and-yield phase, so a strategy that parks after a few hundred idle passes
+ * parks on most requests once workers are many. Yielding keeps the worker ready to read its answer at once
+ * while handing the core to any thread that can run; it is free where cores outnumber the busy threads, and
+ * where they do not, a yielding worker stays runnable and takes its share of them, which the time bound
+ * limits.
  * <p>
  * Counts its spins, yields and parks (plain fields: read them on the client's thread, or after it stopped), so
  * that a benchmark can say how a worker waited.
@@ -22,15 +24,20 @@ import java.util.concurrent.locks.LockSupport;
  */
 public final class InFlightIdleStrategy implements IdleStrategy
 {
+    /** Cores from which the default wait yields for a millisecond. */
+    public static final int MANY_CORES = 4;
     /** Default spins before yielding. */
     public static final int SPINS_DEFAULT = 100;
     /** Default yields before parking, at most (a few milliseconds of waiting when the core is free). */
     public static final int YIELDS_DEFAULT = 20_000;
     /**
      * Default time a wait yields before it parks, at most: where the cores are oversubscribed a yielding worker
-     * stays runnable and takes its share of them, so an answer that takes longer than this waits parked.
+     * stays runnable and takes its share of them, so an answer that takes longer than this waits parked. A
+     * millisecond on a machine of {@link #MANY_CORES} cores or more; on fewer, where a server thread and a few
+     * workers already fill the cores, 50 us (about as long as the client library's earlier 100 yields).
      */
-    public static final long YIELD_NS_DEFAULT = TimeUnit.MILLISECONDS.toNanos(1);
+    public static final long YIELD_NS_DEFAULT = Runtime.getRuntime().availableProcessors() >= MANY_CORES ?
+        TimeUnit.MILLISECONDS.toNanos(1) : TimeUnit.MICROSECONDS.toNanos(50);
     /** Default first park. */
     public static final long MIN_PARK_NS_DEFAULT = TimeUnit.MICROSECONDS.toNanos(1);
     /** Default longest park. */
