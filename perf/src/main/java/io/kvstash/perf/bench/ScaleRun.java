@@ -41,9 +41,10 @@ final class ScaleRun
 {
     /** Recent documents a returning prompt picks from, at most. */
     private static final int RECENT_DOCUMENTS = 64;
-    private static final int INSTANCE_ID = 1;
 
     private final KvStashClient client;
+    /** The worker's own instance: one that ends early must not unregister another's. */
+    private final long instanceId;
     private final int chunkBytes;
     private final int maxChunks;
     private final long keyBase;
@@ -72,6 +73,7 @@ final class ScaleRun
         final KvStashClient client, final int chunkBytes, final int maxChunks, final int recent, final int worker)
     {
         this.recent = Math.max(1, Math.min(recent, RECENT_DOCUMENTS));
+        this.instanceId = worker + 1;
         this.client = client;
         this.chunkBytes = chunkBytes;
         this.maxChunks = maxChunks;
@@ -107,15 +109,16 @@ final class ScaleRun
             .directory(Path.of(stringOf(c, "dir")))
             .idleStrategy(inFlight);
         final int chunkBytes = (int)longOf(c, "chunk_bytes");
+        final int worker = (int)longOf(c, "worker");
         try (KvStashClient client = KvStashClient.connect(context))
         {
-            final ClientResponse registered = client.register(INSTANCE_ID, BenchSupport.layout(chunkBytes));
+            final ClientResponse registered = client.register(worker + 1, BenchSupport.layout(chunkBytes));
             if (!registered.isOk())
             {
                 throw new IllegalStateException("register failed: " + registered);
             }
             final ScaleRun run = new ScaleRun(client, chunkBytes, (int)longOf(c, "max_chunks"),
-                (int)longOf(c, "recent"), (int)longOf(c, "worker"));
+                (int)longOf(c, "recent"), worker);
             final long startMs = longOf(c, "start_ms");
             run.reset();
             while (System.currentTimeMillis() < startMs)
@@ -139,7 +142,7 @@ final class ScaleRun
             result.put("client_yields", inFlight.yields() - yields);
             result.put("client_parks", inFlight.parks() - parks);
             result.put("gc_count", BenchSupport.gcCount() - gcBefore);
-            client.unregister(INSTANCE_ID);
+            client.unregister(worker + 1);
             return result;
         }
     }
@@ -209,7 +212,7 @@ final class ScaleRun
         final ChunkKeys keys = ChunkKeys.ofIds(Arrays.copyOf(ids, length));
         final long start = System.nanoTime();
         long t = start;
-        final ClientResponse lookup = client.lookup(INSTANCE_ID, keys, true);
+        final ClientResponse lookup = client.lookup(instanceId, keys, true);
         t = timed(t);
         final int hits = lookup.isOk() ? lookup.hitChunks() : 0;
         if (hits > 0)
@@ -234,7 +237,7 @@ final class ScaleRun
 
     private long retrieve(final ChunkKeys keys, final long lookupTransferId, final long t0)
     {
-        final ClientResponse r = client.prepareRetrieveFromLookup(INSTANCE_ID, lookupTransferId);
+        final ClientResponse r = client.prepareRetrieveFromLookup(instanceId, lookupTransferId);
         long t = timed(t0);
         if (!r.isOk())
         {
@@ -245,7 +248,7 @@ final class ScaleRun
         final int slots = copySlots(r);
         for (int i = 0; i < slots; i++)
         {
-            final int status = client.readChunk(INSTANCE_ID, transferId, i, chunkBytes, slotOffset[i], scratch, 0);
+            final int status = client.readChunk(instanceId, transferId, i, chunkBytes, slotOffset[i], scratch, 0);
             if (Status.OK != status)
             {
                 failed(status);
@@ -260,7 +263,7 @@ final class ScaleRun
             bytes += chunkBytes;
         }
         t = System.nanoTime();
-        final ClientResponse commit = client.commitRetrieve(INSTANCE_ID, transferId);
+        final ClientResponse commit = client.commitRetrieve(instanceId, transferId);
         t = timed(t);
         if (!commit.isOk())
         {
@@ -271,7 +274,7 @@ final class ScaleRun
 
     private void store(final ChunkKeys range, final long t0)
     {
-        final ClientResponse r = client.prepareStore(INSTANCE_ID, range);
+        final ClientResponse r = client.prepareStore(instanceId, range);
         timed(t0);
         if (!r.isOk())
         {
@@ -287,7 +290,7 @@ final class ScaleRun
         for (int i = 0; i < slots; i++)
         {
             scratch.putLong(0, range.lo(slotRangeIndex[i]));
-            final int status = client.writeChunk(INSTANCE_ID, transferId, i, chunkBytes, slotOffset[i], scratch, 0);
+            final int status = client.writeChunk(instanceId, transferId, i, chunkBytes, slotOffset[i], scratch, 0);
             if (Status.OK != status)
             {
                 failed(status);
@@ -297,7 +300,7 @@ final class ScaleRun
             bytes += chunkBytes;
         }
         final long t = System.nanoTime();
-        final ClientResponse commit = client.commitStore(INSTANCE_ID, transferId);
+        final ClientResponse commit = client.commitStore(instanceId, transferId);
         timed(t);
         if (!commit.isOk())
         {

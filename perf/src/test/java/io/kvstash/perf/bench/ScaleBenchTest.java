@@ -13,6 +13,7 @@ import java.util.Map;
 import java.util.concurrent.TimeUnit;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -86,6 +87,7 @@ class ScaleBenchTest
         }
     }
 
+    @SuppressWarnings("unchecked")
     private static void assertRow(final String name, final Map<String, Object> row)
     {
         for (final String field : new String[]{ "requests_per_s", "ops_per_s", "chunks_per_s", "gb_per_s", "p50_us",
@@ -94,6 +96,8 @@ class ScaleBenchTest
             assertPositive(name + "." + field, row.get(field));
         }
         assertEquals(0L, ((Number)row.get("mismatches")).longValue(), name + ": a chunk read back another's bytes");
+        assertFalse(((Map<String, Object>)row.get("failures_by_status")).containsKey("UNKNOWN_INSTANCE"),
+            name + ": a worker lost its instance to another's unregister: " + row.get("failures_by_status"));
         for (final String field : new String[]{ "client_parks_per_request", "client_yields_per_request",
             "server_parks_per_request", "server_empty_cycles_per_request" })
         {
