@@ -6,8 +6,8 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.LockSupport;
 
 /**
- * The client's default wait for a response: spin, then yield for up to a millisecond (50 us on a machine of
- * fewer than {@link #MANY_CORES} cores), and park only when the answer is that late. A worker waiting for a
+ * The client's default wait for a response: spin, then yield for up to a millisecond, and park only when the
+ * answer is that late (on a machine of fewer than {@link #MANY_CORES} cores: 100 yields, as before). A worker waiting for a
  * response has a request in flight, so the answer is due within a server duty cycle or a few; a park costs a
  * timer wake-up (about 50 us on Linux, the default timer slack, whatever the requested pause) and the answer
  * waits in the ring for all of it. With one server thread answering several workers a wait grows with the
@@ -30,14 +30,10 @@ public final class InFlightIdleStrategy implements IdleStrategy
     public static final int SPINS_DEFAULT = 100;
     /** Default yields before parking, at most (a few milliseconds of waiting when the core is free). */
     public static final int YIELDS_DEFAULT = 20_000;
-    /**
-     * Default time a wait yields before it parks, at most: where the cores are oversubscribed a yielding worker
-     * stays runnable and takes its share of them, so an answer that takes longer than this waits parked. A
-     * millisecond on a machine of {@link #MANY_CORES} cores or more; on fewer, where a server thread and a few
-     * workers already fill the cores, 50 us (about as long as the client library's earlier 100 yields).
-     */
-    public static final long YIELD_NS_DEFAULT = Runtime.getRuntime().availableProcessors() >= MANY_CORES ?
-        TimeUnit.MILLISECONDS.toNanos(1) : TimeUnit.MICROSECONDS.toNanos(50);
+    /** Default time a wait yields before it parks, at most, on a machine of {@link #MANY_CORES} cores or more. */
+    public static final long YIELD_NS_DEFAULT = TimeUnit.MILLISECONDS.toNanos(1);
+    /** Yields before parking on a machine of fewer than {@link #MANY_CORES} cores: the earlier default's. */
+    public static final int FEW_CORES_YIELDS = 100;
     /** Default first park. */
     public static final long MIN_PARK_NS_DEFAULT = TimeUnit.MICROSECONDS.toNanos(1);
     /** Default longest park. */
@@ -57,13 +53,21 @@ public final class InFlightIdleStrategy implements IdleStrategy
     private long parks;
 
     /**
-     * The default wait: {@link #SPINS_DEFAULT} spins, {@link #YIELDS_DEFAULT} yields for
-     * {@link #YIELD_NS_DEFAULT} at most, then parks of {@link #MIN_PARK_NS_DEFAULT} doubling to
-     * {@link #MAX_PARK_NS_DEFAULT}.
+     * The default wait: {@link #SPINS_DEFAULT} spins, {@link #YIELDS_DEFAULT} yields for {@link #YIELD_NS_DEFAULT}
+     * at most, then parks of {@link #MIN_PARK_NS_DEFAULT} doubling to {@link #MAX_PARK_NS_DEFAULT}; on a machine of
+     * fewer than {@link #MANY_CORES} cores, where a server thread and a worker or two already fill the cores and a
+     * yielding worker takes the server's share, {@link #FEW_CORES_YIELDS} yields without a time bound (the client
+     * library's earlier default).
      */
     public InFlightIdleStrategy()
     {
-        this(SPINS_DEFAULT, YIELDS_DEFAULT, YIELD_NS_DEFAULT, MIN_PARK_NS_DEFAULT, MAX_PARK_NS_DEFAULT);
+        this(SPINS_DEFAULT, manyCores() ? YIELDS_DEFAULT : FEW_CORES_YIELDS,
+            manyCores() ? YIELD_NS_DEFAULT : Long.MAX_VALUE, MIN_PARK_NS_DEFAULT, MAX_PARK_NS_DEFAULT);
+    }
+
+    private static boolean manyCores()
+    {
+        return Runtime.getRuntime().availableProcessors() >= MANY_CORES;
     }
 
     /**

@@ -61,7 +61,7 @@ public final class DemoCommand implements Callable<Integer>
 
     @Option(names = "--client-wait", paramLabel = "MODE", converter = Converters.Wait.class,
         description = "How the workers wait for responses: busy-spin, yielding, backoff or blocking " +
-            "(default: the client library's: spin, yield, and park only after a millisecond).")
+            "(default: the client library's: spin, yield, and park only after a millisecond on 4 cores or more).")
     WaitMode clientWait;
 
     @Option(names = "--json", description = "Print the replay's JSON object instead of the report.")

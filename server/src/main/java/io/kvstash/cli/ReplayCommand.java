@@ -89,7 +89,7 @@ public final class ReplayCommand implements Callable<Integer>
 
     @Option(names = "--client-wait", paramLabel = "MODE", converter = Converters.Wait.class,
         description = "How the workers wait for responses: busy-spin, yielding, backoff or blocking " +
-            "(default: the client library's: spin, yield, and park only after a millisecond).")
+            "(default: the client library's: spin, yield, and park only after a millisecond on 4 cores or more).")
     WaitMode clientWait;
 
     @Option(names = "--worker-warmup", paramLabel = "N", defaultValue = "" + WorkerWarmup.REQUESTS_DEFAULT,
