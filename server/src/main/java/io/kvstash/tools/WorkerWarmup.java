@@ -26,8 +26,10 @@ public final class WorkerWarmup
 {
     /** Default requests of the trace a worker replays against its private server before it says it is ready. */
     public static final int REQUESTS_DEFAULT = 1000;
-    /** Slots of the private server's pool at least: room for the warm-up's stores to evict. */
-    private static final int MIN_SLOTS = 1024;
+    /** Slots of the private server's pool when they fit in {@link #MAX_POOL_BYTES}. */
+    private static final int SLOTS = 1024;
+    /** The private pool's bytes at most, unless the largest request needs more: every worker has one. */
+    private static final long MAX_POOL_BYTES = 256L << 20;
 
     private WorkerWarmup()
     {
@@ -59,7 +61,7 @@ public final class WorkerWarmup
             largest = Math.max(largest, requests.get(i).blockCount());
         }
         final long slotBytes = ((long)payloadBytes + TraceReplay.ALIGNMENT - 1) & -(long)TraceReplay.ALIGNMENT;
-        final int slots = Math.max(MIN_SLOTS, 2 * largest);
+        final int slots = (int)Math.max(2L * largest, Math.min(SLOTS, MAX_POOL_BYTES / slotBytes));
         final StoreContext store = new StoreContext()
             .alignment(TraceReplay.ALIGNMENT)
             .maxChunksPerRequest(Math.max(StoreContext.MAX_CHUNKS_PER_REQUEST_DEFAULT, largest))
@@ -72,8 +74,10 @@ public final class WorkerWarmup
                 .directory(dir)
                 .storeContext(store)
                 .responseRingCapacity(responseRing)
+                .pretouch(false)
                 .latencyEnabled(false));
-            KvStashClient warmClient = KvStashClient.connect(client.get().directory(server.directory())))
+            KvStashClient warmClient = KvStashClient.connect(
+                client.get().directory(server.directory()).pretouchPool(false)))
         {
             final TraceWorker worker = new TraceWorker(warmClient, 1, payloadBytes);
             worker.register();
