@@ -2,7 +2,6 @@ package io.kvstash.client;
 
 import io.kvstash.wire.file.PoolPages;
 import io.kvstash.wire.file.SecureDirectory;
-import org.agrona.concurrent.BackoffIdleStrategy;
 import org.agrona.concurrent.IdleStrategy;
 
 import java.nio.file.Path;
@@ -39,8 +38,7 @@ public final class ClientContext
         }
         if (null == idleStrategy)
         {
-            idleStrategy = new BackoffIdleStrategy(100, 100, TimeUnit.MICROSECONDS.toNanos(1),
-                TimeUnit.MICROSECONDS.toNanos(100));
+            idleStrategy = new InFlightIdleStrategy();
         }
         if (timeoutNs <= 0 || livenessCheckNs <= 0)
         {
@@ -116,7 +114,8 @@ public final class ClientContext
     }
 
     /**
-     * Idle strategy while waiting for a response.
+     * Idle strategy while waiting for a response: by default an {@link InFlightIdleStrategy} (spin, yield for a
+     * few milliseconds, then park), since a worker that waits has a request in flight.
      *
      * @return strategy.
      */

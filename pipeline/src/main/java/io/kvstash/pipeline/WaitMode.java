@@ -5,7 +5,6 @@ import com.lmax.disruptor.BusySpinWaitStrategy;
 import com.lmax.disruptor.SleepingWaitStrategy;
 import com.lmax.disruptor.WaitStrategy;
 import com.lmax.disruptor.YieldingWaitStrategy;
-import org.agrona.concurrent.BackoffIdleStrategy;
 import org.agrona.concurrent.BusySpinIdleStrategy;
 import org.agrona.concurrent.IdleStrategy;
 import org.agrona.concurrent.SleepingMillisIdleStrategy;
@@ -51,7 +50,7 @@ public enum WaitMode
     }
 
     /**
-     * A fresh Agrona idle strategy for this mode.
+     * A fresh Agrona idle strategy for this mode; backoff's counts its parks ({@link CountingBackoffIdleStrategy}).
      *
      * @return the strategy.
      */
@@ -67,7 +66,7 @@ public enum WaitMode
                 return new SleepingMillisIdleStrategy(1);
             case BACKOFF:
             default:
-                return new BackoffIdleStrategy(100, 1000, TimeUnit.MICROSECONDS.toNanos(1),
+                return new CountingBackoffIdleStrategy(100, 1000, TimeUnit.MICROSECONDS.toNanos(1),
                     TimeUnit.MICROSECONDS.toNanos(50));
         }
     }

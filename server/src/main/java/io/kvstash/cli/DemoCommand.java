@@ -60,9 +60,8 @@ public final class DemoCommand implements Callable<Integer>
     WaitMode waitMode;
 
     @Option(names = "--client-wait", paramLabel = "MODE", converter = Converters.Wait.class,
-        defaultValue = "backoff",
         description = "How the workers wait for responses: busy-spin, yielding, backoff or blocking " +
-            "(default: ${DEFAULT-VALUE}).")
+            "(default: the client library's: spin, yield, and park only after a millisecond on 4 cores or more).")
     WaitMode clientWait;
 
     @Option(names = "--json", description = "Print the replay's JSON object instead of the report.")

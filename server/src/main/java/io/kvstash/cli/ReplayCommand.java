@@ -7,6 +7,7 @@ import io.kvstash.pipeline.replay.Replayer;
 import io.kvstash.tools.ChunkPattern;
 import io.kvstash.tools.Json;
 import io.kvstash.tools.TraceReplay;
+import io.kvstash.tools.WorkerWarmup;
 import picocli.CommandLine.ArgGroup;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
@@ -87,10 +88,14 @@ public final class ReplayCommand implements Callable<Integer>
     boolean copyTransport;
 
     @Option(names = "--client-wait", paramLabel = "MODE", converter = Converters.Wait.class,
-        defaultValue = "backoff",
         description = "How the workers wait for responses: busy-spin, yielding, backoff or blocking " +
-            "(default: ${DEFAULT-VALUE}).")
+            "(default: the client library's: spin, yield, and park only after a millisecond on 4 cores or more).")
     WaitMode clientWait;
+
+    @Option(names = "--worker-warmup", paramLabel = "N", defaultValue = "" + WorkerWarmup.REQUESTS_DEFAULT,
+        description = "Requests each worker replays against a private server of its own before the timed replay, " +
+            "so that it runs compiled code; the replay's server sees none of them (default: ${DEFAULT-VALUE}).")
+    int workerWarmup;
 
     @Mixin
     StoreOptions store;
@@ -147,7 +152,7 @@ public final class ReplayCommand implements Callable<Integer>
             }
         }
         final TraceReplay.Report report = run(spec, trace, pool.capacityChunks, pool.poolSizeBytes, payloadBytes,
-            workers, directory, threadingMode, waitMode, clientWait, copyTransport, quiet, latencyLog);
+            workers, directory, threadingMode, waitMode, clientWait, copyTransport, quiet, latencyLog, workerWarmup);
         final PrintWriter out = spec.commandLine().getOut();
         if (json)
         {
@@ -195,6 +200,34 @@ public final class ReplayCommand implements Callable<Integer>
         final boolean quiet,
         final Path latencyLog) throws Exception
     {
+        return run(spec, trace, capacityChunks, poolSizeBytes, payloadBytes, workers, directory, threadingMode,
+            waitMode, clientWait, copyTransport, quiet, latencyLog, WorkerWarmup.REQUESTS_DEFAULT);
+    }
+
+    /**
+     * {@link #run(CommandSpec, Path, int, long, long, int, Path, ThreadingMode, WaitMode, WaitMode, boolean, boolean,
+     * Path)} with the workers' warm-up given.
+     *
+     * @param warmupRequests requests each worker replays against a private server first ({@link WorkerWarmup}).
+     * @return the report.
+     * @throws Exception when the replay fails.
+     */
+    static TraceReplay.Report run(
+        final CommandSpec spec,
+        final Path trace,
+        final int capacityChunks,
+        final long poolSizeBytes,
+        final long payloadBytes,
+        final int workers,
+        final Path directory,
+        final ThreadingMode threadingMode,
+        final WaitMode waitMode,
+        final WaitMode clientWait,
+        final boolean copyTransport,
+        final boolean quiet,
+        final Path latencyLog,
+        final int warmupRequests) throws Exception
+    {
         validate(spec, capacityChunks, payloadBytes, workers);
         ServeCommand.warnIfSpinningOversubscribes(spec, threadingMode, waitMode);
         final boolean console = null != System.console();
@@ -209,6 +242,7 @@ public final class ReplayCommand implements Callable<Integer>
             .waitMode(waitMode)
             .copyTransport(copyTransport)
             .clientWaitMode(clientWait)
+            .workerWarmupRequests(warmupRequests)
             .latencyLog(latencyLog)
             .progress(quiet ? null : spec.commandLine().getErr(), console);
         try

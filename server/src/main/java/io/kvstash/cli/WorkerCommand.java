@@ -8,6 +8,7 @@ import io.kvstash.tools.Json;
 import io.kvstash.tools.TraceReplay;
 import io.kvstash.tools.TraceWorker;
 import io.kvstash.tools.WorkerResult;
+import io.kvstash.tools.WorkerWarmup;
 import io.kvstash.wire.file.SecureDirectory;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Model.CommandSpec;
@@ -25,7 +26,8 @@ import java.util.concurrent.Callable;
 import java.util.concurrent.TimeUnit;
 
 /**
- * {@code kvstash worker} (hidden): one replay worker process of {@code replay} and {@code demo}. Connects,
+ * {@code kvstash worker} (hidden): one replay worker process of {@code replay} and {@code demo}. Warms up
+ * against a private server when asked ({@link WorkerWarmup}), connects,
  * registers, prints {@code ready}; with {@code --await-go} waits for a {@code go} line on standard input (and
  * exits when standard input closes: the coordinator is gone); replays its share of the trace with
  * {@link TraceWorker}, printing {@code progress N} lines at most every {@code --progress-ms}; unregisters and
@@ -73,6 +75,11 @@ public final class WorkerCommand implements Callable<Integer>
             "(default: the client library's backoff).")
     WaitMode clientWait;
 
+    @Option(names = "--warmup-requests", paramLabel = "N", defaultValue = "0",
+        description = "Before connecting, replay the trace's first N requests against a private server of this " +
+            "process, so the timed replay runs compiled code (default: ${DEFAULT-VALUE}).")
+    int warmupRequests;
+
     @Option(names = "--progress-ms", paramLabel = "MS", defaultValue = "200",
         description = "Least interval between progress lines (default: ${DEFAULT-VALUE}).")
     long progressMs;
@@ -104,6 +111,9 @@ public final class WorkerCommand implements Callable<Integer>
         final PrintWriter out = spec.commandLine().getOut();
         final MooncakeTrace mooncake = MooncakeTrace.read(trace);
         final long id = 0 == instanceId ? ProcessHandle.current().pid() : instanceId;
+        WorkerWarmup.run(mooncake.requests(), warmupRequests, (int)payloadBytes, () -> new ClientContext()
+            .copyTransport(copyTransport)
+            .idleStrategy(null == clientWait ? null : clientWait.newIdleStrategy()));
         final ClientContext context = new ClientContext()
             .directory(null == directory ? SecureDirectory.defaultDirectory() : directory)
             .copyTransport(copyTransport)

@@ -1,6 +1,7 @@
 package io.kvstash.server;
 
 import io.kvstash.core.StoreCounters;
+import io.kvstash.pipeline.CountingBackoffIdleStrategy;
 import io.kvstash.pipeline.Pipeline;
 import io.kvstash.pipeline.ThreadingMode;
 import io.kvstash.pipeline.latency.IntervalLogger;
@@ -15,12 +16,15 @@ import org.agrona.concurrent.AgentInvoker;
 import org.agrona.concurrent.AgentRunner;
 import org.agrona.concurrent.CachedNanoClock;
 import org.agrona.concurrent.CompositeAgent;
+import org.agrona.concurrent.IdleStrategy;
 import org.agrona.concurrent.SleepingMillisIdleStrategy;
 import org.agrona.concurrent.errors.DistinctErrorLog;
 
 import java.io.FileNotFoundException;
 import java.io.IOException;
 import java.nio.file.Path;
+import java.util.LinkedHashMap;
+import java.util.Map;
 import java.util.concurrent.TimeUnit;
 
 /**
@@ -34,6 +38,8 @@ public final class KvStashServer implements AutoCloseable
     private final Pipeline pipeline;
     private final ReceiverAgent receiver;
     private final AgentRunner receiverRunner;
+    /** The receiver thread's idle strategy, or null under an agent invoker. */
+    private final IdleStrategy receiverIdle;
     private final AgentRunner latencyLogRunner;
     private final AgentInvoker invoker;
     private final IntervalLogger intervalLogger;
@@ -107,6 +113,7 @@ public final class KvStashServer implements AutoCloseable
             {
                 // One thread for everything, the caller's: the latency intervals too.
                 receiverRunner = null;
+                receiverIdle = null;
                 latencyLogRunner = null;
                 invoker = new AgentInvoker(errorHandler, null,
                     null == latencyLog ? agent : new InvokedAgent(agent, latencyLog));
@@ -115,7 +122,8 @@ public final class KvStashServer implements AutoCloseable
             else
             {
                 invoker = null;
-                receiverRunner = new AgentRunner(context.waitMode().newIdleStrategy(), errorHandler, null, agent);
+                receiverIdle = context.waitMode().newIdleStrategy();
+                receiverRunner = new AgentRunner(receiverIdle, errorHandler, null, agent);
                 latencyLogRunner = null == latencyLog ? null : new AgentRunner(
                     new SleepingMillisIdleStrategy(LatencyLogAgent.sleepPeriodMs(context.latencyIntervalMs())),
                     errorHandler, null, latencyLog);
@@ -229,6 +237,33 @@ public final class KvStashServer implements AutoCloseable
     public IntervalLogger latency()
     {
         return intervalLogger;
+    }
+
+    /**
+     * How the receiver's thread spent its duty cycles since the start, for benchmarks: {@code duty_cycles},
+     * {@code empty_cycles} (cycles that read no request), {@code rings_polled}, {@code requests_read}, and with
+     * the backoff wait mode its {@code spins}, {@code yields} and {@code parks} (each park a timer wake-up).
+     * Exact after {@link #close()}, approximate while the server runs.
+     *
+     * @return counts by name, in that order.
+     */
+    public Map<String, Long> receiverCounts()
+    {
+        final long[] cycles = new long[4];
+        receiver.dutyCycleCounts(cycles);
+        final Map<String, Long> counts = new LinkedHashMap<>();
+        counts.put("duty_cycles", cycles[0]);
+        counts.put("empty_cycles", cycles[1]);
+        counts.put("rings_polled", cycles[2]);
+        counts.put("requests_read", cycles[3]);
+        if (receiverIdle instanceof CountingBackoffIdleStrategy)
+        {
+            final CountingBackoffIdleStrategy backoff = (CountingBackoffIdleStrategy)receiverIdle;
+            counts.put("spins", backoff.spins());
+            counts.put("yields", backoff.yields());
+            counts.put("parks", backoff.parks());
+        }
+        return counts;
     }
 
     /**

@@ -14,6 +14,7 @@ final class ReplayWorker
     private volatile boolean ready;
     private volatile long progress;
     private volatile String resultLine;
+    private volatile long resultNs;
 
     private ReplayWorker(final int index)
     {
@@ -51,6 +52,7 @@ final class ReplayWorker
             }
             else if (line.startsWith(TraceReplay.RESULT_PREFIX))
             {
+                resultNs = System.nanoTime();
                 resultLine = line.substring(TraceReplay.RESULT_PREFIX.length());
             }
             else if (line.equals(TraceReplay.READY_LINE))
@@ -81,6 +83,16 @@ final class ReplayWorker
     long progress()
     {
         return progress;
+    }
+
+    /**
+     * When its result line arrived ({@link System#nanoTime()}), 0 before.
+     *
+     * @return ns.
+     */
+    long resultNs()
+    {
+        return resultNs;
     }
 
     void checkAlive()

@@ -58,6 +58,7 @@ public final class TraceReplay
     WaitMode waitMode = WaitMode.BACKOFF;
     boolean copyTransport;
     WaitMode clientWaitMode;
+    int workerWarmupRequests = WorkerWarmup.REQUESTS_DEFAULT;
     List<String> workerJvmOptions = List.of("-XX:+UseSerialGC", "-Xms64m", "-Xmx256m");
     PrintWriter progress;
     Path latencyLog;
@@ -194,6 +195,19 @@ public final class TraceReplay
     public TraceReplay latencyLog(final Path latencyLog)
     {
         this.latencyLog = latencyLog;
+        return this;
+    }
+
+    /**
+     * Sets how many of the trace's first requests each worker replays against a private server of its own before
+     * it is ready ({@link WorkerWarmup}); the replay's server sees none of them.
+     *
+     * @param requests requests, 0 for no warm-up.
+     * @return this.
+     */
+    public TraceReplay workerWarmupRequests(final int requests)
+    {
+        this.workerWarmupRequests = Math.max(0, requests);
         return this;
     }
 

@@ -57,7 +57,8 @@ public final class BenchCommand implements Callable<Integer>
 
     @Option(names = "--only", paramLabel = "PART", split = ",",
         description = "Run only some parts: data (copy, store/retrieve, redis, in-process), control (control, echo), " +
-            "l2 (the second tier against a Redis Cluster the bench starts; only when named).")
+            "l2 (the second tier against a Redis Cluster the bench starts; only when named), " +
+            "scale (1, 2, 4, 8 worker processes against one server; in full runs, or when named here).")
     List<String> only;
 
     @Option(names = "--l2-sizes", paramLabel = "BYTES", split = ",", hidden = true,
@@ -68,7 +69,7 @@ public final class BenchCommand implements Callable<Integer>
     Integer reps;
 
     /** The parts {@code --only} accepts. */
-    static final List<String> PARTS = List.of("data", "control", "l2");
+    static final List<String> PARTS = List.of("data", "control", "l2", "scale");
 
     @Spec
     CommandSpec spec;
@@ -164,6 +165,10 @@ public final class BenchCommand implements Callable<Integer>
                 {
                     L2Part.run(worker, settings, work, null != l2Sizes ? l2Sizes : L2Part.SIZES, progress, results);
                 }
+                if (null != only ? only.contains("scale") : !quick)
+                {
+                    results.scale = ScalePart.run(quick, work, progress, results.control);
+                }
             }
         }
         finally
@@ -187,6 +192,7 @@ public final class BenchCommand implements Callable<Integer>
         else
         {
             new BenchTables(stdout).print(report, results);
+            ScalePart.print(stdout, results.scale);
             stdout.println(verdict.line);
         }
         stdout.flush();
@@ -221,7 +227,7 @@ public final class BenchCommand implements Callable<Integer>
                 if (!PARTS.contains(part))
                 {
                     throw new CommandLine.ParameterException(spec.commandLine(),
-                        "--only: '" + part + "' is not a part: give data, control, l2 or several");
+                        "--only: '" + part + "' is not a part: give data, control, l2, scale or several");
                 }
             }
         }

@@ -118,6 +118,11 @@ final class BenchReport
         report.put("control_journal", results.controlJournal);
         report.put("control_dedicated", results.controlDedicated);
         report.put("echo", results.echo);
+        if (null != results.scale)
+        {
+            report.put("scaling", results.scale.get("scaling"));
+            report.put("scale", results.scale);
+        }
         final Map<String, Object> controlRounds = new LinkedHashMap<>();
         controlRounds.put("median_control_p50_vs_echo", roundsRatio);
         controlRounds.put("long_runs_control_p50_vs_echo", longRunsRatio);

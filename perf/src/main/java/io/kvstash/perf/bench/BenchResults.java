@@ -31,6 +31,8 @@ final class BenchResults
     Map<String, Object> firstTouch;
     /** The second tier's part ({@link L2Part}), or null when it was not asked for. */
     Map<String, Object> l2;
+    /** The scaling part's result ({@link ScalePart}), or null when it did not run. */
+    Map<String, Object> scale;
     long gcSteady;
     String redisVersion;
     boolean redisInstalled;

@@ -35,6 +35,7 @@ import java.util.SplittableRandom;
  * <li>{@code control}, {@code echo}: prepare + commit pairs through a kvstash server, and the bare ring echo
  * of the same record sizes;</li>
  * <li>{@code l2_bare}, {@code l2_fetch}, {@code l2_write}: the second tier's part ({@link L2Runs});</li>
+ * <li>{@code scale}: one worker of the scaling part ({@link ScaleRun});</li>
  * <li>{@code exit}.</li>
  * </ul>
  * Any failure answers {@code RESULT {"error": ...}} and the worker goes on with the next command.
@@ -113,6 +114,8 @@ public final class BenchWorker
                 return L2Runs.fetch(c, this::progress);
             case "l2_write":
                 return L2Runs.write(c, this::progress);
+            case "scale":
+                return ScaleRun.run(c);
             default:
                 throw new IllegalArgumentException("unknown command " + name);
         }

@@ -92,7 +92,33 @@ final class WorkerProcess implements AutoCloseable
     Map<String, Object> call(final Map<String, Object> command, final long timeoutS)
         throws IOException, InterruptedException
     {
+        submit(command);
+        return await(command, timeoutS);
+    }
+
+    /**
+     * Sends a command without waiting for its result, so that several workers run at once; {@link #await} takes
+     * the result.
+     *
+     * @param command the command map ({@code cmd} and its parameters).
+     */
+    void submit(final Map<String, Object> command)
+    {
         child.send(Json.write(command));
+    }
+
+    /**
+     * Waits for the result of the command last {@link #submit submitted}.
+     *
+     * @param command  that command.
+     * @param timeoutS how long it may take.
+     * @return the result map.
+     * @throws IOException when the worker fails, answers an error or does not answer in time.
+     * @throws InterruptedException when interrupted.
+     */
+    Map<String, Object> await(final Map<String, Object> command, final long timeoutS)
+        throws IOException, InterruptedException
+    {
         final String line = next(timeoutS);
         if (null == line || !line.startsWith("RESULT "))
         {
