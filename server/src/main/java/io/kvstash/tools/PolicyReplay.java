@@ -17,7 +17,8 @@ import java.util.List;
  * process, through the store core with room for exactly N chunks and the replay semantics of traces/README.md
  * (LOOKUP the prefix, RETRIEVE the hit prefix, STORE the rest), as one worker's replay through a server does.
  * Under {@code lru} it is the exact-LRU figure ({@link LruReference}); under any policy a one-worker
- * {@code kvstash replay --eviction NAME} counts the same hits. Slots are 64 bytes, so a large capacity costs
+ * {@code kvstash replay --eviction NAME} counts the same hits: it registers the replay workers' model, so its keys
+ * have their namespace (the policies' key history hashes it). Slots are 64 bytes, so a large capacity costs
  * little memory.
  */
 public final class PolicyReplay
@@ -55,7 +56,7 @@ public final class PolicyReplay
             .conclude();
         final KvStore store = new KvStore(context);
         final long instance = 1;
-        check(store.register(instance, Layout.of("policy-replay", 1, 0, 1, 1, Dtype.UINT8, true)));
+        check(store.register(instance, Layout.of(TraceWorker.MODEL, 1, 0, 1, 1, Dtype.UINT8, true)));
         long hits = 0;
         for (final MooncakeTrace.Request request : requests)
         {

@@ -9,7 +9,7 @@ import java.util.Arrays;
  * protected. A chunk enters at the recent end, before a given chunk (its parent, so a chain's descendants stay
  * older than its ancestors), after a given chunk, at the evict-first end (cold), or at the recent end of
  * protected (hot). A hit moves the chunk to the recent end of its list, or of protected when segmented;
- * protected holds at most {@link #PROTECTED_SHARE_PERCENT} of the class's cut slots and hands its least
+ * protected holds at most {@link #PROTECTED_SHARE_PERCENT} of the slots the pool would hold of the class and hands its least
  * recently used chunk back to probation's recent end beyond that.
  * <p>
  * Every operation is O(1) but {@link #victim}, which skips pinned chunks, and no operation allocates once
@@ -21,7 +21,7 @@ final class EvictionOrder
     static final byte PROBATION = 0;
     /** Segment of a protected chunk. */
     static final byte PROTECTED = 1;
-    /** Most of a class's cut slots protected chunks hold, in percent (fixed; measured on traces). */
+    /** Most of a class's slots protected chunks hold, in percent (fixed; measured on traces). */
     static final int PROTECTED_SHARE_PERCENT = 60;
 
     private final boolean segmented;
@@ -69,9 +69,9 @@ final class EvictionOrder
      *
      * @param c        its class.
      * @param id       the chunk.
-     * @param cutSlots the class's cut slots, which bound protected.
+     * @param classSlots the class's slots were the pool all its own, which bound protected.
      */
-    void appendHot(final int c, final int id, final int cutSlots)
+    void appendHot(final int c, final int id, final int classSlots)
     {
         if (!segmented)
         {
@@ -81,7 +81,7 @@ final class EvictionOrder
         segment[id] = PROTECTED;
         protectedList.append(c, id);
         protectedCount[c]++;
-        trim(c, cutSlots);
+        trim(c, classSlots);
     }
 
     /**
@@ -90,16 +90,16 @@ final class EvictionOrder
      * @param c        its class.
      * @param id       the chunk.
      * @param before   a linked chunk of the class.
-     * @param cutSlots the class's cut slots, which bound protected.
+     * @param classSlots the class's slots were the pool all its own, which bound protected.
      */
-    void insertBefore(final int c, final int id, final int before, final int cutSlots)
+    void insertBefore(final int c, final int id, final int before, final int classSlots)
     {
         segment[id] = segment[before];
         if (PROTECTED == segment[before])
         {
             protectedList.insertBefore(c, id, before);
             protectedCount[c]++;
-            trim(c, cutSlots);
+            trim(c, classSlots);
         }
         else
         {
@@ -133,12 +133,12 @@ final class EvictionOrder
      *
      * @param c        its class.
      * @param id       a linked chunk.
-     * @param cutSlots the class's cut slots, which bound protected.
+     * @param classSlots the class's slots were the pool all its own, which bound protected.
      */
-    void touch(final int c, final int id, final int cutSlots)
+    void touch(final int c, final int id, final int classSlots)
     {
         remove(c, id);
-        appendHot(c, id, cutSlots);
+        appendHot(c, id, classSlots);
     }
 
     /**
@@ -290,9 +290,9 @@ final class EvictionOrder
         return list.tail(c) == prev ? n : -1;
     }
 
-    private void trim(final int c, final int cutSlots)
+    private void trim(final int c, final int classSlots)
     {
-        final long limit = (long)cutSlots * PROTECTED_SHARE_PERCENT / 100;
+        final long limit = (long)classSlots * PROTECTED_SHARE_PERCENT / 100;
         while (protectedCount[c] > limit)
         {
             final int id = protectedList.head(c);

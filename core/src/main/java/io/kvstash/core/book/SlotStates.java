@@ -460,11 +460,11 @@ final class SlotStates
         }
         else if (ENTER_HOT == where)
         {
-            order.appendHot(c, id, cutCount[c]);
+            order.appendHot(c, id, classCapacity(c));
         }
         else if (where >= 0)
         {
-            order.insertBefore(c, id, where, cutCount[c]);
+            order.insertBefore(c, id, where, classCapacity(c));
         }
         else
         {
@@ -535,7 +535,7 @@ final class SlotStates
      */
     void touch(final int id)
     {
-        order.touch(slotClass[id], id, cutCount[slotClass[id]]);
+        order.touch(slotClass[id], id, classCapacity(slotClass[id]));
     }
 
     /**
