@@ -37,6 +37,7 @@ public final class StoreContext
     private int sweepLimit = SWEEP_LIMIT_DEFAULT;
     private long dataOffset = 0;
     private int maxInlineBytes = MAX_INLINE_BYTES_DEFAULT;
+    private EvictionPolicy eviction = EvictionPolicy.LRU;
     private boolean concluded;
 
     /**
@@ -351,6 +352,32 @@ public final class StoreContext
         return this;
     }
 
+    /**
+     * Eviction policy of the book.
+     *
+     * @return policy; {@link EvictionPolicy#LRU} unless set.
+     */
+    public EvictionPolicy eviction()
+    {
+        return eviction;
+    }
+
+    /**
+     * Sets the eviction policy of the book.
+     *
+     * @param eviction policy, not null.
+     * @return this.
+     */
+    public StoreContext eviction(final EvictionPolicy eviction)
+    {
+        if (null == eviction)
+        {
+            throw new IllegalArgumentException("eviction policy is null: give one of " + EvictionPolicy.names());
+        }
+        this.eviction = eviction;
+        return this;
+    }
+
     /** {@inheritDoc} */
     @Override
     public String toString()
@@ -359,6 +386,7 @@ public final class StoreContext
             ", chunkTokens=" + chunkTokens + ", leaseNs=" + leaseNs + ", slotBytes=" + slotBytes +
             ", maxChunksPerRequest=" + maxChunksPerRequest + ", maxTransfers=" + maxTransfers +
             ", maxInstances=" + maxInstances + ", sweepLimit=" + sweepLimit + ", dataOffset=" + dataOffset +
-            ", maxInlineBytes=" + maxInlineBytes + '}';
+            ", maxInlineBytes=" + maxInlineBytes +
+            (EvictionPolicy.LRU == eviction ? "" : ", eviction=" + eviction.label()) + '}';
     }
 }

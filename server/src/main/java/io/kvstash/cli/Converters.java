@@ -1,5 +1,6 @@
 package io.kvstash.cli;
 
+import io.kvstash.core.EvictionPolicy;
 import io.kvstash.pipeline.ThreadingMode;
 import io.kvstash.pipeline.WaitMode;
 import io.kvstash.server.Sizes;
@@ -111,6 +112,38 @@ public final class Converters
             {
                 throw new CommandLine.TypeConversionException(
                     "'" + value + "' is not a threading mode (shared, dedicated or thread-per-stage)");
+            }
+        }
+    }
+
+    /**
+     * An eviction policy by name: lru, chain, slru, slru-admit, or default (the measured best).
+     */
+    public static final class Eviction implements CommandLine.ITypeConverter<EvictionPolicy>
+    {
+        /**
+         * A converter.
+         */
+        public Eviction()
+        {
+        }
+
+        /**
+         * Converts a policy name.
+         *
+         * @param value option value.
+         * @return the policy.
+         */
+        @Override
+        public EvictionPolicy convert(final String value)
+        {
+            try
+            {
+                return EvictionPolicy.ofName(value);
+            }
+            catch (final IllegalArgumentException ex)
+            {
+                throw new CommandLine.TypeConversionException(ex.getMessage());
             }
         }
     }

@@ -1,5 +1,6 @@
 package io.kvstash.cli;
 
+import io.kvstash.core.EvictionPolicy;
 import io.kvstash.pipeline.ThreadingMode;
 import io.kvstash.pipeline.WaitMode;
 import io.kvstash.server.Sizes;
@@ -64,6 +65,11 @@ public final class DemoCommand implements Callable<Integer>
             "(default: the client library's: spin, yield, and park only after a millisecond on 4 cores or more).")
     WaitMode clientWait;
 
+    @Option(names = "--eviction", paramLabel = "NAME", converter = Converters.Eviction.class, defaultValue = "lru",
+        description = "The server's eviction policy: lru (exact), chain, slru, slru-admit, or default " +
+            "(default: ${DEFAULT-VALUE}).")
+    EvictionPolicy eviction;
+
     @Option(names = "--json", description = "Print the replay's JSON object instead of the report.")
     boolean json;
 
@@ -100,7 +106,7 @@ public final class DemoCommand implements Callable<Integer>
             err.flush();
         }
         final TraceReplay.Report report = ReplayCommand.run(spec, tracePath, capacityChunks, 0, payloadBytes, workers,
-            directory, threadingMode, waitMode, clientWait, false, quiet, latencyLog);
+            directory, threadingMode, waitMode, clientWait, false, quiet, latencyLog, eviction);
         final PrintWriter out = spec.commandLine().getOut();
         if (json)
         {

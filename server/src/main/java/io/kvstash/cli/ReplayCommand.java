@@ -1,11 +1,13 @@
 package io.kvstash.cli;
 
+import io.kvstash.core.EvictionPolicy;
 import io.kvstash.core.StoreContext;
 import io.kvstash.pipeline.ThreadingMode;
 import io.kvstash.pipeline.WaitMode;
 import io.kvstash.pipeline.replay.Replayer;
 import io.kvstash.tools.ChunkPattern;
 import io.kvstash.tools.Json;
+import io.kvstash.tools.PolicyComparison;
 import io.kvstash.tools.TraceReplay;
 import io.kvstash.tools.WorkerWarmup;
 import picocli.CommandLine.ArgGroup;
@@ -100,6 +102,15 @@ public final class ReplayCommand implements Callable<Integer>
     @Mixin
     StoreOptions store;
 
+    @Option(names = "--eviction", paramLabel = "NAME", converter = Converters.Eviction.class, defaultValue = "lru",
+        description = "The server's eviction policy: lru (exact), chain, slru, slru-admit, or default " +
+            "(default: ${DEFAULT-VALUE}).")
+    EvictionPolicy eviction;
+
+    @Option(names = "--compare-policies", description = "Replay offline in file order under every eviction " +
+        "policy and the clairvoyant farthest-next-use reference, at --capacity-chunks N; no server is started.")
+    boolean comparePolicies;
+
     /**
      * Pool sizing: a size in bytes or an exact number of chunk slots, not both.
      */
@@ -143,6 +154,10 @@ public final class ReplayCommand implements Callable<Integer>
             throw new CommandLine.ParameterException(spec.commandLine(),
                 "unknown --format '" + format + "' (mooncake or kvstash)");
         }
+        if (comparePolicies)
+        {
+            return comparePolicies();
+        }
         for (final String name : STORE_OPTION_NAMES)
         {
             if (spec.commandLine().getParseResult().hasMatchedOption(name))
@@ -152,7 +167,8 @@ public final class ReplayCommand implements Callable<Integer>
             }
         }
         final TraceReplay.Report report = run(spec, trace, pool.capacityChunks, pool.poolSizeBytes, payloadBytes,
-            workers, directory, threadingMode, waitMode, clientWait, copyTransport, quiet, latencyLog, workerWarmup);
+            workers, directory, threadingMode, waitMode, clientWait, copyTransport, quiet, latencyLog, eviction,
+            workerWarmup);
         final PrintWriter out = spec.commandLine().getOut();
         if (json)
         {
@@ -182,6 +198,7 @@ public final class ReplayCommand implements Callable<Integer>
      * @param copyTransport  workers use the copy transport.
      * @param quiet          no progress lines.
      * @param latencyLog     interval log to write ({@link TraceReplay#latencyLog(Path)}), or null.
+     * @param eviction       the server's eviction policy.
      * @return the report.
      * @throws Exception when the replay fails.
      */
@@ -198,15 +215,16 @@ public final class ReplayCommand implements Callable<Integer>
         final WaitMode clientWait,
         final boolean copyTransport,
         final boolean quiet,
-        final Path latencyLog) throws Exception
+        final Path latencyLog,
+        final EvictionPolicy eviction) throws Exception
     {
         return run(spec, trace, capacityChunks, poolSizeBytes, payloadBytes, workers, directory, threadingMode,
-            waitMode, clientWait, copyTransport, quiet, latencyLog, WorkerWarmup.REQUESTS_DEFAULT);
+            waitMode, clientWait, copyTransport, quiet, latencyLog, eviction, WorkerWarmup.REQUESTS_DEFAULT);
     }
 
     /**
      * {@link #run(CommandSpec, Path, int, long, long, int, Path, ThreadingMode, WaitMode, WaitMode, boolean, boolean,
-     * Path)} with the workers' warm-up given.
+     * Path, EvictionPolicy)} with the workers' warm-up given.
      *
      * @param warmupRequests requests each worker replays against a private server first ({@link WorkerWarmup}).
      * @return the report.
@@ -226,6 +244,7 @@ public final class ReplayCommand implements Callable<Integer>
         final boolean copyTransport,
         final boolean quiet,
         final Path latencyLog,
+        final EvictionPolicy eviction,
         final int warmupRequests) throws Exception
     {
         validate(spec, capacityChunks, payloadBytes, workers);
@@ -244,6 +263,7 @@ public final class ReplayCommand implements Callable<Integer>
             .clientWaitMode(clientWait)
             .workerWarmupRequests(warmupRequests)
             .latencyLog(latencyLog)
+            .eviction(eviction)
             .progress(quiet ? null : spec.commandLine().getErr(), console);
         try
         {
@@ -283,10 +303,31 @@ public final class ReplayCommand implements Callable<Integer>
         }
     }
 
+    private int comparePolicies() throws Exception
+    {
+        if (pool.capacityChunks < 1)
+        {
+            throw new CommandLine.ParameterException(spec.commandLine(),
+                "--compare-policies needs --capacity-chunks N (at least 1)");
+        }
+        final PolicyComparison comparison = PolicyComparison.run(trace, pool.capacityChunks);
+        final PrintWriter out = spec.commandLine().getOut();
+        if (json)
+        {
+            out.println(Json.write(comparison.toMap()));
+        }
+        else
+        {
+            comparison.print(out);
+        }
+        out.flush();
+        return 0;
+    }
+
     private int replayJournal() throws Exception
     {
         for (final String option : new String[]{ "--capacity-chunks", "--pool-size", "--alignment", "--chunk-tokens",
-            "--lease", "--slot-bytes", "--max-chunks" })
+            "--lease", "--slot-bytes", "--max-chunks", "--eviction", "--compare-policies" })
         {
             if (spec.commandLine().getParseResult().hasMatchedOption(option))
             {

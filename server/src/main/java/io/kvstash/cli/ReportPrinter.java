@@ -1,5 +1,6 @@
 package io.kvstash.cli;
 
+import io.kvstash.core.EvictionPolicy;
 import io.kvstash.core.StoreCounters;
 import io.kvstash.server.Sizes;
 import io.kvstash.tools.BundledTrace;
@@ -68,8 +69,19 @@ final class ReportPrinter
         }
         else
         {
-            out.printf(l, "  %-20s %s%n", "", hits == reference ? "identical to the reference, to the chunk" :
-                "DIFFERS from the reference by " + (hits - reference) + " chunks");
+            if (EvictionPolicy.LRU == report.eviction())
+            {
+                out.printf(l, "  %-20s %s%n", "", hits == reference ? "identical to the reference, to the chunk" :
+                    "DIFFERS from the reference by " + (hits - reference) + " chunks");
+            }
+        }
+        if (EvictionPolicy.LRU != report.eviction())
+        {
+            final long policy = report.policyHitChunks();
+            out.printf(l, "  %-20s %s: %,d hits offline (%+.1f %% against exact LRU)%s%n", "eviction",
+                report.eviction().label(), policy, 100.0 * policy / Math.max(1, reference) - 100,
+                report.workers() > 1 ? "" : hits == policy ? ", identical to the chunk" :
+                ", DIFFERS by " + (hits - policy) + " chunks");
         }
         out.printf(l, "  %-20s %,d%n", "evictions", report.counter(StoreCounters.EVICTIONS));
         out.printf(l, "  %-20s %,d of %,d chunks read%s%n", "checksum mismatches",

@@ -1,5 +1,6 @@
 package io.kvstash.cli;
 
+import io.kvstash.core.EvictionPolicy;
 import io.kvstash.core.StoreContext;
 import io.kvstash.pipeline.ThreadingMode;
 import io.kvstash.pipeline.WaitMode;
@@ -60,6 +61,11 @@ public final class ServeCommand implements Callable<Integer>
     @Option(names = "--wait", paramLabel = "MODE", converter = Converters.Wait.class, defaultValue = "backoff",
         description = "How idle threads wait: busy-spin, yielding, backoff or blocking (default: ${DEFAULT-VALUE}).")
     WaitMode waitMode;
+
+    @Option(names = "--eviction", paramLabel = "NAME", converter = Converters.Eviction.class, defaultValue = "lru",
+        description = "Eviction policy: lru (exact), chain, slru, slru-admit, or default (the measured best, " +
+            "docs/DESIGN.md) (default: ${DEFAULT-VALUE}).")
+    EvictionPolicy eviction;
 
     @Option(names = "--capture", paramLabel = "FILE",
         description = "Journal every request and its outcome to FILE (replay with 'replay --format kvstash').")
@@ -235,7 +241,7 @@ public final class ServeCommand implements Callable<Integer>
     {
         try
         {
-            final StoreContext storeContext = store.storeContext(poolSizeBytes);
+            final StoreContext storeContext = store.storeContext(poolSizeBytes).eviction(eviction);
             return new ServerContext()
                 .directory(null == directory ? null : directory.toAbsolutePath())
                 .storeContext(storeContext)
@@ -323,6 +329,7 @@ public final class ServeCommand implements Callable<Integer>
         line(out, "slot-bytes", 0 == s.slotBytes() ? "0 (sized from the first registered layout)" :
             String.valueOf(s.slotBytes()));
         line(out, "max-chunks", String.valueOf(s.maxChunksPerRequest()));
+        line(out, "eviction", s.eviction().label());
         line(out, "max-clients", String.valueOf(context.maxClients()));
         line(out, "threading", Converters.spell(context.threadingMode()));
         line(out, "wait", Converters.spell(context.waitMode()));

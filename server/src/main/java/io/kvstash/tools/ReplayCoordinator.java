@@ -1,5 +1,6 @@
 package io.kvstash.tools;
 
+import io.kvstash.core.EvictionPolicy;
 import io.kvstash.core.StoreContext;
 import io.kvstash.core.StoreCounters;
 import io.kvstash.core.trace.MooncakeTrace;
@@ -87,7 +88,8 @@ final class ReplayCoordinator
 
         final StoreContext store = new StoreContext()
             .alignment(TraceReplay.ALIGNMENT)
-            .maxChunksPerRequest(maxChunks);
+            .maxChunksPerRequest(maxChunks)
+            .eviction(replay.eviction);
         if (replay.capacityChunks > 0)
         {
             final long slotBytes = ((long)replay.payloadBytes + TraceReplay.ALIGNMENT - 1) &
@@ -180,8 +182,12 @@ final class ReplayCoordinator
                 }
             }
             final long lruHits = LruReference.hitChunks(mooncake.requests(), (int)slotCapacity);
-            return new TraceReplay.Report(tracePath, BundledTrace.isBundled(tracePath), replay.workers,
-                replay.payloadBytes, store.poolSizeBytes(), (int)slotCapacity, merged, wallNs, counters, serverLatency, lruHits);
+            final TraceReplay.Report report = new TraceReplay.Report(tracePath, BundledTrace.isBundled(tracePath),
+                replay.workers, replay.payloadBytes, store.poolSizeBytes(), (int)slotCapacity, merged, wallNs, counters,
+                serverLatency, lruHits);
+            report.policy(replay.eviction, EvictionPolicy.LRU == replay.eviction ? lruHits :
+                PolicyReplay.hitChunks(mooncake.requests(), (int)slotCapacity, replay.eviction));
+            return report;
         }
         finally
         {

@@ -1,5 +1,6 @@
 package io.kvstash.tools;
 
+import io.kvstash.core.EvictionPolicy;
 import io.kvstash.core.StoreContext;
 import io.kvstash.core.StoreCounters;
 import io.kvstash.pipeline.ThreadingMode;
@@ -62,6 +63,7 @@ public final class TraceReplay
     List<String> workerJvmOptions = List.of("-XX:+UseSerialGC", "-Xms64m", "-Xmx256m");
     PrintWriter progress;
     Path latencyLog;
+    EvictionPolicy eviction = EvictionPolicy.LRU;
     boolean progressInPlace;
 
     /**
@@ -212,6 +214,19 @@ public final class TraceReplay
     }
 
     /**
+     * Sets the server's eviction policy; under any policy a one-worker replay counts the hits of
+     * {@link PolicyReplay} (the offline replay under that policy), reported beside them.
+     *
+     * @param eviction policy (default {@link EvictionPolicy#LRU}).
+     * @return this.
+     */
+    public TraceReplay eviction(final EvictionPolicy eviction)
+    {
+        this.eviction = eviction;
+        return this;
+    }
+
+    /**
      * Sets the JVM options of the worker processes (the Agrona export is always added).
      *
      * @param options options.
@@ -282,6 +297,8 @@ public final class TraceReplay
         private final long[] counters;
         private final Histogram[] serverLatency;
         private final long lruHitChunks;
+        private EvictionPolicy eviction = EvictionPolicy.LRU;
+        private long policyHitChunks = -1;
 
         Report(
             final Path trace,
@@ -422,6 +439,39 @@ public final class TraceReplay
         }
 
         /**
+         * Records the server's eviction policy and the offline replay's hit chunks under it.
+         *
+         * @param eviction        policy.
+         * @param policyHitChunks hit chunks of {@link PolicyReplay} under it.
+         */
+        void policy(final EvictionPolicy eviction, final long policyHitChunks)
+        {
+            this.eviction = eviction;
+            this.policyHitChunks = policyHitChunks;
+        }
+
+        /**
+         * The server's eviction policy.
+         *
+         * @return policy.
+         */
+        public EvictionPolicy eviction()
+        {
+            return eviction;
+        }
+
+        /**
+         * Hit chunks of the offline replay in file order under the server's policy (the exact-LRU figure under
+         * {@code lru}).
+         *
+         * @return chunks.
+         */
+        public long policyHitChunks()
+        {
+            return policyHitChunks < 0 ? lruHitChunks : policyHitChunks;
+        }
+
+        /**
          * Hit rate: hit chunks over chunk references.
          *
          * @return fraction in [0, 1].
@@ -473,6 +523,8 @@ public final class TraceReplay
             map.put("chunks", chunks);
             map.put("hit_chunks", result.count(WorkerResult.HIT_CHUNKS));
             map.put("hit_rate", round(hitRate(), 6));
+            map.put("eviction", eviction.label());
+            map.put("policy_hit_chunks", policyHitChunks());
             map.put("capacity_chunks", capacityChunks);
             map.put("payload_bytes", payloadBytes);
             map.put("pool_bytes", poolSizeBytes);

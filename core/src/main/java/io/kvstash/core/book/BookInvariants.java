@@ -85,20 +85,12 @@ final class BookInvariants
                 return "class " + c + " free stack holds " + n + " of " + slots.freeSlots(c);
             }
             free += n;
-            int prev = -1;
-            for (int id = slots.lruHead(c); id >= 0; id = slots.lruNext(id))
+            final int linked = slots.checkOrder(c);
+            if (linked < 0)
             {
-                if (!slots.isReadable(id) || slots.lruPrev(id) != prev || slots.slotClass(id) != c ||
-                    ++inLru > slots.readableChunks())
-                {
-                    return "LRU list of class " + c + " broken at " + id;
-                }
-                prev = id;
+                return "eviction order of class " + c + " broken";
             }
-            if (slots.lruTail(c) != prev)
-            {
-                return "LRU list of class " + c + " ends at " + prev + ", tail says " + slots.lruTail(c);
-            }
+            inLru += linked;
             cut += slots.cutSlots(c);
         }
         if (free != slots.freeCutSlots() || inLru != slots.readableChunks() || cut != slots.cutSlots())

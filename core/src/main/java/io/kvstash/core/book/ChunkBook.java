@@ -12,7 +12,7 @@ import org.agrona.concurrent.AtomicBuffer;
 
 /**
  * The chunk book: every decision of the store, made by one thread. It owns the key index, the chunk state
- * machine (absent, reserved, readable with pins, evicted), the LRU order, pins, pending transfers with
+ * machine (absent, reserved, readable with pins, evicted), the eviction order, pins, pending transfers with
  * their leases, the registered instances, and the slot accounting (a chunk id is its slot index; all slots
  * have one size). It is the reserve stage of the pipeline.
  * <p>
@@ -26,7 +26,8 @@ import org.agrona.concurrent.AtomicBuffer;
  * Slots: each layout's chunks take slots of its size class, its chunk rounded up to the alignment (or, with a
  * fixed {@link StoreContext#slotBytes()}, one class for every layout). The pool's regions are given to a class
  * on first use ({@link SlotStates}), so layouts of any sizes register in any order. A store takes a free slot
- * of its class, else a free region, else evicts its class's least recently used unpinned chunk; a class with
+ * of its class, else a free region, else evicts its class's first unpinned chunk in eviction order (the least
+ * recently used under {@code lru}; {@link ChainLearner} says where other policies enter chunks); a class with
  * none of these empties a region of another class whose chunks are all free or evictable (they count as
  * evictions) and tries again; only when no region can be emptied is the answer NO_SPACE. Allocation and
  * eviction are O(1) (a free-slot stack and an LRU list per class); giving or reclaiming a region is O(its
@@ -68,6 +69,7 @@ public final class ChunkBook
     private final Registrar registrar;
     private final StoreUndoLog undo;
     private final KeyLookup lookup;
+    private final ChainLearner learner;
     private final int[] scratchIds;
 
     /**
@@ -92,11 +94,12 @@ public final class ChunkBook
         instances = new InstanceTable(context.maxInstances());
         transfers = new TransferTable(context.maxTransfers(), context.maxInstances());
         index = new ChunkIndex(0, context.maxChunksPerRequest());
-        slots = new SlotStates(slotTable, context.poolSizeBytes(), context.alignment());
+        slots = new SlotStates(slotTable, context.poolSizeBytes(), context.alignment(), context.eviction().segmented());
         leases = new TransferLeases(transfers, slots, index, counters);
         registrar = new Registrar(context, counters, instances, slots, index, leases, hasher);
         undo = new StoreUndoLog(context.maxChunksPerRequest());
-        lookup = new KeyLookup(context, counters, slots, index, leases, registrar, hasher);
+        learner = new ChainLearner(context, slots, index, transfers);
+        lookup = new KeyLookup(context, counters, slots, index, leases, registrar, hasher, learner);
         scratchIds = new int[context.maxChunksPerRequest()];
         if (context.slotBytes() > 0)
         {
@@ -312,6 +315,7 @@ public final class ChunkBook
         }
 
         undo.publish(slots);
+        learner.onReserved(t, instance, ns, command, firstAbsent);
         transfers.activate(t, TransferTable.KIND_STORE, instance, deadline(command));
         command.status = Status.OK;
         command.outTransferId = transfers.id(t);
@@ -403,10 +407,7 @@ public final class ChunkBook
     private void applyCommit(final int t, final int instance)
     {
         final int n = transfers.count(t);
-        for (int i = 0; i < n; i++)
-        {
-            slots.makeReadable(transfers.chunk(t, i));
-        }
+        learner.commit(t);
         counters.add(StoreCounters.STORED_CHUNKS, n);
         counters.add(StoreCounters.BYTES_IN, n * instances.chunkBytes(instance));
         transfers.release(t);
@@ -494,12 +495,7 @@ public final class ChunkBook
             return;
         }
         final int n = transfers.count(t);
-        for (int i = 0; i < n; i++)
-        {
-            final int id = transfers.chunk(t, i);
-            slots.unpin(id);
-            slots.touch(id);
-        }
+        learner.retrieved(t);
         counters.add(StoreCounters.RETRIEVED_CHUNKS, n);
         counters.add(StoreCounters.BYTES_OUT, n * instances.chunkBytes(instance));
         transfers.release(t);

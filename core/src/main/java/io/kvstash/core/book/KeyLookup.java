@@ -23,6 +23,7 @@ final class KeyLookup
     private final TransferLeases leases;
     private final Registrar registrar;
     private final ChunkHasher hasher;
+    private final ChainLearner learner;
     private final int[] hitIds;
 
     KeyLookup(
@@ -32,8 +33,10 @@ final class KeyLookup
         final ChunkIndex index,
         final TransferLeases leases,
         final Registrar registrar,
-        final ChunkHasher hasher)
+        final ChunkHasher hasher,
+        final ChainLearner learner)
     {
+        this.learner = learner;
         this.counters = counters;
         this.slots = slots;
         this.index = index;
@@ -68,6 +71,7 @@ final class KeyLookup
             }
             hitIds[hits++] = id;
         }
+        learner.onLookup(instance, ns, command, hitIds, hits);
         counters.add(StoreCounters.LOOKUP_HIT_CHUNKS, hits);
         counters.add(StoreCounters.LOOKUP_MISS_CHUNKS, n - hits);
         command.hitChunks = hits;

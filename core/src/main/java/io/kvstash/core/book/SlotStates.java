@@ -18,8 +18,8 @@ import java.util.Arrays;
  * <p>
  * Per cut slot (a chunk id, dense, handed out lowest first and reused last freed first): its state (free,
  * reserved, readable), pins, generation, owning transfer, class and the index of its slot word
- * ({@code offset / alignment}); per class a free stack and an LRU list of readable chunks (least recently used
- * at the head); the counts the gauges publish; and the slot words workers read.
+ * ({@code offset / alignment}); per class a free stack and the eviction order of its readable chunks
+ * ({@link EvictionOrder}: under exact LRU one list, least recently used at the head); the counts the gauges publish; and the slot words workers read.
  * <p>
  * It keeps the structures consistent with each other and decides nothing: which class a store takes from,
  * which chunk to evict, when to publish a word and when to reclaim a region are {@link ChunkBook}'s decisions.
@@ -50,9 +50,9 @@ final class SlotStates
     private int classCount;
     private final long[] classSlotBytes = new long[MAX_CLASSES];
     private final int[] freeCount = new int[MAX_CLASSES];
-    /** Each class's free slots (a stack: pushed and taken at the head) and readable chunks in LRU order. */
+    /** Each class's free slots (a stack: pushed and taken at the head) and readable chunks in eviction order. */
     private final ClassLists free = new ClassLists();
-    private final ClassLists lru = new ClassLists();
+    private final EvictionOrder order;
     private final int[] cutCount = new int[MAX_CLASSES];
 
     private final int[] regionClass;
@@ -86,9 +86,11 @@ final class SlotStates
      * @param slotTable     slot words, one per alignment unit of the pool.
      * @param poolSizeBytes pool size.
      * @param alignment     slot alignment, a power of two.
+     * @param segmented     true for an eviction order with a protected segment.
      */
-    SlotStates(final AtomicBuffer slotTable, final long poolSizeBytes, final int alignment)
+    SlotStates(final AtomicBuffer slotTable, final long poolSizeBytes, final int alignment, final boolean segmented)
     {
+        this.order = new EvictionOrder(segmented);
         this.slotTable = slotTable;
         this.poolSizeBytes = poolSizeBytes;
         this.alignmentShift = Integer.numberOfTrailingZeros(alignment);
@@ -381,7 +383,7 @@ final class SlotStates
         owner = Arrays.copyOf(owner, capacity);
         slotClass = Arrays.copyOf(slotClass, capacity);
         wordIndex = Arrays.copyOf(wordIndex, capacity);
-        lru.grow(capacity);
+        order.grow(capacity);
         free.grow(capacity);
         freeIds = Arrays.copyOf(freeIds, capacity);
         // A region touches at most the slots that start in it and one that starts before it.
@@ -430,19 +432,44 @@ final class SlotStates
         pushFree(id);
     }
 
+    /** {@link #makeReadable(int, int)} where: the recent end of probation (exact LRU's append). */
+    static final int ENTER_RECENT = -1;
+    /** {@link #makeReadable(int, int)} where: the recent end of protected. */
+    static final int ENTER_HOT = -2;
+    /** {@link #makeReadable(int, int)} where: the evict-first end of probation. */
+    static final int ENTER_COLD = -3;
+
     /**
-     * Makes a reserved chunk readable, unpinned and most recently used.
+     * Makes a reserved chunk readable and unpinned, and links it into its class's eviction order.
      *
-     * @param id reserved chunk.
+     * @param id    reserved chunk.
+     * @param where {@link #ENTER_RECENT}, {@link #ENTER_HOT}, {@link #ENTER_COLD}, or a readable chunk of the
+     *              class to enter right before (right after, when both are cold: {@code -4 - that chunk}).
      */
-    void makeReadable(final int id)
+    void makeReadable(final int id, final int where)
     {
         state[id] = READABLE;
         pins[id] = 0;
         reservedChunks--;
         readableChunks++;
         evictableChunks++;
-        lruAppend(id);
+        final int c = slotClass[id];
+        if (ENTER_RECENT == where)
+        {
+            order.append(c, id);
+        }
+        else if (ENTER_HOT == where)
+        {
+            order.appendHot(c, id, classCapacity(c));
+        }
+        else if (where >= 0)
+        {
+            order.insertBefore(c, id, where, classCapacity(c));
+        }
+        else
+        {
+            order.insertCold(c, id, -4 - where);
+        }
     }
 
     /**
@@ -452,7 +479,7 @@ final class SlotStates
      */
     void evict(final int id)
     {
-        lruUnlink(id);
+        order.remove(slotClass[id], id);
         state[id] = FREE;
         readableChunks--;
         evictableChunks--;
@@ -461,13 +488,13 @@ final class SlotStates
 
     /**
      * Undoes {@link #evict(int)} of the chunk on top of its class's free stack: readable again with its old
-     * generation, unpinned, at its old place in the LRU list.
+     * generation, unpinned, at its old place in the eviction order.
      *
      * @param id             the evicted chunk, which must be on top of its class's free stack.
      * @param oldGeneration  its generation before the eviction.
-     * @param lruSuccessor   its successor in the LRU list before the eviction, or -1 when it was the tail.
+     * @param orderMark      its {@link #orderMark(int)} before the eviction.
      */
-    void restoreEvicted(final int id, final int oldGeneration, final int lruSuccessor)
+    void restoreEvicted(final int id, final int oldGeneration, final int orderMark)
     {
         final int top = free.head(slotClass[id]);
         if (top != id)
@@ -480,7 +507,7 @@ final class SlotStates
         pins[id] = 0;
         readableChunks++;
         evictableChunks++;
-        lruInsertBefore(id, lruSuccessor);
+        order.restore(slotClass[id], id, orderMark);
     }
 
     void pin(final int id)
@@ -502,30 +529,57 @@ final class SlotStates
     }
 
     /**
-     * Moves a readable chunk to the most recently used end of its class's list.
+     * A hit: moves a readable chunk to the recent end of its class's order (of protected when segmented).
      *
      * @param id readable chunk.
      */
     void touch(final int id)
     {
-        lruUnlink(id);
-        lruAppend(id);
+        order.touch(slotClass[id], id, classCapacity(slotClass[id]));
     }
 
     /**
-     * The least recently used unpinned chunk of a class.
+     * The first unpinned chunk of a class in eviction order (under exact LRU the least recently used).
      *
      * @param c class.
      * @return chunk id, or -1 when every readable chunk of the class is pinned (or none is readable).
      */
     int firstEvictable(final int c)
     {
-        int id = lru.head(c);
-        while (id >= 0 && pins[id] > 0)
-        {
-            id = lru.next(id);
-        }
-        return id;
+        return order.victim(c, pins);
+    }
+
+    /**
+     * Where a readable chunk is in its class's eviction order, for {@link #restoreEvicted}.
+     *
+     * @param id readable chunk.
+     * @return an opaque mark.
+     */
+    int orderMark(final int id)
+    {
+        return order.mark(id);
+    }
+
+    /**
+     * Whether a readable chunk is in the protected segment of a segmented order.
+     *
+     * @param id readable chunk.
+     * @return true when protected.
+     */
+    boolean isProtected(final int id)
+    {
+        return order.isProtected(id);
+    }
+
+    /**
+     * Checks a class's eviction order; slow, for tests.
+     *
+     * @param c class.
+     * @return readable chunks linked, or -1 when broken.
+     */
+    int checkOrder(final int c)
+    {
+        return order.check(c, this);
     }
 
     /**
@@ -589,22 +643,12 @@ final class SlotStates
 
     int lruHead(final int c)
     {
-        return lru.head(c);
-    }
-
-    int lruTail(final int c)
-    {
-        return lru.tail(c);
-    }
-
-    int lruPrev(final int id)
-    {
-        return lru.prev(id);
+        return order.first(c);
     }
 
     int lruNext(final int id)
     {
-        return lru.next(id);
+        return order.following(slotClass[id], id);
     }
 
     int freeHead(final int c)
@@ -745,21 +789,6 @@ final class SlotStates
         free.remove(c, id);
         freeCount[c]--;
         freeSlots--;
-    }
-
-    private void lruAppend(final int id)
-    {
-        lru.append(slotClass[id], id);
-    }
-
-    private void lruInsertBefore(final int id, final int successor)
-    {
-        lru.insertBefore(slotClass[id], id, successor);
-    }
-
-    private void lruUnlink(final int id)
-    {
-        lru.remove(slotClass[id], id);
     }
 
     private static int nextGeneration(final int current)

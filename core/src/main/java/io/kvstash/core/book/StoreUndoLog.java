@@ -4,7 +4,7 @@ import io.kvstash.wire.file.SlotTableDescriptor;
 
 /**
  * The changes one PREPARE_STORE made while it reserved its range, in order: each eviction (with what it needs
- * to be undone: the victim's key, generation and place in the LRU list) and each reservation. A PREPARE_STORE
+ * to be undone: the victim's key, generation and place in the eviction order) and each reservation. A PREPARE_STORE
  * that runs out of space part way is all or nothing: {@link #rollback} undoes the changes newest first, so
  * slots return to the free stack in the order they left it. One that succeeds {@link #publish}es the slot
  * words of every changed slot, only then, so a worker never sees a word of a refused reservation.
@@ -62,7 +62,7 @@ final class StoreUndoLog
     {
         kind[top] = EVICT;
         chunk[top] = id;
-        successor[top] = slots.lruNext(id);
+        successor[top] = slots.orderMark(id);
         generation[top] = slots.generation(id);
         ns[top] = index.ns(id);
         hi[top] = index.hi(id);

@@ -1,6 +1,7 @@
 package io.kvstash.perf.bench;
 
 import io.kvstash.cli.KvStashCommand;
+import io.kvstash.core.EvictionPolicy;
 import io.kvstash.tools.Json;
 import io.kvstash.tools.ShmDirectories;
 import io.kvstash.wire.file.SecureDirectory;
@@ -68,6 +69,11 @@ public final class BenchCommand implements Callable<Integer>
     @Option(names = "--reps", paramLabel = "N", description = "Measured repetitions per contender (default 15, 3 quick).")
     Integer reps;
 
+    @Option(names = "--eviction", paramLabel = "NAME", defaultValue = "lru",
+        description = "Eviction policy of the control servers: lru, chain, slru, slru-admit or default; run the " +
+            "control part once per policy to compare their bookkeeping (default: ${DEFAULT-VALUE}).")
+    String eviction;
+
     /** The parts {@code --only} accepts. */
     static final List<String> PARTS = List.of("data", "control", "l2", "scale");
 
@@ -104,10 +110,12 @@ public final class BenchCommand implements Callable<Integer>
         validate();
         startNs = System.nanoTime();
         final BenchSettings settings = BenchSettings.of(quick, reps);
+        settings.eviction = EvictionPolicy.ofName(eviction);
         final Path outDir = null != out ? out : Path.of(System.getProperty("java.io.tmpdir"),
             "kvstash-bench-" + LocalDateTime.now().format(DateTimeFormatter.ofPattern("yyyyMMdd-HHmmss")));
         Files.createDirectories(outDir);
         final Map<String, Object> machine = MachineFacts.collect();
+        machine.put("eviction", settings.eviction.label());
         progress(BenchSupport.fmt("kvstash bench%s: %s cores, %s, %s GiB, %s; load %.2f; output in %s",
             quick ? " --quick" : "", machine.get("cores"), machine.get("cpu_model"), machine.get("memory_gib"),
             machine.get("jvm"), MachineFacts.loadAverage(), outDir));
@@ -207,6 +215,14 @@ public final class BenchCommand implements Callable<Integer>
 
     private void validate()
     {
+        try
+        {
+            EvictionPolicy.ofName(eviction);
+        }
+        catch (final IllegalArgumentException ex)
+        {
+            throw new CommandLine.ParameterException(spec.commandLine(), "--eviction: " + ex.getMessage());
+        }
         if (null != reps && reps < 1)
         {
             throw new CommandLine.ParameterException(spec.commandLine(),

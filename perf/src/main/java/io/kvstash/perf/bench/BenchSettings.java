@@ -1,5 +1,7 @@
 package io.kvstash.perf.bench;
 
+import io.kvstash.core.EvictionPolicy;
+
 /**
  * Settings of one {@code kvstash bench} run: repetitions, durations, pool sizes and the worker's heap, full or
  * {@code --quick}. Fixed once the command line is parsed; every part of the run reads them.
@@ -21,6 +23,8 @@ final class BenchSettings
     int maxChunks;
     long poolBytes;
     long controlPoolBytes;
+    /** Eviction policy of the control servers ({@code --eviction}). */
+    EvictionPolicy eviction = EvictionPolicy.LRU;
     long warmupMs;
     long latencyMs;
     long throughputMs;

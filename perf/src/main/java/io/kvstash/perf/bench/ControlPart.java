@@ -155,7 +155,7 @@ final class ControlPart
             .threadingMode(threadingMode)
             .waitMode(WaitMode.parse(waitMode))
             .captureFile(journal ? capture : null)
-            .storeContext(new StoreContext().poolSizeBytes(settings.controlPoolBytes)));
+            .storeContext(new StoreContext().poolSizeBytes(settings.controlPoolBytes).eviction(settings.eviction)));
         try
         {
             final Map<String, Object> command = new LinkedHashMap<>(common);

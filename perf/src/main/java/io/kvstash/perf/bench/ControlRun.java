@@ -29,8 +29,10 @@ import static io.kvstash.perf.bench.BenchWorker.stringOf;
  * The control contender and its IPC floor, measured the same three ways.
  * <p>
  * A <b>control pair</b> is a real PREPARE_STORE of one new 4 KiB chunk and, once it is answered, the
- * COMMIT_STORE of its transfer; no chunk byte is written. Keys never repeat within a pool's worth, so every
- * prepare reserves a slot (evicting the least recently used chunk once the pool is full). An <b>echo pair</b>
+ * COMMIT_STORE of its transfer; no chunk byte is written. Keys never repeat within a pool's worth, so under exact
+ * LRU every prepare reserves a slot (evicting the least recently used chunk once the pool is full); another
+ * eviction policy may still hold a key when it comes round again, and that prepare, with nothing to reserve, is
+ * not a pair (the next key is sent instead). An <b>echo pair</b>
  * is two round trips over the bare rings with the same record sizes: a 64-byte request answered with 80
  * bytes (the prepare and its one-slot response), then a 40-byte request answered with 64 bytes (the commit).
  * Both sides write and read every byte of them, as kvstash's client and server do, unless the command asks
@@ -272,7 +274,12 @@ final class ControlRun
         @Override
         void pair()
         {
-            final ClientResponse prepared = client.prepareStore(1, nextKey());
+            ClientResponse prepared = client.prepareStore(1, nextKey());
+            while (prepared.isOk() && 0 == prepared.transferId())
+            {
+                // A policy other than exact LRU may still hold a key of the cycle: nothing to reserve, next key.
+                prepared = client.prepareStore(1, nextKey());
+            }
             if (!prepared.isOk() || 1 != prepared.slotCount())
             {
                 throw new IllegalStateException("prepare failed: " + prepared);
@@ -321,7 +328,12 @@ final class ControlRun
             {
                 throw new IllegalStateException("control request failed: " + response);
             }
-            if (RequestType.PREPARE_STORE == response.requestType())
+            if (RequestType.PREPARE_STORE == response.requestType() && 0 == response.transferId())
+            {
+                // The key is still held (a policy other than exact LRU): no pair; the window sends another.
+                inFlight--;
+            }
+            else if (RequestType.PREPARE_STORE == response.requestType())
             {
                 final long transferId = response.transferId();
                 if (pendingHead != pendingTail ||

@@ -27,7 +27,7 @@ package io.kvstash.pipeline.journal;
  *  |                   Data Offset (64)                            |  152
  *  |    Alignment                  |       Chunk Tokens            |  160
  *  |    Max Transfers              |       Max Instances           |  168
- *  |    Sweep Limit                |       reserved                |  176
+ *  |    Sweep Limit                |  Eviction (policy code, 0 lru) |  176
  *  +---------------------------------------------------------------+
  * Record
  *  +---------------------------------------------------------------+
@@ -92,6 +92,8 @@ public final class JournalDescriptor
     public static final int MAX_INSTANCES_OFFSET = 172;
     /** Offset of the sweep limit. */
     public static final int SWEEP_LIMIT_OFFSET = 176;
+    /** Offset of the eviction policy's code (0, exact LRU, in journals written before policies existed). */
+    public static final int EVICTION_OFFSET = 180;
     /** Header length: four cache lines. */
     public static final int HEADER_LENGTH = 256;
 

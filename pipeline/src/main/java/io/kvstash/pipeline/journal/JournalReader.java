@@ -1,5 +1,6 @@
 package io.kvstash.pipeline.journal;
 
+import io.kvstash.core.EvictionPolicy;
 import io.kvstash.core.StoreCommand;
 import io.kvstash.core.StoreContext;
 import org.agrona.IoUtil;
@@ -90,6 +91,7 @@ public final class JournalReader implements AutoCloseable
             .maxTransfers(h.getInt(JournalDescriptor.MAX_TRANSFERS_OFFSET))
             .maxInstances(h.getInt(JournalDescriptor.MAX_INSTANCES_OFFSET))
             .sweepLimit(h.getInt(JournalDescriptor.SWEEP_LIMIT_OFFSET))
+            .eviction(EvictionPolicy.ofCode(h.getInt(JournalDescriptor.EVICTION_OFFSET)))
             .maxChunksPerRequest(maxChunksPerRequest)
             .maxInlineBytes(maxInlineBytes);
         if (segmentBytes <= JournalDescriptor.HEADER_LENGTH || segmentBytes > Integer.MAX_VALUE)
@@ -296,7 +298,8 @@ public final class JournalReader implements AutoCloseable
             .maxInstances(capturedContext.maxInstances())
             .sweepLimit(capturedContext.sweepLimit())
             .maxChunksPerRequest(capturedContext.maxChunksPerRequest())
-            .maxInlineBytes(capturedContext.maxInlineBytes());
+            .maxInlineBytes(capturedContext.maxInlineBytes())
+            .eviction(capturedContext.eviction());
     }
 
     /**

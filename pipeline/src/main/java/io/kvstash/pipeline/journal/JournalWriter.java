@@ -90,6 +90,7 @@ public final class JournalWriter implements AutoCloseable
         buffer.putInt(JournalDescriptor.MAX_TRANSFERS_OFFSET, context.maxTransfers());
         buffer.putInt(JournalDescriptor.MAX_INSTANCES_OFFSET, context.maxInstances());
         buffer.putInt(JournalDescriptor.SWEEP_LIMIT_OFFSET, context.sweepLimit());
+        buffer.putInt(JournalDescriptor.EVICTION_OFFSET, context.eviction().code());
         buffer.putInt(JournalDescriptor.VERSION_OFFSET, JournalDescriptor.VERSION);
         stagingPosition = JournalDescriptor.HEADER_LENGTH;
         flush();

@@ -1,0 +1,265 @@
+package io.kvstash.core.book;
+
+import io.kvstash.core.EvictionPolicy;
+import io.kvstash.core.StoreCommand;
+import io.kvstash.core.StoreContext;
+
+import java.util.Arrays;
+
+/**
+ * What the eviction policies learn from the requests, and where each stored or read chunk enters the eviction
+ * order ({@link EvictionOrder}). Under {@code lru} nothing is learned and chunks enter as an exact LRU's do.
+ * <p>
+ * Chains: a chunk's parent is the chunk before it in a range. The first chunk a PREPARE_STORE reserves has its
+ * parent in the range when chunks before it are present, or else in the instance's previous LOOKUP: that
+ * LOOKUP's first missing key and its last hit are remembered per instance, and a store starting at that key
+ * continues that hit. A commit enters a store's chunks deepest first right before their parent (or at the recent
+ * end, deepest first, with no parent); a retrieve touches its chunks deepest first. So along a chain the
+ * descendants are always older than their ancestors, and a chain is evicted from its tail.
+ * <p>
+ * History (segmented policies): every LOOKUP key is counted in a {@link KeyHistory} aged over
+ * {@link #HISTORY_WINDOWS} times the pool's slots of references; a stored chunk whose key was referenced before
+ * enters protected. Admission ({@code slru-admit}): each stored chunk is tagged with its kind (continuation of a
+ * hit or a new prompt, the store's length class, its place from the store's end) and the store counts, per
+ * kind, chunks stored and chunks read back (aged by halving every pool's worth of stores); a chunk of a kind read
+ * back at under {@link #COLD_PERCENT} % of the average rate enters cold, at the evict-first end of probation.
+ * <p>
+ * O(1) per chunk, no allocation after REGISTER. Owner: the reserve stage thread (via {@link ChunkBook}).
+ */
+final class ChainLearner
+{
+    /** History window in pools' worth of slots of LOOKUP key references. */
+    static final int HISTORY_WINDOWS = 20;
+    /** Kinds read back at under this percentage of the average rate enter cold. */
+    static final int COLD_PERCENT = 50;
+    /** Most cells of the key history: 8 MiB. */
+    static final int MAX_HISTORY_CELLS = 1 << 23;
+    private static final int LENGTH_CLASSES = 16;
+    private static final int END_PLACES = 3;
+    private static final int KINDS = 2 * LENGTH_CLASSES * END_PLACES;
+    private static final int NO_HINT = -2;
+
+    private final boolean chain;
+    private final boolean segmented;
+    private final boolean admit;
+    private final SlotStates slots;
+    private final ChunkIndex index;
+    private final TransferTable transfers;
+    private final KeyHistory history;
+    private final long[] hintNs;
+    private final long[] hintHi;
+    private final long[] hintLo;
+    private final int[] hintParent;
+    private final int[] hintGeneration;
+    private final int[] transferParent;
+    private final int[] transferGeneration;
+    private final int[] transferKind;
+    private final long[] kindStores = new long[KINDS];
+    private final long[] kindReads = new long[KINDS];
+    private long totalStores;
+    private long totalReads;
+    private long storesSinceHalving;
+    private byte[] chunkKind = new byte[0];
+
+    ChainLearner(
+        final StoreContext context, final SlotStates slots, final ChunkIndex index, final TransferTable transfers)
+    {
+        final EvictionPolicy policy = context.eviction();
+        this.chain = policy.chainAware();
+        this.segmented = policy.segmented();
+        this.admit = EvictionPolicy.SLRU_ADMIT == policy;
+        this.slots = slots;
+        this.index = index;
+        this.transfers = transfers;
+        final int instances = chain ? context.maxInstances() : 0;
+        final int transferCount = chain ? context.maxTransfers() : 0;
+        hintNs = new long[instances];
+        hintHi = new long[instances];
+        hintLo = new long[instances];
+        hintParent = new int[instances];
+        Arrays.fill(hintParent, NO_HINT);
+        hintGeneration = new int[instances];
+        transferParent = new int[transferCount];
+        transferGeneration = new int[transferCount];
+        transferKind = new int[transferCount];
+        final long units = context.poolSizeBytes() / context.alignment();
+        // Four cells per reference of a window, so that keys seen once rarely read as seen twice.
+        final long cells = Math.min(MAX_HISTORY_CELLS, Math.max(1024, units * HISTORY_WINDOWS * 4));
+        history = segmented ? new KeyHistory(Integer.highestOneBit((int)cells - 1) << 1) : null;
+    }
+
+    /**
+     * A LOOKUP was answered: counts its keys in the history and remembers its first missing key and last hit.
+     *
+     * @param instance the instance's index.
+     * @param ns       the keys' namespace.
+     * @param command  the LOOKUP.
+     * @param hitIds   the hit chunks, in range order.
+     * @param hits     how many of them.
+     */
+    void onLookup(final int instance, final long ns, final StoreCommand command, final int[] hitIds, final int hits)
+    {
+        if (!chain)
+        {
+            return;
+        }
+        final int n = command.chunkCount;
+        if (segmented)
+        {
+            final long window = (long)HISTORY_WINDOWS * Math.max(1, slots.slotCapacity());
+            for (int i = 0; i < n; i++)
+            {
+                history.reference(ns, command.keyHi[i], command.keyLo[i], window);
+            }
+        }
+        if (hits < n)
+        {
+            hintNs[instance] = ns;
+            hintHi[instance] = command.keyHi[hits];
+            hintLo[instance] = command.keyLo[hits];
+            hintParent[instance] = hits > 0 ? hitIds[hits - 1] : -1;
+            hintGeneration[instance] = hits > 0 ? slots.generation(hitIds[hits - 1]) : 0;
+        }
+        else
+        {
+            hintParent[instance] = NO_HINT;
+        }
+    }
+
+    /**
+     * A PREPARE_STORE reserved chunks: remembers the parent of its first and its kind.
+     *
+     * @param t           the store's transfer.
+     * @param instance    the instance's index.
+     * @param ns          the keys' namespace.
+     * @param command     the PREPARE_STORE.
+     * @param firstAbsent range index of the first chunk reserved.
+     */
+    void onReserved(final int t, final int instance, final long ns, final StoreCommand command, final int firstAbsent)
+    {
+        if (!chain)
+        {
+            return;
+        }
+        int parent = -1;
+        if (firstAbsent > 0)
+        {
+            parent = index.find(ns, command.keyHi[firstAbsent - 1], command.keyLo[firstAbsent - 1]);
+        }
+        else if (hintParent[instance] >= 0 && hintNs[instance] == ns &&
+            hintHi[instance] == command.keyHi[0] && hintLo[instance] == command.keyLo[0] &&
+            slots.generation(hintParent[instance]) == hintGeneration[instance])
+        {
+            parent = hintParent[instance];
+        }
+        if (parent >= 0 && !slots.isReadable(parent))
+        {
+            parent = -1;
+        }
+        transferParent[t] = parent;
+        transferGeneration[t] = parent >= 0 ? slots.generation(parent) : 0;
+        final int length = 32 - Integer.numberOfLeadingZeros(command.chunkCount - firstAbsent);
+        transferKind[t] = ((parent >= 0 ? LENGTH_CLASSES : 0) + Math.min(length, LENGTH_CLASSES - 1)) * END_PLACES;
+    }
+
+    /**
+     * A COMMIT_STORE is applied: makes its chunks readable where the policy enters them.
+     *
+     * @param t the store's transfer.
+     */
+    void commit(final int t)
+    {
+        final int n = transfers.count(t);
+        if (!chain)
+        {
+            for (int i = 0; i < n; i++)
+            {
+                slots.makeReadable(transfers.chunk(t, i), SlotStates.ENTER_RECENT);
+            }
+            return;
+        }
+        if (admit && chunkKind.length < slots.idCapacity())
+        {
+            chunkKind = Arrays.copyOf(chunkKind, slots.idCapacity());
+        }
+        int parent = transferParent[t];
+        if (parent >= 0 && (!slots.isReadable(parent) || slots.generation(parent) != transferGeneration[t]))
+        {
+            parent = -1;
+        }
+        final double average = (totalReads + 1.0) / (totalStores + 2.0);
+        int coldCursor = -1;
+        for (int i = n - 1; i >= 0; i--)
+        {
+            final int id = transfers.chunk(t, i);
+            final int kind = transferKind[t] + Math.min(n - 1 - i, END_PLACES - 1);
+            // Before the parent keeps the chain's order; a chunk that is not hot never enters protected, so one
+            // whose parent is protected enters probation's recent end (still evicted before its parent).
+            int where = parent >= 0 && !slots.isProtected(parent) ? parent : SlotStates.ENTER_RECENT;
+            if (segmented && history.count(index.ns(id), index.hi(id), index.lo(id)) >= 2)
+            {
+                where = parent >= 0 ? parent : SlotStates.ENTER_HOT;
+            }
+            else if (admit && (kindReads[kind] + average) * 100 < COLD_PERCENT * average * (kindStores[kind] + 1))
+            {
+                where = coldCursor < 0 ? SlotStates.ENTER_COLD : -4 - coldCursor;
+                coldCursor = id;
+            }
+            slots.makeReadable(id, where);
+            if (admit)
+            {
+                stored(id, kind);
+            }
+        }
+    }
+
+    /**
+     * A COMMIT_RETRIEVE: unpins its chunks and touches them, deepest first under a chain-aware policy.
+     *
+     * @param t the retrieve's transfer.
+     */
+    void retrieved(final int t)
+    {
+        final int n = transfers.count(t);
+        if (!chain)
+        {
+            for (int i = 0; i < n; i++)
+            {
+                final int id = transfers.chunk(t, i);
+                slots.unpin(id);
+                slots.touch(id);
+            }
+            return;
+        }
+        for (int i = n - 1; i >= 0; i--)
+        {
+            final int id = transfers.chunk(t, i);
+            slots.unpin(id);
+            slots.touch(id);
+            if (admit && chunkKind[id] > 0)
+            {
+                kindReads[chunkKind[id] - 1]++;
+                totalReads++;
+                chunkKind[id] = 0;
+            }
+        }
+    }
+
+    private void stored(final int id, final int kind)
+    {
+        chunkKind[id] = (byte)(kind + 1);
+        kindStores[kind]++;
+        totalStores++;
+        if (++storesSinceHalving >= Math.max(1, slots.slotCapacity()))
+        {
+            storesSinceHalving = 0;
+            for (int k = 0; k < KINDS; k++)
+            {
+                kindStores[k] >>= 1;
+                kindReads[k] >>= 1;
+            }
+            totalStores >>= 1;
+            totalReads >>= 1;
+        }
+    }
+}
