@@ -117,6 +117,10 @@ final class BenchReport
         report.put("control", control);
         report.put("control_journal", results.controlJournal);
         report.put("control_dedicated", results.controlDedicated);
+        if (!results.controlEviction.isEmpty())
+        {
+            report.put("control_eviction", results.controlEviction);
+        }
         report.put("echo", results.echo);
         if (null != results.scale)
         {

@@ -23,6 +23,7 @@ final class BenchResults
     final Map<String, Map<String, Object>> control = new LinkedHashMap<>();
     final Map<String, Map<String, Object>> controlJournal = new LinkedHashMap<>();
     final Map<String, Map<String, Object>> controlDedicated = new LinkedHashMap<>();
+    final Map<String, Map<String, Object>> controlEviction = new LinkedHashMap<>();
     final Map<String, Map<String, Object>> echo = new LinkedHashMap<>();
     final List<Map<String, Object>> rounds = new ArrayList<>();
     final Map<String, Object> spinGaps = new LinkedHashMap<>();
@@ -214,7 +215,7 @@ final class BenchResults
      * A control run that differs from the plain one in one setting (the journal on, another threading
      * mode), summarised with its pairs/s and p50 as ratios to the plain run's of the same wait mode.
      *
-     * @param into     {@link #controlJournal} or {@link #controlDedicated}.
+     * @param into     {@link #controlJournal}, {@link #controlDedicated} or {@link #controlEviction}.
      * @param name     the variant's name, for its histograms.
      * @param waitMode wait mode of the run.
      * @param c        the worker's control result.

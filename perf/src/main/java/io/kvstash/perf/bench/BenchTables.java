@@ -45,6 +45,13 @@ final class BenchTables
         }
     }
 
+    @SuppressWarnings("unchecked")
+    private static Object machineEviction(final Map<String, Object> report)
+    {
+        final Map<String, Object> machine = (Map<String, Object>)report.get("machine");
+        return null == machine ? "?" : machine.get("eviction");
+    }
+
     private static String num(final Object v, final String format)
     {
         return v instanceof Number ? BenchSupport.fmt(format, ((Number)v).doubleValue()) : "-";
@@ -177,6 +184,8 @@ final class BenchTables
             controlVariant(out, report, "control_journal", mode, "journal on (serve --capture)", "no_journal");
             controlVariant(out, report, "control_dedicated", mode, "server DEDICATED (receiver and pipeline threads)",
                 "shared");
+            controlVariant(out, report, "control_eviction", mode, "eviction " + machineEviction(report) +
+                " against lru", "lru");
         }
         final Map<String, Object> rounds = (Map<String, Object>)report.get("control_rounds");
         if (null != rounds && !((List<Object>)rounds.get("rounds")).isEmpty())

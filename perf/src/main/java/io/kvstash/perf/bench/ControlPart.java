@@ -1,5 +1,6 @@
 package io.kvstash.perf.bench;
 
+import io.kvstash.core.EvictionPolicy;
 import io.kvstash.core.StoreContext;
 import io.kvstash.pipeline.ThreadingMode;
 import io.kvstash.pipeline.WaitMode;
@@ -20,7 +21,8 @@ import java.util.function.Consumer;
 
 /**
  * The control part of the bench for one wait mode: control pairs against a fresh kvstash server (plain, with
- * its journal on, and DEDICATED), then the bare ring echo against an echo agent on a thread of this JVM, each
+ * its journal on, DEDICATED, and under the eviction policy of {@code --eviction} when it is not lru, each beside
+ * the plain lru run), then the bare ring echo against an echo agent on a thread of this JVM, each
  * measured by the worker JVM ({@link ControlRun}). Runs on the coordinator's thread. The single control and
  * echo runs are shared with {@link ControlRoundsPart}.
  */
@@ -61,22 +63,35 @@ final class ControlPart
 
         progress.accept("control, " + waitMode + ": kvstash server (SHARED, " + serverWait + ") and client " +
             waitMode);
-        final Map<String, Object> control =
-            control(worker, work, waitMode, common, settings, results, false, ThreadingMode.SHARED);
+        final Map<String, Object> control = control(worker, work, waitMode, common, settings, results, false,
+            ThreadingMode.SHARED, EvictionPolicy.LRU);
+        Map<String, Object> controlEviction = null;
+        if (EvictionPolicy.LRU != settings.eviction)
+        {
+            progress.accept("control, " + waitMode + ": the same with the server's eviction " +
+                settings.eviction.label() + " (the run above is lru)");
+            controlEviction = control(worker, work, waitMode, common, settings, null, false, ThreadingMode.SHARED,
+                settings.eviction);
+        }
         progress.accept("control, " + waitMode + ": the same with the journal on (serve --capture into " + work +
             ")");
         final Map<String, Object> controlJournal =
-            control(worker, work, waitMode, common, settings, null, true, ThreadingMode.SHARED);
+            control(worker, work, waitMode, common, settings, null, true, ThreadingMode.SHARED, EvictionPolicy.LRU);
         progress.accept("control, " + waitMode + ": the same with the server DEDICATED (a receiver thread and a " +
             "pipeline thread)");
         final Map<String, Object> controlDedicated =
-            control(worker, work, waitMode, common, settings, null, false, ThreadingMode.DEDICATED);
+            control(worker, work, waitMode, common, settings, null, false, ThreadingMode.DEDICATED, EvictionPolicy.LRU);
 
         progress.accept("echo, " + waitMode + ": bare rings, echo agent " + serverWait + " and client " + waitMode);
         final Map<String, Object> echo = echo(worker, work, waitMode, common, true);
         results.addControl(waitMode, control, echo);
         results.addControlVariant(results.controlJournal, "control journal", waitMode, controlJournal, "no_journal");
         results.addControlVariant(results.controlDedicated, "control dedicated", waitMode, controlDedicated, "shared");
+        if (null != controlEviction)
+        {
+            results.addControlVariant(results.controlEviction, "control eviction", waitMode, controlEviction, "lru");
+            results.controlEviction.get(waitMode).put("eviction", settings.eviction.label());
+        }
     }
 
     /**
@@ -133,6 +148,7 @@ final class ControlPart
      * @param results       where the server's own request times go, or null.
      * @param journal       whether the server writes its journal.
      * @param threadingMode the server's threading mode.
+     * @param eviction      the server's eviction policy.
      * @return the worker's result, with the server's prepare and commit p50s added.
      * @throws Exception when the server or the worker fails.
      */
@@ -144,10 +160,11 @@ final class ControlPart
         final BenchSettings settings,
         final BenchResults results,
         final boolean journal,
-        final ThreadingMode threadingMode) throws Exception
+        final ThreadingMode threadingMode,
+        final EvictionPolicy eviction) throws Exception
     {
         final Path dir = work.resolve((journal ? "control-journal-" : "control-") +
-            threadingMode.name().toLowerCase(Locale.ROOT) + "-" + waitMode);
+            threadingMode.name().toLowerCase(Locale.ROOT) + "-" + eviction.label() + "-" + waitMode);
         final Path capture = work.resolve("control-" + waitMode + ".journal");
         final Map<String, Object> control;
         final KvStashServer server = KvStashServer.launch(new ServerContext()
@@ -155,7 +172,7 @@ final class ControlPart
             .threadingMode(threadingMode)
             .waitMode(WaitMode.parse(waitMode))
             .captureFile(journal ? capture : null)
-            .storeContext(new StoreContext().poolSizeBytes(settings.controlPoolBytes).eviction(settings.eviction)));
+            .storeContext(new StoreContext().poolSizeBytes(settings.controlPoolBytes).eviction(eviction)));
         try
         {
             final Map<String, Object> command = new LinkedHashMap<>(common);

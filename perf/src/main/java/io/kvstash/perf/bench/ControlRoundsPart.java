@@ -1,5 +1,6 @@
 package io.kvstash.perf.bench;
 
+import io.kvstash.core.EvictionPolicy;
 import io.kvstash.pipeline.ThreadingMode;
 
 import java.nio.file.Path;
@@ -47,7 +48,7 @@ final class ControlRoundsPart
             progress.accept(BenchSupport.fmt("control and echo, busy-spin, alternating: round %d of %d", round + 1,
                 settings.rounds));
             final Map<String, Object> control = ControlPart.control(worker, work, BenchSupport.BUSY_SPIN, common,
-                settings, null, false, ThreadingMode.SHARED);
+                settings, null, false, ThreadingMode.SHARED, EvictionPolicy.LRU);
             final Map<String, Object> echo = ControlPart.echo(worker, work, BenchSupport.BUSY_SPIN, common, true);
             // The echo in its lighter, header-only form (see EchoRings), for comparison only: the two floors
             // side by side.

@@ -117,6 +117,12 @@ class BenchQuickTest
             assertSane("control_dedicated." + mode + ".p50_vs_shared", dedicated.get("p50_vs_shared"));
             assertSane("control_dedicated." + mode + ".pairs_per_s_vs_shared",
                 dedicated.get("pairs_per_s_vs_shared"));
+            // The default eviction policy's server, beside the lru one in the same run.
+            final Map<String, Object> eviction = (Map<String, Object>)((Map<String, Object>)report
+                .get("control_eviction")).get(mode);
+            assertNotNull(eviction, stdout);
+            assertEquals("slru-admit", eviction.get("eviction"));
+            assertSane("control_eviction." + mode + ".pairs_per_s_vs_lru", eviction.get("pairs_per_s_vs_lru"));
         }
         final Object gc = report.get("gc_count_steady");
         assertTrue(gc instanceof Number && ((Number)gc).longValue() >= 0, "gc_count_steady " + gc);
