@@ -123,9 +123,11 @@ public final class SharedTierReplayCommand implements Callable<Integer>
                     out.printf(Locale.ROOT, "%,10d %-18s host %s: %,d requests, %,d / %,d hit chunks%s%n",
                         run.get("capacity_chunks"), kind, host.get("host"), host.get("requests"),
                         host.get("hit_chunks"), host.get("chunks"), host.containsKey("l2_writes") ?
-                        String.format(Locale.ROOT, ", l2_writes %,d, l2_fetch_hits %,d, l2_fetch_misses %,d, " +
-                            "l2_timeouts %,d", host.get("l2_writes"), host.get("l2_fetch_hits"),
-                            host.get("l2_fetch_misses"), host.get("l2_timeouts")) : "");
+                        String.format(Locale.ROOT, ", l2_writes %,d, l2_write_skips %,d, l2_notices_dropped %,d, " +
+                            "l2_fetch_hits %,d, l2_fetch_misses %,d, l2_timeouts %,d, l2_errors %,d",
+                            host.get("l2_writes"), host.get("l2_write_skips"), host.get("l2_notices_dropped"),
+                            host.get("l2_fetch_hits"), host.get("l2_fetch_misses"), host.get("l2_timeouts"),
+                            host.get("l2_errors")) : "");
                 }
             }
         }

@@ -1,12 +1,17 @@
 package io.kvstash.testkit;
 
+import io.kvstash.chaos.ChaosMain;
 import io.kvstash.tools.BundledTrace;
+import io.kvstash.tools.Json;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
+import picocli.CommandLine;
 
+import java.io.PrintWriter;
+import java.io.StringWriter;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -19,8 +24,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 /**
- * Two hosts sharing the second tier replay a prefix of the bundled trace, against a real Redis Cluster, real
- * servers and real worker processes. No mocks, no timings.
+ * Two hosts sharing the second tier replay a prefix of the bundled trace ({@code kvstash tier-replay --json}),
+ * against a real Redis Cluster, real servers and real worker processes. No mocks, no timings.
  */
 @Timeout(300)
 class SharedTierReplayTest
@@ -53,16 +58,23 @@ class SharedTierReplayTest
     void shouldServeEachHostTheChunksTheOtherStoredThroughTheTier() throws Exception
     {
         final Path trace = prefix();
-        final Map<String, Object> report = new SharedTierReplay().trace(trace).capacityChunks(CAPACITY).hosts(2)
-            .l2Seeds(cluster.seeds()).tierWaitMs(50).run();
+        final StringWriter out = new StringWriter();
+        final CommandLine commandLine = ChaosMain.newCommandLine();
+        commandLine.setOut(new PrintWriter(out, true));
+        final int exitCode = commandLine.execute("tier-replay", "--trace", trace.toString(), "--capacity-chunks",
+            String.valueOf(CAPACITY), "--hosts", "2", "--l2", cluster.seeds(), "--tier-wait-ms", "50", "--json");
+        assertEquals(0, exitCode, out.toString());
+        final List<Object> runs = (List<Object>)Json.parseObject(out.toString().strip()).get("runs");
+        assertEquals(1, runs.size());
+        final Map<String, Object> report = (Map<String, Object>)runs.get(0);
 
         for (final String field : List.of("trace", "requests", "capacity_chunks", "hosts", "host_capacity_chunks",
             "tier_wait_ms", "l2", "one_host", "hosts_without_tier", "hosts_with_tier", "checksum_mismatches"))
         {
             assertTrue(report.containsKey(field), field + " in " + report);
         }
-        assertEquals(REQUESTS, report.get("requests"));
-        assertEquals(CAPACITY / 2, report.get("host_capacity_chunks"));
+        assertEquals((long)REQUESTS, report.get("requests"));
+        assertEquals(CAPACITY / 2L, report.get("host_capacity_chunks"));
         assertEquals(0L, report.get("checksum_mismatches"), report.toString());
 
         final Map<String, Object> one = (Map<String, Object>)report.get("one_host");
@@ -96,7 +108,7 @@ class SharedTierReplayTest
                     "the chunks the tier brought were hits of that host's LOOKUPs: " + host);
             }
         }
-        assertEquals(REQUESTS, requests);
+        assertEquals((long)REQUESTS, requests);
         assertTrue(fetchHits > 0, "a host was served chunks only the other stored: " + with);
         for (final Object h : (List<Object>)without.get("per_host"))
         {
