@@ -49,6 +49,7 @@ public final class SharedTierReplay
     String l2Seeds = AUTO;
     PrintStream log;
     int largestRequest;
+    private final List<AutoCloseable> open = new ArrayList<>();
 
     /**
      * Sets the Mooncake trace.
@@ -145,6 +146,29 @@ public final class SharedTierReplay
     public Map<String, Object> run() throws IOException, InterruptedException
     {
         validate();
+        // Interrupted (Ctrl-C): stop the cluster, the servers and the workers, remove the directories.
+        final Thread cleanup = new Thread(this::closeAll, "kvstash-tier-replay-cleanup");
+        Runtime.getRuntime().addShutdownHook(cleanup);
+        try
+        {
+            return runAll();
+        }
+        finally
+        {
+            closeAll();
+            try
+            {
+                Runtime.getRuntime().removeShutdownHook(cleanup);
+            }
+            catch (final IllegalStateException ignore)
+            {
+                // The JVM is shutting down: the hook runs anyway.
+            }
+        }
+    }
+
+    private Map<String, Object> runAll() throws IOException, InterruptedException
+    {
         final Path tracePath = trace.toAbsolutePath();
         final int requests = MooncakeTrace.read(tracePath).requests().size();
 
@@ -167,11 +191,10 @@ public final class SharedTierReplay
         if (AUTO.equals(l2Seeds))
         {
             say("starting a Redis Cluster ...");
-            try (RedisCluster cluster = RedisCluster.start())
-            {
-                say(hosts + " hosts with the tier at " + cluster.seeds() + " ...");
-                withTier = runHosts(cluster.seeds());
-            }
+            final RedisCluster cluster = opened(RedisCluster.start());
+            say(hosts + " hosts with the tier at " + cluster.seeds() + " ...");
+            withTier = runHosts(cluster.seeds());
+            closeAll();
         }
         else
         {
@@ -247,15 +270,14 @@ public final class SharedTierReplay
     {
         final String model = "kvstash-trace-replay-" + Long.toHexString(new SplittableRandom().nextLong());
         final String prefix = "kvstash-tier-replay-" + ProcessHandle.current().pid() + "-";
-        final List<Path> directories = new ArrayList<>();
         final List<SharedTierHost> started = new ArrayList<>();
         try
         {
             for (int h = 0; h < hosts; h++)
             {
                 final Path directory = ShmDirectories.newPath(prefix + "host" + h + "-");
-                directories.add(directory);
-                started.add(SharedTierHost.start(this, h, directory, seeds, model));
+                opened(() -> ShmDirectories.delete(directory));
+                started.add(opened(SharedTierHost.start(this, h, directory, seeds, model)));
             }
             for (final SharedTierHost host : started)
             {
@@ -313,15 +335,34 @@ public final class SharedTierReplay
         }
         finally
         {
-            for (final SharedTierHost host : started)
+            closeAll();
+        }
+    }
+
+    private synchronized <T extends AutoCloseable> T opened(final T resource)
+    {
+        open.add(resource);
+        return resource;
+    }
+
+    /**
+     * Closes what is open, last opened first: hosts (worker, then server) before their directories, the cluster
+     * last.
+     */
+    private synchronized void closeAll()
+    {
+        for (int i = open.size() - 1; i >= 0; i--)
+        {
+            try
             {
-                host.close();
+                open.get(i).close();
             }
-            for (final Path directory : directories)
+            catch (final Exception ex)
             {
-                ShmDirectories.delete(directory);
+                say("cleanup: " + ex);
             }
         }
+        open.clear();
     }
 
     private void say(final String line)

@@ -40,7 +40,7 @@ public final class SharedTierReplayCommand implements Callable<Integer>
     List<Integer> capacities;
 
     @Option(names = "--hosts", paramLabel = "H", defaultValue = "2",
-        description = "Hosts; request i goes to host i % H (default: ${DEFAULT-VALUE}).")
+        description = "Hosts; request i goes to host i %% H (default: ${DEFAULT-VALUE}).")
     int hosts;
 
     @Option(names = "--l2", paramLabel = "SEEDS", defaultValue = SharedTierReplay.AUTO,
