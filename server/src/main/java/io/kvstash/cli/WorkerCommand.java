@@ -80,6 +80,13 @@ public final class WorkerCommand implements Callable<Integer>
             "process, so the timed replay runs compiled code (default: ${DEFAULT-VALUE}).")
     int warmupRequests;
 
+    @Option(names = "--tier-wait-ms", paramLabel = "MS", defaultValue = "0",
+        description = "Bound of each LOOKUP's wait for the server's second tier (default: 0, a plain LOOKUP).")
+    long tierWaitMs;
+
+    @Option(names = "--model", paramLabel = "NAME", description = "Model name to register (default: the replay's).")
+    String model;
+
     @Option(names = "--progress-ms", paramLabel = "MS", defaultValue = "200",
         description = "Least interval between progress lines (default: ${DEFAULT-VALUE}).")
     long progressMs;
@@ -120,7 +127,9 @@ public final class WorkerCommand implements Callable<Integer>
             .idleStrategy(null == clientWait ? null : clientWait.newIdleStrategy());
         try (KvStashClient client = KvStashClient.connect(context))
         {
-            final TraceWorker worker = new TraceWorker(client, id, (int)payloadBytes);
+            final TraceWorker worker = new TraceWorker(client, id, (int)payloadBytes)
+                .model(null == model ? TraceWorker.MODEL : model)
+                .tierWaitNs(TimeUnit.MILLISECONDS.toNanos(Math.max(0, tierWaitMs)));
             worker.register();
             out.println(TraceReplay.READY_LINE);
             out.flush();

@@ -37,6 +37,8 @@ public final class TraceWorker
     private final WorkerResult result = new WorkerResult();
     private int[] slotRangeIndex = new int[64];
     private long[] slotOffset = new long[64];
+    private String model = MODEL;
+    private long tierWaitNs;
 
     /**
      * A worker over a connected client.
@@ -66,12 +68,51 @@ public final class TraceWorker
      */
     public static Layout layoutFor(final int payloadBytes, final int chunkTokens)
     {
+        return layoutFor(MODEL, payloadBytes, chunkTokens);
+    }
+
+    /**
+     * The layout of {@link #layoutFor(int, int)} under another model name (the second tier keys chunks by it).
+     *
+     * @param model        model name.
+     * @param payloadBytes bytes of one chunk.
+     * @param chunkTokens  the server's tokens per chunk.
+     * @return the layout.
+     * @throws IllegalArgumentException as {@link #layoutFor(int, int)}.
+     */
+    public static Layout layoutFor(final String model, final int payloadBytes, final int chunkTokens)
+    {
         if (payloadBytes < ChunkPattern.MIN_LENGTH || payloadBytes % chunkTokens != 0)
         {
             throw new IllegalArgumentException("payload of " + payloadBytes + " bytes is not a multiple of the " +
                 "server's " + chunkTokens + " chunk tokens of at least " + ChunkPattern.MIN_LENGTH + " bytes");
         }
-        return Layout.of(MODEL, 1, 0, 1, payloadBytes / chunkTokens, Dtype.UINT8, true);
+        return Layout.of(model, 1, 0, 1, payloadBytes / chunkTokens, Dtype.UINT8, true);
+    }
+
+    /**
+     * Sets the model name to register instead of {@link #MODEL}; call before {@link #register()}.
+     *
+     * @param model model name.
+     * @return this.
+     */
+    public TraceWorker model(final String model)
+    {
+        this.model = model;
+        return this;
+    }
+
+    /**
+     * Makes every LOOKUP wait up to a bound for the server's second tier to read through the chunks it misses
+     * ({@link KvStashClient#lookupWaitingForTier}), so chunks another host stored come back in the same call.
+     *
+     * @param tierWaitNs bound in ns, 0 for a plain LOOKUP.
+     * @return this.
+     */
+    public TraceWorker tierWaitNs(final long tierWaitNs)
+    {
+        this.tierWaitNs = tierWaitNs;
+        return this;
     }
 
     /**
@@ -82,7 +123,7 @@ public final class TraceWorker
      */
     public ClientResponse register()
     {
-        final ClientResponse r = client.register(instanceId, layoutFor(payloadBytes, client.chunkTokens()));
+        final ClientResponse r = client.register(instanceId, layoutFor(model, payloadBytes, client.chunkTokens()));
         if (!r.isOk())
         {
             throw new IllegalStateException("REGISTER refused: " + Status.name(r.status()) + " " + r.message());
@@ -147,7 +188,8 @@ public final class TraceWorker
         }
 
         long t = System.nanoTime();
-        ClientResponse r = client.lookup(instanceId, keys, true);
+        ClientResponse r = 0 == tierWaitNs ? client.lookup(instanceId, keys, true) :
+            client.lookupWaitingForTier(instanceId, keys, true, tierWaitNs);
         result.record(WorkerResult.OP_LOOKUP, System.nanoTime() - t);
         int hits = 0;
         if (r.isOk())

@@ -22,7 +22,8 @@ public final class ChaosMain
      */
     public static CommandLine newCommandLine()
     {
-        final CommandLine commandLine = KvStashCommand.newCommandLine().addSubcommand("chaos", new ChaosCommand());
+        final CommandLine commandLine = KvStashCommand.newCommandLine().addSubcommand("chaos", new ChaosCommand())
+            .addSubcommand("tier-replay", new io.kvstash.testkit.SharedTierReplayCommand());
         // chaos is a real command here: the footer line that lists it for the server jar's help would list it twice.
         commandLine.getCommandSpec().usageMessage()
             .footer(KvStashCommand.BENCH_LINE, KvStashCommand.BENCH_LINE_2);
