@@ -4,6 +4,7 @@ import io.kvstash.client.ClientResponse;
 import io.kvstash.client.KvStashClient;
 import io.kvstash.core.StoreCounters;
 import io.kvstash.wire.ChunkKeys;
+import io.kvstash.wire.RequestType;
 import io.kvstash.wire.Status;
 import io.lettuce.core.RedisFuture;
 import io.lettuce.core.output.StatusOutput;
@@ -20,9 +21,10 @@ import java.util.zip.CRC32C;
 /**
  * Write-through, pipelined: committed chunks queue here, and up to {@link #LANES} of them are in flight at once,
  * bounded by {@link #BYTES_IN_FLIGHT_MAX} bytes. Each lane checks its chunk's key (EXISTS; the lanes filled together
- * send theirs together), then pins the chunk as the tier's client (PREPARE_RETRIEVE), copies it into the lane's
- * staging buffer behind a header, releases it (COMMIT_RETRIEVE) and sends {@code SET NX} from that buffer. Nothing
- * waits: the tier's thread polls the lanes each cycle and a completed call wakes it.
+ * send theirs together), then pins the chunk as the tier's client (PREPARE_RETRIEVE; the lanes ready together send
+ * theirs together), copies it into the lane's staging buffer behind a header, releases it (COMMIT_RETRIEVE) and
+ * sends {@code SET NX} from that buffer. The tier's thread does not wait on the cluster: it polls the lanes each
+ * cycle and a completed call wakes it.
  * <p>
  * Staging buffers are kept and reused (one per lane, grown only for a bigger chunk); a lane whose SET ran past
  * the deadline takes its buffer back through {@link L2SetNx#release()} before refilling it. An error reply of the
@@ -40,7 +42,8 @@ final class L2Writer
 
     private static final int FREE = 0;
     private static final int CHECKING = 1;
-    private static final int WRITING = 2;
+    private static final int READY = 2;
+    private static final int WRITING = 3;
 
     private final L2Link link;
     private final StoreCounters counters;
@@ -52,6 +55,9 @@ final class L2Writer
     private final UnsafeBuffer stagingView = new UnsafeBuffer(0, 0);
     private final long[] oneHi = new long[1];
     private final long[] oneLo = new long[1];
+    private final Lane[] ready = new Lane[LANES];
+    private int readyCount;
+    private KvStashClient responsesFor;
     private BiConsumer<Object, Throwable> wakeUp;
     private int queuedChunks;
     private int busyLanes;
@@ -113,12 +119,17 @@ final class L2Writer
         }
         int work = 0;
         final long nowNs = System.nanoTime();
+        readyCount = 0;
         for (final Lane lane : lanes)
         {
-            if (FREE != lane.state && link.isUp())
+            if (FREE != lane.state && READY != lane.state && link.isUp())
             {
-                work += advance(client, lane, nowNs);
+                work += advance(lane, nowNs);
             }
+        }
+        if (readyCount > 0 && link.isUp())
+        {
+            writeReady(client);
         }
         if (!link.isUp())
         {
@@ -213,7 +224,7 @@ final class L2Writer
         return true;
     }
 
-    private int advance(final KvStashClient client, final Lane lane, final long nowNs)
+    private int advance(final Lane lane, final long nowNs)
     {
         final RedisFuture<?> future = lane.future;
         final CompletableFuture<?> f = future.toCompletableFuture();
@@ -248,7 +259,8 @@ final class L2Writer
             }
             else
             {
-                write(client, lane);
+                lane.state = READY;
+                ready[readyCount++] = lane;
             }
             return 1;
         }
@@ -270,19 +282,78 @@ final class L2Writer
         return 1;
     }
 
-    private void write(final KvStashClient client, final Lane lane)
+    /**
+     * Pins the chunks of every lane whose key the cluster lacks (PREPARE_RETRIEVEs sent back to back), copies each
+     * into its lane's staging buffer, releases it (COMMIT_RETRIEVE, answers awaited at the end) and sends its SET NX
+     * at once, so the first value is on the wire while the next is copied.
+     */
+    private void writeReady(final KvStashClient client)
     {
-        final int needed = L2ValueDescriptor.HEADER_LENGTH + lane.bytes;
-        if (null == lane.staging || lane.staging.capacity() < needed)
+        if (responsesFor != client)
         {
-            lane.staging = ByteBuffer.allocateDirect(needed);
+            for (final Lane lane : lanes)
+            {
+                lane.response = client.newResponse();
+            }
+            responsesFor = client;
         }
-        if (!readFromPool(client, lane))
+        for (int j = 0; j < readyCount; j++)
         {
-            counters.add(StoreCounters.L2_WRITE_SKIPS, 1); // evicted before the tier could read it
-            free(lane);
-            return;
+            final Lane lane = ready[j];
+            oneHi[0] = lane.hi;
+            oneLo[0] = lane.lo;
+            lane.correlation = client.sendKeyed(RequestType.PREPARE_RETRIEVE, lane.layout.tierInstance,
+                ChunkKeys.ofHashes(oneHi, oneLo).withSalt(lane.salt), 0);
         }
+        for (int j = 0; j < readyCount; j++)
+        {
+            final Lane lane = ready[j];
+            final long pin = lane.correlation;
+            lane.correlation = -1;
+            if (pin < 0)
+            {
+                continue;
+            }
+            final ClientResponse r = client.await(pin, lane.response);
+            if (Status.OK != r.status() || 1 != r.slotCount())
+            {
+                continue;
+            }
+            final int needed = L2ValueDescriptor.HEADER_LENGTH + lane.bytes;
+            if (null == lane.staging || lane.staging.capacity() < needed)
+            {
+                lane.staging = ByteBuffer.allocateDirect(needed);
+            }
+            final long transfer = r.transferId();
+            stagingView.wrap(lane.staging);
+            client.readChunk(lane.layout.tierInstance, transfer, 0, lane.bytes, r.slotOffset(0), stagingView,
+                L2ValueDescriptor.HEADER_LENGTH);
+            final boolean intact = client.isStillReadable(r, 0);
+            lane.correlation = client.sendSimple(RequestType.COMMIT_RETRIEVE, lane.layout.tierInstance, transfer, 0);
+            if (intact)
+            {
+                send(lane, needed);
+            }
+        }
+        for (int j = 0; j < readyCount; j++)
+        {
+            final Lane lane = ready[j];
+            if (lane.correlation >= 0)
+            {
+                client.await(lane.correlation, lane.response);
+                lane.correlation = -1;
+            }
+            if (READY == lane.state)
+            {
+                counters.add(StoreCounters.L2_WRITE_SKIPS, 1); // evicted before the tier could read it
+                free(lane);
+            }
+        }
+        readyCount = 0;
+    }
+
+    private void send(final Lane lane, final int needed)
+    {
         final ByteBuffer staging = lane.staging;
         staging.clear().limit(needed);
         L2ValueDescriptor.writeHeader(staging, crc, lane.layout.layoutHash, lane.salt, lane.hi, lane.lo, lane.bytes);
@@ -291,29 +362,6 @@ final class L2Writer
         lane.deadlineNs = System.nanoTime() + link.timeoutNs();
         lane.future = link.commands().dispatch(CommandType.SET, new StatusOutput<>(L2Codec.INSTANCE), lane.args);
         lane.future.whenComplete(wakeUp);
-    }
-
-    /**
-     * Copies one readable chunk into the lane's staging buffer after the header, pinned while it is read.
-     */
-    private boolean readFromPool(final KvStashClient client, final Lane lane)
-    {
-        final L2Layout layout = lane.layout;
-        stagingView.wrap(lane.staging);
-        oneHi[0] = lane.hi;
-        oneLo[0] = lane.lo;
-        final ClientResponse r = client.prepareRetrieve(layout.tierInstance,
-            ChunkKeys.ofHashes(oneHi, oneLo).withSalt(lane.salt));
-        if (Status.OK != r.status() || 1 != r.slotCount())
-        {
-            return false;
-        }
-        final long transfer = r.transferId();
-        client.readChunk(layout.tierInstance, transfer, 0, lane.bytes, r.slotOffset(0), stagingView,
-            L2ValueDescriptor.HEADER_LENGTH);
-        final boolean intact = client.isStillReadable(r, 0);
-        client.commitRetrieve(layout.tierInstance, transfer);
-        return intact;
     }
 
     private void free(final Lane lane)
@@ -341,5 +389,7 @@ final class L2Writer
         RedisFuture<?> future;
         L2SetNx args;
         ByteBuffer staging;
+        ClientResponse response;
+        long correlation = -1;
     }
 }
