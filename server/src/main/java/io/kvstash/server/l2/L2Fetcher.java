@@ -146,13 +146,16 @@ final class L2Fetcher
      */
     private int reserve(final KvStashClient client, final L2Layout layout, final L2Job job, final int found)
     {
+        for (int i = 0; i < found; i++)
+        {
+            kinds[i] = NONE;
+            transfers[i] = 0;
+        }
         int sent = 0;
         for (; sent < found; sent++)
         {
             oneHi[0] = job.hi[sent];
             oneLo[0] = job.lo[sent];
-            kinds[sent] = NONE;
-            transfers[sent] = 0;
             correlations[sent] = client.sendKeyed(RequestType.PREPARE_STORE, layout.tierInstance,
                 ChunkKeys.ofHashes(oneHi, oneLo).withSalt(job.salt), 0);
             if (correlations[sent] < 0)
