@@ -32,7 +32,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 /**
- * Values that arrive after the tier's deadline, against a real Redis Cluster: host B's tier waits 1 ms for 8 MiB
+ * Values that arrive after the tier's deadline, against a real Redis Cluster: host B's tier waits 3 ms for 8 MiB
  * values, so its GETs run past the deadline and are decoded later, after the tier gave their slots back and a
  * worker stored its own chunks in every slot of the pool. The worker's chunks must stay exactly as written, and
  * whatever B serves of A's chunks must be A's bytes.
@@ -68,7 +68,7 @@ class L2LateValueTest
     void shouldNeverLetAValueDecodedAfterTheDeadlineWriteIntoASlotOrBeServed() throws Exception
     {
         try (KvStashServer a = L2Hosts.launch(temp.resolve("a"), cluster, 128L << 20, 5_000);
-            KvStashServer b = L2Hosts.launch(temp.resolve("b"), cluster, 64L << 20, 1);
+            KvStashServer b = L2Hosts.launch(temp.resolve("b"), cluster, 64L << 20, 3);
             KvStashClient ca = L2Hosts.connect(a); KvStashClient cb = L2Hosts.connect(b))
         {
             awaitUp(a);
