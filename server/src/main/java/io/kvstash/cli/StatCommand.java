@@ -221,6 +221,10 @@ public final class StatCommand implements Callable<Integer>
         row(out, "config", "alignment " + reader.configInt(ControlFileDescriptor.ALIGNMENT_OFFSET) +
             ", chunk tokens " + reader.configInt(ControlFileDescriptor.CHUNK_TOKENS_OFFSET) + ", lease " +
             Sizes.formatDuration(reader.configLong(ControlFileDescriptor.LEASE_NS_OFFSET)));
+        if (0 != reader.counter(StoreCounters.L2_STATE))
+        {
+            row(out, "second tier", secondTierLine(reader));
+        }
         out.println("counters (non-zero)");
         boolean any = false;
         final StringBuilder housekeeping = new StringBuilder();
@@ -267,6 +271,20 @@ public final class StatCommand implements Callable<Integer>
                 name.substring(dot + 1).toUpperCase(Locale.ROOT) + ".";
         }
         return "";
+    }
+
+    private static String secondTierLine(final ControlFileReader reader)
+    {
+        final long state = reader.counter(StoreCounters.L2_STATE);
+        final String[] states = {"off", "connecting", "up", "down (reconnecting once a second)"};
+        return String.format(Locale.ROOT, "%s; written %,d (%s), skipped %,d, write errors %,d; fetched %,d (%s), " +
+            "misses %,d, corrupt %,d; timeouts %,d, errors %,d",
+            state >= 0 && state < states.length ? states[(int)state] : "state " + state,
+            reader.counter(StoreCounters.L2_WRITES), Sizes.formatSize(reader.counter(StoreCounters.L2_BYTES_WRITTEN)),
+            reader.counter(StoreCounters.L2_WRITE_SKIPS), reader.counter(StoreCounters.L2_WRITE_ERRORS),
+            reader.counter(StoreCounters.L2_FETCH_HITS), Sizes.formatSize(reader.counter(StoreCounters.L2_BYTES_FETCHED)),
+            reader.counter(StoreCounters.L2_FETCH_MISSES), reader.counter(StoreCounters.L2_CORRUPT_VALUES),
+            reader.counter(StoreCounters.L2_TIMEOUTS), reader.counter(StoreCounters.L2_ERRORS));
     }
 
     private static String poolLine(final Summary summary, final String poolFile)

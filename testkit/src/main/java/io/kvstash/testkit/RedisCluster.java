@@ -110,6 +110,46 @@ public final class RedisCluster implements AutoCloseable
     }
 
     /**
+     * Sets every master's and replica's memory bound and eviction policy ({@code CONFIG SET maxmemory},
+     * {@code maxmemory-policy}), as an operator sizes a cluster; {@code 0} removes the bound.
+     *
+     * @param maxMemoryBytes bytes each node may use, 0 for no bound.
+     * @param policy         {@code allkeys-lru}, {@code noeviction}, ...
+     * @throws IOException          when a node refuses.
+     * @throws InterruptedException when interrupted.
+     */
+    public void maxMemory(final long maxMemoryBytes, final String policy) throws IOException, InterruptedException
+    {
+        for (int i = 0; i < NODES; i++)
+        {
+            nodeCli(i, "CONFIG", "SET", "maxmemory", String.valueOf(maxMemoryBytes));
+            nodeCli(i, "CONFIG", "SET", "maxmemory-policy", policy);
+        }
+    }
+
+    /**
+     * Runs {@code redis-cli} against one node (no redirections followed).
+     *
+     * @param node 0 to {@link #NODES} - 1.
+     * @param args the command and its arguments.
+     * @return its standard output, trimmed.
+     * @throws IOException          when it cannot run, fails or the node answers with an error.
+     * @throws InterruptedException when interrupted.
+     */
+    public String nodeCli(final int node, final String... args) throws IOException, InterruptedException
+    {
+        final List<String> command = new ArrayList<>(List.of("redis-cli", "-p", String.valueOf(ports[node])));
+        command.addAll(List.of(args));
+        final Process p = new ProcessBuilder(command).redirectErrorStream(true).start();
+        final String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8).trim();
+        if (!p.waitFor(10, TimeUnit.SECONDS) || 0 != p.exitValue() || out.startsWith("ERR"))
+        {
+            throw new IOException("redis-cli -p " + ports[node] + " " + String.join(" ", args) + " failed: " + out);
+        }
+        return out;
+    }
+
+    /**
      * Runs {@code redis-cli -c} against the cluster (any node; redirections followed).
      *
      * @param args the command and its arguments.

@@ -7,9 +7,9 @@ import io.netty.buffer.ByteBuf;
 import java.nio.ByteBuffer;
 
 /**
- * Keys as ASCII bytes, values as {@link ByteBuffer}s. A value is encoded straight from the tier's staging buffer
- * into the network buffer (no intermediate array); a value read is copied once out of the network buffer, which
- * Lettuce reuses after the call.
+ * Keys as ASCII bytes, values as {@link ByteBuffer}s, for the tier's small calls (EXISTS, the probe) and for
+ * routing: the tier's GETs decode into an {@link L2ValueSink} each, straight into a pool slot, and its SETs encode
+ * from a staging buffer through {@link L2SetNx}, so no value goes through {@link #decodeValue} on the data path.
  */
 final class L2Codec implements RedisCodec<byte[], ByteBuffer>, ToByteBufEncoder<byte[], ByteBuffer>
 {

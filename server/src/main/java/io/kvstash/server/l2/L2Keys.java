@@ -16,6 +16,7 @@ public final class L2Keys
 {
     /** Prefix of every key the tier writes. */
     public static final String KEY_PREFIX = "kvstash:1:";
+    private static final byte[] HEX = "0123456789abcdef".getBytes(StandardCharsets.US_ASCII);
 
     private L2Keys()
     {
@@ -74,7 +75,43 @@ public final class L2Keys
      */
     public static byte[] key(final String namespace, final long hi, final long lo)
     {
-        return String.format("%s%s:%016x%016x", KEY_PREFIX, namespace, hi, lo).getBytes(StandardCharsets.US_ASCII);
+        return key(keyPrefix(namespace), hi, lo);
+    }
+
+    /**
+     * The bytes every key of a namespace starts with: {@code kvstash:1:<namespace>:}.
+     *
+     * @param namespace {@link #namespace(Layout, long)}.
+     * @return ASCII bytes.
+     */
+    public static byte[] keyPrefix(final String namespace)
+    {
+        return (KEY_PREFIX + namespace + ":").getBytes(StandardCharsets.US_ASCII);
+    }
+
+    /**
+     * The key of one chunk after a namespace's prefix, without formatting: one array, the key itself.
+     *
+     * @param prefix {@link #keyPrefix(String)}.
+     * @param hi     high 64 bits of the chunk hash.
+     * @param lo     low 64 bits of the chunk hash.
+     * @return ASCII key bytes.
+     */
+    public static byte[] key(final byte[] prefix, final long hi, final long lo)
+    {
+        final byte[] key = new byte[prefix.length + 32];
+        System.arraycopy(prefix, 0, key, 0, prefix.length);
+        hex(key, prefix.length, hi);
+        hex(key, prefix.length + 16, lo);
+        return key;
+    }
+
+    private static void hex(final byte[] out, final int offset, final long value)
+    {
+        for (int i = 0; i < 16; i++)
+        {
+            out[offset + i] = HEX[(int)(value >>> (60 - 4 * i)) & 0xF];
+        }
     }
 
     /**

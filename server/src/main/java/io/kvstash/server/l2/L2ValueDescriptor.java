@@ -65,14 +65,28 @@ public final class L2ValueDescriptor
 
     /** Check outcome: the value is good. */
     public static final int VALID = 0;
-    /** Check outcome: shorter than a header, or its length disagrees with the header's. */
+    /** Check outcome: shorter than a header, or its length is not the header's plus the payload length. */
     public static final int TRUNCATED = 1;
-    /** Check outcome: wrong magic, version or header checksum. */
-    public static final int BAD_HEADER = 2;
-    /** Check outcome: another layout, salt or key. */
-    public static final int OTHER_CHUNK = 3;
+    /** Check outcome: the magic is not "KVS2". */
+    public static final int BAD_MAGIC = 2;
+    /** Check outcome: a format version this reader does not know. */
+    public static final int BAD_VERSION = 3;
+    /** Check outcome: the header's checksum does not hold. */
+    public static final int BAD_HEADER_CHECKSUM = 4;
+    /** Check outcome: stored by a host with another layout for the same identity. */
+    public static final int OTHER_LAYOUT = 5;
+    /** Check outcome: another cache salt. */
+    public static final int OTHER_SALT = 6;
+    /** Check outcome: another chunk's key. */
+    public static final int OTHER_KEY = 7;
+    /** Check outcome: a payload length other than the layout's chunk bytes. */
+    public static final int OTHER_LENGTH = 8;
     /** Check outcome: the payload's checksum does not hold. */
-    public static final int BAD_CHECKSUM = 4;
+    public static final int BAD_CHECKSUM = 9;
+
+    private static final String[] OUTCOMES = {
+        "VALID", "TRUNCATED", "BAD_MAGIC", "BAD_VERSION", "BAD_HEADER_CHECKSUM", "OTHER_LAYOUT", "OTHER_SALT",
+        "OTHER_KEY", "OTHER_LENGTH", "BAD_CHECKSUM"};
 
     private L2ValueDescriptor()
     {
@@ -81,7 +95,8 @@ public final class L2ValueDescriptor
     /**
      * Writes the header in front of a payload already at {@link #HEADER_LENGTH}.
      *
-     * @param value         buffer whose position 0 is the value's start; its payload is in place.
+     * @param value         buffer whose index 0 is the value's start; its payload is in place (nothing is allocated,
+     *                      its position and limit are kept).
      * @param crc           a checksum to reuse (reset here).
      * @param layoutHash    {@link L2Keys#layoutHash}.
      * @param salt          cache salt.
@@ -98,23 +113,23 @@ public final class L2ValueDescriptor
         final long lo,
         final int payloadLength)
     {
-        final ByteBuffer v = value.duplicate().order(ByteOrder.LITTLE_ENDIAN);
-        v.putInt(MAGIC_OFFSET, MAGIC);
-        v.putInt(VERSION_OFFSET, VERSION);
-        v.putLong(LAYOUT_HASH_OFFSET, layoutHash);
-        v.putLong(SALT_OFFSET, salt);
-        v.putLong(KEY_HI_OFFSET, hi);
-        v.putLong(KEY_LO_OFFSET, lo);
-        v.putLong(PAYLOAD_LENGTH_OFFSET, payloadLength);
-        v.putInt(PAYLOAD_CRC_OFFSET, checksum(crc, v, HEADER_LENGTH, payloadLength));
-        v.putInt(HEADER_CRC_OFFSET, checksum(crc, v, 0, HEADER_CRC_OFFSET));
-        v.putLong(HEADER_CRC_OFFSET + 4, 0);
+        putInt(value, MAGIC_OFFSET, MAGIC);
+        putInt(value, VERSION_OFFSET, VERSION);
+        putLong(value, LAYOUT_HASH_OFFSET, layoutHash);
+        putLong(value, SALT_OFFSET, salt);
+        putLong(value, KEY_HI_OFFSET, hi);
+        putLong(value, KEY_LO_OFFSET, lo);
+        putLong(value, PAYLOAD_LENGTH_OFFSET, payloadLength);
+        putInt(value, PAYLOAD_CRC_OFFSET, checksum(crc, value, HEADER_LENGTH, payloadLength));
+        putInt(value, HEADER_CRC_OFFSET, checksum(crc, value, 0, HEADER_CRC_OFFSET));
+        putLong(value, HEADER_CRC_OFFSET + 4, 0);
     }
 
     /**
-     * Checks a value read from the cluster.
+     * Checks a value read from the cluster without copying it or allocating: the header's fields, in the order
+     * of the outcomes' numbers, then the payload's checksum.
      *
-     * @param value      the value, from its position to its limit.
+     * @param value      the value, from its position to its limit (both as they were on return).
      * @param crc        a checksum to reuse.
      * @param layoutHash expected layout hash.
      * @param salt       expected salt.
@@ -132,33 +147,93 @@ public final class L2ValueDescriptor
         final long lo,
         final long chunkBytes)
     {
-        final ByteBuffer v = value.slice().order(ByteOrder.LITTLE_ENDIAN);
-        if (v.remaining() < HEADER_LENGTH)
+        final int start = value.position();
+        final int length = value.remaining();
+        if (length < HEADER_LENGTH)
         {
             return TRUNCATED;
         }
-        if (MAGIC != v.getInt(MAGIC_OFFSET) || VERSION != v.getInt(VERSION_OFFSET) ||
-            v.getInt(HEADER_CRC_OFFSET) != checksum(crc, v, 0, HEADER_CRC_OFFSET))
+        if (MAGIC != getInt(value, start + MAGIC_OFFSET))
         {
-            return BAD_HEADER;
+            return BAD_MAGIC;
         }
-        final long length = v.getLong(PAYLOAD_LENGTH_OFFSET);
-        if (length != v.remaining() - HEADER_LENGTH)
+        if (VERSION != getInt(value, start + VERSION_OFFSET))
+        {
+            return BAD_VERSION;
+        }
+        if (getInt(value, start + HEADER_CRC_OFFSET) != checksum(crc, value, start, HEADER_CRC_OFFSET))
+        {
+            return BAD_HEADER_CHECKSUM;
+        }
+        if (layoutHash != getLong(value, start + LAYOUT_HASH_OFFSET))
+        {
+            return OTHER_LAYOUT;
+        }
+        if (salt != getLong(value, start + SALT_OFFSET))
+        {
+            return OTHER_SALT;
+        }
+        if (hi != getLong(value, start + KEY_HI_OFFSET) || lo != getLong(value, start + KEY_LO_OFFSET))
+        {
+            return OTHER_KEY;
+        }
+        final long payloadLength = getLong(value, start + PAYLOAD_LENGTH_OFFSET);
+        if (payloadLength != chunkBytes)
+        {
+            return OTHER_LENGTH;
+        }
+        if (payloadLength != length - HEADER_LENGTH)
         {
             return TRUNCATED;
         }
-        if (layoutHash != v.getLong(LAYOUT_HASH_OFFSET) || salt != v.getLong(SALT_OFFSET) ||
-            hi != v.getLong(KEY_HI_OFFSET) || lo != v.getLong(KEY_LO_OFFSET) || length != chunkBytes)
-        {
-            return OTHER_CHUNK;
-        }
-        return v.getInt(PAYLOAD_CRC_OFFSET) == checksum(crc, v, HEADER_LENGTH, (int)length) ? VALID : BAD_CHECKSUM;
+        return getInt(value, start + PAYLOAD_CRC_OFFSET) ==
+            checksum(crc, value, start + HEADER_LENGTH, (int)payloadLength) ? VALID : BAD_CHECKSUM;
     }
 
+    /**
+     * The name of a check outcome, for messages.
+     *
+     * @param outcome {@link #VALID} or a reason.
+     * @return its name.
+     */
+    public static String outcomeName(final int outcome)
+    {
+        return outcome >= 0 && outcome < OUTCOMES.length ? OUTCOMES[outcome] : "UNKNOWN(" + outcome + ")";
+    }
+
+    /**
+     * CRC32C of {@code length} bytes at {@code offset}; the buffer's position and limit are restored.
+     */
     private static int checksum(final CRC32C crc, final ByteBuffer v, final int offset, final int length)
     {
+        final int position = v.position();
+        final int limit = v.limit();
         crc.reset();
-        crc.update(v.duplicate().limit(offset + length).position(offset));
+        v.limit(offset + length).position(offset);
+        crc.update(v);
+        v.limit(limit).position(position);
         return (int)crc.getValue();
+    }
+
+    private static void putInt(final ByteBuffer v, final int index, final int value)
+    {
+        v.putInt(index, ByteOrder.LITTLE_ENDIAN == v.order() ? value : Integer.reverseBytes(value));
+    }
+
+    private static void putLong(final ByteBuffer v, final int index, final long value)
+    {
+        v.putLong(index, ByteOrder.LITTLE_ENDIAN == v.order() ? value : Long.reverseBytes(value));
+    }
+
+    private static int getInt(final ByteBuffer v, final int index)
+    {
+        final int raw = v.getInt(index);
+        return ByteOrder.LITTLE_ENDIAN == v.order() ? raw : Integer.reverseBytes(raw);
+    }
+
+    private static long getLong(final ByteBuffer v, final int index)
+    {
+        final long raw = v.getLong(index);
+        return ByteOrder.LITTLE_ENDIAN == v.order() ? raw : Long.reverseBytes(raw);
     }
 }

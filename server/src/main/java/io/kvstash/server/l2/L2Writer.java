@@ -1,0 +1,395 @@
+package io.kvstash.server.l2;
+
+import io.kvstash.client.ClientResponse;
+import io.kvstash.client.KvStashClient;
+import io.kvstash.core.StoreCounters;
+import io.kvstash.wire.ChunkKeys;
+import io.kvstash.wire.RequestType;
+import io.kvstash.wire.Status;
+import io.lettuce.core.RedisFuture;
+import io.lettuce.core.output.StatusOutput;
+import io.lettuce.core.protocol.CommandType;
+import org.agrona.ErrorHandler;
+import org.agrona.concurrent.UnsafeBuffer;
+
+import java.nio.ByteBuffer;
+import java.util.ArrayDeque;
+import java.util.concurrent.CompletableFuture;
+import java.util.function.BiConsumer;
+import java.util.zip.CRC32C;
+
+/**
+ * Write-through, pipelined: committed chunks queue here, and up to {@link #LANES} of them are in flight at once,
+ * bounded by {@link #BYTES_IN_FLIGHT_MAX} bytes. Each lane checks its chunk's key (EXISTS; the lanes filled together
+ * send theirs together), then pins the chunk as the tier's client (PREPARE_RETRIEVE; the lanes ready together send
+ * theirs together), copies it into the lane's staging buffer behind a header, releases it (COMMIT_RETRIEVE) and
+ * sends {@code SET NX} from that buffer. The tier's thread does not wait on the cluster: it polls the lanes each
+ * cycle and a completed call wakes it.
+ * <p>
+ * Staging buffers are kept and reused (one per lane, grown only for a bigger chunk); a lane whose SET ran past
+ * the deadline takes its buffer back through {@link L2SetNx#release()} before refilling it. An error reply of the
+ * cluster (out of memory under {@code noeviction}) is a counted write error and the lane moves on; timeouts and
+ * connection failures also count toward the tier going down (see {@link L2Link}).
+ * <p>
+ * Owner: the tier's thread.
+ */
+final class L2Writer
+{
+    /** Chunks in flight at most. */
+    static final int LANES = 8;
+    /** Bytes of chunks in flight at most (a single chunk bigger than this still goes, alone). */
+    static final long BYTES_IN_FLIGHT_MAX = 64L << 20;
+
+    private static final int FREE = 0;
+    private static final int CHECKING = 1;
+    private static final int READY = 2;
+    private static final int WRITING = 3;
+
+    private final L2Link link;
+    private final StoreCounters counters;
+    private final ErrorHandler errorHandler;
+    private final ArrayDeque<L2Job> jobPool;
+    private final ArrayDeque<L2Job> queue = new ArrayDeque<>();
+    private final Lane[] lanes = new Lane[LANES];
+    private final CRC32C crc = new CRC32C();
+    private final UnsafeBuffer stagingView = new UnsafeBuffer(0, 0);
+    private final long[] oneHi = new long[1];
+    private final long[] oneLo = new long[1];
+    private final Lane[] ready = new Lane[LANES];
+    private int readyCount;
+    private KvStashClient responsesFor;
+    private BiConsumer<Object, Throwable> wakeUp;
+    private int queuedChunks;
+    private int busyLanes;
+    private long bytesInFlight;
+
+    L2Writer(final L2Link link, final StoreCounters counters, final ErrorHandler errorHandler,
+        final ArrayDeque<L2Job> jobPool)
+    {
+        this.link = link;
+        this.counters = counters;
+        this.errorHandler = errorHandler;
+        this.jobPool = jobPool;
+        for (int i = 0; i < LANES; i++)
+        {
+            lanes[i] = new Lane();
+        }
+    }
+
+    /**
+     * Queues a committed store's chunks, or counts them as write errors beyond
+     * {@link L2Tier#WRITE_QUEUE_CHUNKS_MAX}.
+     *
+     * @param job the chunks; the writer returns it to the job pool when done.
+     */
+    void queue(final L2Job job)
+    {
+        if (queuedChunks + job.count > L2Tier.WRITE_QUEUE_CHUNKS_MAX)
+        {
+            counters.add(StoreCounters.L2_WRITE_ERRORS, job.count);
+            jobPool.add(job);
+            return;
+        }
+        queuedChunks += job.count;
+        queue.add(job);
+    }
+
+    /**
+     * Whether nothing is queued or in flight.
+     *
+     * @return true when idle.
+     */
+    boolean isIdle()
+    {
+        return 0 == busyLanes && queue.isEmpty();
+    }
+
+    /**
+     * One cycle: completes the lanes whose calls are done or past their deadline, then fills free lanes.
+     *
+     * @param client the tier's client of its own server.
+     * @return work done.
+     */
+    int poll(final KvStashClient client)
+    {
+        if (null == wakeUp)
+        {
+            final Thread tier = Thread.currentThread();
+            wakeUp = (v, e) -> java.util.concurrent.locks.LockSupport.unpark(tier);
+        }
+        int work = 0;
+        final long nowNs = System.nanoTime();
+        readyCount = 0;
+        for (final Lane lane : lanes)
+        {
+            if (FREE != lane.state && READY != lane.state && link.isUp())
+            {
+                work += advance(lane, nowNs);
+            }
+        }
+        if (readyCount > 0 && link.isUp())
+        {
+            writeReady(client);
+        }
+        if (!link.isUp())
+        {
+            return work + drop();
+        }
+        for (int i = 0; i < LANES && !queue.isEmpty(); i++)
+        {
+            if (FREE == lanes[i].state)
+            {
+                if (!start(client, lanes[i]))
+                {
+                    break;
+                }
+                work++;
+            }
+        }
+        return work;
+    }
+
+    /**
+     * Drops everything queued and in flight as write errors (the tier went down or stops).
+     *
+     * @return chunks dropped.
+     */
+    int drop()
+    {
+        int dropped = 0;
+        for (final Lane lane : lanes)
+        {
+            if (FREE != lane.state)
+            {
+                if (WRITING == lane.state)
+                {
+                    lane.args.release();
+                }
+                if (null != lane.future)
+                {
+                    lane.future.cancel(true);
+                }
+                counters.add(StoreCounters.L2_WRITE_ERRORS, 1);
+                free(lane);
+                dropped++;
+            }
+        }
+        L2Job job;
+        while (null != (job = queue.poll()))
+        {
+            final int left = job.count - job.next;
+            counters.add(StoreCounters.L2_WRITE_ERRORS, left);
+            dropped += left;
+            jobPool.add(job);
+        }
+        queuedChunks = 0;
+        return dropped;
+    }
+
+    private boolean start(final KvStashClient client, final Lane lane)
+    {
+        final L2Job job = queue.peek();
+        final L2Layout layout = job.layout;
+        if (!layout.ensureRegistered(client, errorHandler))
+        {
+            final int left = job.count - job.next;
+            counters.add(StoreCounters.L2_WRITE_ERRORS, left);
+            queuedChunks -= left;
+            jobPool.add(queue.poll());
+            return true;
+        }
+        final int chunkBytes = layout.chunkBytes();
+        if (busyLanes > 0 && bytesInFlight + chunkBytes > BYTES_IN_FLIGHT_MAX)
+        {
+            return false;
+        }
+        final int i = job.next++;
+        queuedChunks--;
+        lane.layout = layout;
+        lane.salt = job.salt;
+        lane.hi = job.hi[i];
+        lane.lo = job.lo[i];
+        if (job.next >= job.count)
+        {
+            jobPool.add(queue.poll());
+        }
+        lane.key = layout.key(lane.salt, lane.hi, lane.lo);
+        lane.bytes = chunkBytes;
+        lane.state = CHECKING;
+        lane.deadlineNs = System.nanoTime() + link.timeoutNs();
+        lane.future = link.commands().exists(lane.key);
+        lane.future.whenComplete(wakeUp);
+        busyLanes++;
+        bytesInFlight += chunkBytes;
+        return true;
+    }
+
+    private int advance(final Lane lane, final long nowNs)
+    {
+        final RedisFuture<?> future = lane.future;
+        final CompletableFuture<?> f = future.toCompletableFuture();
+        if (!f.isDone())
+        {
+            if (nowNs - lane.deadlineNs < 0)
+            {
+                return 0;
+            }
+            if (WRITING == lane.state)
+            {
+                lane.args.release();
+            }
+            future.cancel(true);
+            link.timedOut();
+            counters.add(StoreCounters.L2_WRITE_ERRORS, 1);
+            free(lane);
+            return 1;
+        }
+        final boolean answered = link.settle(future);
+        if (CHECKING == lane.state)
+        {
+            if (!answered)
+            {
+                counters.add(StoreCounters.L2_WRITE_ERRORS, 1);
+                free(lane);
+            }
+            else if (0 != (Long)f.getNow(null))
+            {
+                counters.add(StoreCounters.L2_WRITE_SKIPS, 1);
+                free(lane);
+            }
+            else
+            {
+                lane.state = READY;
+                ready[readyCount++] = lane;
+            }
+            return 1;
+        }
+        lane.args.release();
+        if (!answered)
+        {
+            counters.add(StoreCounters.L2_WRITE_ERRORS, 1);
+        }
+        else if (null == f.getNow(null))
+        {
+            counters.add(StoreCounters.L2_WRITE_SKIPS, 1); // another host wrote it first (NX)
+        }
+        else
+        {
+            counters.add(StoreCounters.L2_WRITES, 1);
+            counters.add(StoreCounters.L2_BYTES_WRITTEN, lane.bytes);
+        }
+        free(lane);
+        return 1;
+    }
+
+    /**
+     * Pins the chunks of every lane whose key the cluster lacks (PREPARE_RETRIEVEs sent back to back), copies each
+     * into its lane's staging buffer, releases it (COMMIT_RETRIEVE, answers awaited at the end) and sends its SET NX
+     * at once, so the first value is on the wire while the next is copied.
+     */
+    private void writeReady(final KvStashClient client)
+    {
+        if (responsesFor != client)
+        {
+            for (final Lane lane : lanes)
+            {
+                lane.response = client.newResponse();
+            }
+            responsesFor = client;
+        }
+        for (int j = 0; j < readyCount; j++)
+        {
+            final Lane lane = ready[j];
+            oneHi[0] = lane.hi;
+            oneLo[0] = lane.lo;
+            lane.correlation = client.sendKeyed(RequestType.PREPARE_RETRIEVE, lane.layout.tierInstance,
+                ChunkKeys.ofHashes(oneHi, oneLo).withSalt(lane.salt), 0);
+        }
+        for (int j = 0; j < readyCount; j++)
+        {
+            final Lane lane = ready[j];
+            final long pin = lane.correlation;
+            lane.correlation = -1;
+            if (pin < 0)
+            {
+                continue;
+            }
+            final ClientResponse r = client.await(pin, lane.response);
+            if (Status.OK != r.status() || 1 != r.slotCount())
+            {
+                continue;
+            }
+            final int needed = L2ValueDescriptor.HEADER_LENGTH + lane.bytes;
+            if (null == lane.staging || lane.staging.capacity() < needed)
+            {
+                lane.staging = ByteBuffer.allocateDirect(needed);
+            }
+            final long transfer = r.transferId();
+            stagingView.wrap(lane.staging);
+            client.readChunk(lane.layout.tierInstance, transfer, 0, lane.bytes, r.slotOffset(0), stagingView,
+                L2ValueDescriptor.HEADER_LENGTH);
+            final boolean intact = client.isStillReadable(r, 0);
+            lane.correlation = client.sendSimple(RequestType.COMMIT_RETRIEVE, lane.layout.tierInstance, transfer, 0);
+            if (intact)
+            {
+                send(lane, needed);
+            }
+        }
+        for (int j = 0; j < readyCount; j++)
+        {
+            final Lane lane = ready[j];
+            if (lane.correlation >= 0)
+            {
+                client.await(lane.correlation, lane.response);
+                lane.correlation = -1;
+            }
+            if (READY == lane.state)
+            {
+                counters.add(StoreCounters.L2_WRITE_SKIPS, 1); // evicted before the tier could read it
+                free(lane);
+            }
+        }
+        readyCount = 0;
+    }
+
+    private void send(final Lane lane, final int needed)
+    {
+        final ByteBuffer staging = lane.staging;
+        staging.clear().limit(needed);
+        L2ValueDescriptor.writeHeader(staging, crc, lane.layout.layoutHash, lane.salt, lane.hi, lane.lo, lane.bytes);
+        lane.args = new L2SetNx(lane.key, staging);
+        lane.state = WRITING;
+        lane.deadlineNs = System.nanoTime() + link.timeoutNs();
+        lane.future = link.commands().dispatch(CommandType.SET, new StatusOutput<>(L2Codec.INSTANCE), lane.args);
+        lane.future.whenComplete(wakeUp);
+    }
+
+    private void free(final Lane lane)
+    {
+        lane.state = FREE;
+        lane.future = null;
+        lane.args = null;
+        lane.key = null;
+        lane.layout = null;
+        busyLanes--;
+        bytesInFlight -= lane.bytes;
+    }
+
+    /** One chunk in flight and its staging buffer (kept). */
+    private static final class Lane
+    {
+        int state = FREE;
+        L2Layout layout;
+        long salt;
+        long hi;
+        long lo;
+        int bytes;
+        byte[] key;
+        long deadlineNs;
+        RedisFuture<?> future;
+        L2SetNx args;
+        ByteBuffer staging;
+        ClientResponse response;
+        long correlation = -1;
+    }
+}

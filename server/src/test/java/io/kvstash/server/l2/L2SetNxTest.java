@@ -1,0 +1,74 @@
+package io.kvstash.server.l2;
+
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.Unpooled;
+import org.junit.jupiter.api.Test;
+
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+
+/**
+ * The write-through SET's arguments as they go on the wire: {@code key value NX} from the staging buffer, the same
+ * again on a second encoding (a MOVED redirection), and once the tier took its buffer back, a command the cluster
+ * refuses without reading the buffer.
+ */
+class L2SetNxTest
+{
+    private static final byte[] KEY = "kvstash:1:00ff:abc".getBytes(StandardCharsets.US_ASCII);
+
+    @Test
+    void shouldEncodeKeyValueAndNxFromTheStagingBufferLeavingItsPosition()
+    {
+        final ByteBuffer value = staging("0123456789");
+        final L2SetNx args = new L2SetNx(KEY, value);
+        assertEquals(3, args.count());
+        final String expected = "$18\r\nkvstash:1:00ff:abc\r\n$10\r\n0123456789\r\n$2\r\nNX\r\n";
+        assertEquals(expected, encode(args));
+        assertEquals(0, value.position());
+        assertEquals(expected, encode(args), "encoded again after a redirection");
+    }
+
+    @Test
+    void shouldEncodeAnEmptyAndALongValue()
+    {
+        assertEquals("$18\r\nkvstash:1:00ff:abc\r\n$0\r\n\r\n$2\r\nNX\r\n", encode(new L2SetNx(KEY, staging(""))));
+        final String longValue = "x".repeat(1_234_567);
+        final String encoded = encode(new L2SetNx(KEY, staging(longValue)));
+        assertEquals("$18\r\nkvstash:1:00ff:abc\r\n$1234567\r\n", encoded.substring(0, 35));
+    }
+
+    @Test
+    void shouldNeverReadTheBufferOnceReleasedAndSendACommandTheClusterRefuses()
+    {
+        final ByteBuffer value = staging("secret");
+        final L2SetNx args = new L2SetNx(KEY, value);
+        args.release();
+        value.put(0, (byte)'S'); // the tier refills its buffer
+        assertEquals("$18\r\nkvstash:1:00ff:abc\r\n$0\r\n\r\n$2\r\nEX\r\n", encode(args));
+        args.release();
+    }
+
+    private static ByteBuffer staging(final String content)
+    {
+        final byte[] bytes = content.getBytes(StandardCharsets.US_ASCII);
+        final ByteBuffer buffer = ByteBuffer.allocateDirect(bytes.length + 16);
+        buffer.put(bytes).flip();
+        return buffer;
+    }
+
+    private static String encode(final L2SetNx args)
+    {
+        final ByteBuf buf = Unpooled.buffer();
+        try
+        {
+            args.encode(buf);
+            return buf.toString(StandardCharsets.US_ASCII);
+        }
+        finally
+        {
+            buf.release();
+        }
+    }
+}
