@@ -173,14 +173,15 @@ final class L2Runs
     }
 
     /**
-     * Waits until a run of chunks is readable: the read-through a LOOKUP's miss starts has stored them.
-     * The client's LOOKUP that waits on the tier replaces the loop with one call.
+     * Waits until a run of chunks is readable: a LOOKUP that waits for the read-through its miss starts, as a
+     * worker would send it; asked again (a new read-through) only when one did not bring the whole run.
      */
     private static void awaitReadable(final KvStashClient client, final ChunkKeys keys, final int chunks)
     {
         final long deadline = System.nanoTime() + WAIT_NS;
         ClientResponse r;
-        while ((r = client.lookup(INSTANCE, keys, false)).hitChunks() < chunks)
+        while ((r = client.lookupWaitingForTier(INSTANCE, keys, false, Math.max(0, deadline - System.nanoTime())))
+            .hitChunks() < chunks)
         {
             if (!r.isOk())
             {
