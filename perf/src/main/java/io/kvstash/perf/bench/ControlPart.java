@@ -7,6 +7,7 @@ import io.kvstash.pipeline.WaitMode;
 import io.kvstash.server.KvStashServer;
 import io.kvstash.server.ServerContext;
 import io.kvstash.tools.ShmDirectories;
+import io.kvstash.tools.WorkerResult;
 import io.kvstash.wire.RequestType;
 import org.HdrHistogram.Histogram;
 import org.agrona.concurrent.AgentRunner;
@@ -28,6 +29,9 @@ import java.util.function.Consumer;
  */
 final class ControlPart
 {
+    /** Keys of the eviction comparison's control runs, cycling far beyond any policy's reach. */
+    static final int EVICTION_KEYS = 1 << 20;
+
     private ControlPart()
     {
     }
@@ -66,11 +70,19 @@ final class ControlPart
         final Map<String, Object> control = control(worker, work, waitMode, common, settings, results, false,
             ThreadingMode.SHARED, EvictionPolicy.LRU);
         Map<String, Object> controlEviction = null;
+        Map<String, Object> controlWideLru = null;
         if (EvictionPolicy.LRU != settings.eviction)
         {
-            progress.accept("control, " + waitMode + ": the same with the server's eviction " +
-                settings.eviction.label() + " (the run above is lru)");
-            controlEviction = control(worker, work, waitMode, common, settings, null, false, ThreadingMode.SHARED,
+            // Keys that come round only after many pools' worth, so a policy that keeps some chunks longer than
+            // exact LRU rarely finds a key still held (a prepare with nothing to reserve is no pair): lru and the
+            // policy each against the same wide key cycle, back to back.
+            final Map<String, Object> wide = new LinkedHashMap<>(common);
+            wide.put("keys", EVICTION_KEYS);
+            progress.accept("control, " + waitMode + ": lru and then eviction " + settings.eviction.label() +
+                ", keys cycling every " + EVICTION_KEYS + " stores");
+            controlWideLru = control(worker, work, waitMode, wide, settings, null, false, ThreadingMode.SHARED,
+                EvictionPolicy.LRU);
+            controlEviction = control(worker, work, waitMode, wide, settings, null, false, ThreadingMode.SHARED,
                 settings.eviction);
         }
         progress.accept("control, " + waitMode + ": the same with the journal on (serve --capture into " + work +
@@ -90,7 +102,18 @@ final class ControlPart
         if (null != controlEviction)
         {
             results.addControlVariant(results.controlEviction, "control eviction", waitMode, controlEviction, "lru");
-            results.controlEviction.get(waitMode).put("eviction", settings.eviction.label());
+            final Map<String, Object> s = results.controlEviction.get(waitMode);
+            final double lruPairs = ((Number)controlWideLru.get("pairs_per_s")).doubleValue();
+            final double lruP50 = WorkerResult.decode((String)controlWideLru.get("latency"))
+                .getValueAtPercentile(50) / 1e3;
+            s.put("eviction", settings.eviction.label());
+            s.put("keys", controlEviction.get("keys"));
+            s.put("lru_pairs_per_s", lruPairs);
+            s.put("lru_p50_us", lruP50);
+            s.put("pairs_per_s_vs_lru", ((Number)s.get("pairs_per_s")).doubleValue() / lruPairs);
+            s.put("p50_vs_lru", ((Number)s.get("p50_us")).doubleValue() / lruP50);
+            s.put("held_key_prepares", controlEviction.get("held_key_prepares"));
+            s.put("lru_held_key_prepares", controlWideLru.get("held_key_prepares"));
         }
     }
 

@@ -104,9 +104,15 @@ final class ControlRun
             {
                 throw new IllegalStateException("register failed: " + registered);
             }
-            final KvStashPairs pairs = new KvStashPairs(client, registered.slotCapacity() + 4096, waitMode);
+            final Object wideKeys = c.get("keys");
+            final int keyCount = wideKeys instanceof Number ?
+                Math.max(((Number)wideKeys).intValue(), registered.slotCapacity() + 4096) :
+                registered.slotCapacity() + 4096;
+            final KvStashPairs pairs = new KvStashPairs(client, keyCount, waitMode);
             final Map<String, Object> result = measure("control " + waitMode, pairs, c, progress);
             result.put("orphans", client.orphanResponses());
+            result.put("keys", keyCount);
+            result.put("held_key_prepares", pairs.heldKeyPrepares);
             return result;
         }
     }
@@ -251,6 +257,7 @@ final class ControlRun
         private int pendingHead;
         private int pendingTail;
         private int cursor;
+        long heldKeyPrepares;
 
         KvStashPairs(final KvStashClient client, final int keyCount, final String waitMode)
         {
@@ -278,6 +285,7 @@ final class ControlRun
             while (prepared.isOk() && 0 == prepared.transferId())
             {
                 // A policy other than exact LRU may still hold a key of the cycle: nothing to reserve, next key.
+                heldKeyPrepares++;
                 prepared = client.prepareStore(1, nextKey());
             }
             if (!prepared.isOk() || 1 != prepared.slotCount())
@@ -331,6 +339,7 @@ final class ControlRun
             if (RequestType.PREPARE_STORE == response.requestType() && 0 == response.transferId())
             {
                 // The key is still held (a policy other than exact LRU): no pair; the window sends another.
+                heldKeyPrepares++;
                 inFlight--;
             }
             else if (RequestType.PREPARE_STORE == response.requestType())
