@@ -1,7 +1,6 @@
 package io.kvstash.chaos;
 
 import io.kvstash.tools.Json;
-import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -14,7 +13,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * The quick profile of every reliability suite with real worker and server processes: what the
  * suites promise, asserted; how fast things happened is reported, never asserted.
  */
-@Tag("slow")
 @Timeout(300)
 class ChaosQuickTest
 {
