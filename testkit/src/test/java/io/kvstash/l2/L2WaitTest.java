@@ -1,13 +1,11 @@
 package io.kvstash.l2;
 
-import io.kvstash.client.ClientContext;
 import io.kvstash.client.ClientResponse;
 import io.kvstash.client.KvStashClient;
 import io.kvstash.core.StoreContext;
 import io.kvstash.core.StoreCounters;
 import io.kvstash.server.KvStashServer;
 import io.kvstash.server.ServerContext;
-import io.kvstash.server.l2.L2Tier;
 import io.kvstash.testkit.RedisCluster;
 import io.kvstash.wire.ChunkKeys;
 import io.kvstash.wire.RequestFlags;
@@ -26,10 +24,16 @@ import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 
 import java.nio.file.Path;
-import java.util.SplittableRandom;
 import java.util.concurrent.TimeUnit;
-import java.util.function.BooleanSupplier;
 
+import static io.kvstash.l2.L2Hosts.await;
+import static io.kvstash.l2.L2Hosts.awaitUp;
+import static io.kvstash.l2.L2Hosts.connect;
+import static io.kvstash.l2.L2Hosts.keys;
+import static io.kvstash.l2.L2Hosts.pattern;
+import static io.kvstash.l2.L2Hosts.register;
+import static io.kvstash.l2.L2Hosts.store;
+import static io.kvstash.l2.L2Hosts.verify;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -80,8 +84,8 @@ class L2WaitTest
             awaitUp(a);
             awaitUp(b);
             assertTrue(cb.secondTier(), "the control file says the tier is on");
-            register(ca, 1);
-            register(cb, 2);
+            register(ca, 1, LAYOUT);
+            register(cb, 2, LAYOUT);
             final ChunkKeys keys = keys(8);
             final int chunkBytes = store(ca, 1, keys, 11);
             await(() -> a.counters().get(StoreCounters.L2_WRITES) >= 8, "host A wrote its chunks through");
@@ -105,8 +109,8 @@ class L2WaitTest
         {
             awaitUp(a);
             awaitUp(b);
-            register(ca, 1);
-            register(cb, 2);
+            register(ca, 1, LAYOUT);
+            register(cb, 2, LAYOUT);
             final ChunkKeys keys = keys(6);
             final int chunkBytes = store(ca, 1, keys, 12);
             await(() -> a.counters().get(StoreCounters.L2_WRITES) >= 6, "host A wrote its chunks through");
@@ -152,7 +156,7 @@ class L2WaitTest
         try (KvStashServer b = launch("b", true); KvStashClient cb = connect(b))
         {
             awaitUp(b);
-            register(cb, 2);
+            register(cb, 2, LAYOUT);
             final long fetchMisses = b.counters().get(StoreCounters.L2_FETCH_MISSES);
             final long startNs = System.nanoTime();
             final ClientResponse r = cb.lookupWaitingForTier(2, keys(4), true, BOUND_NS);
@@ -175,7 +179,7 @@ class L2WaitTest
         try (KvStashServer plain = launch("plain", false); KvStashClient c = connect(plain))
         {
             assertFalse(c.secondTier());
-            register(c, 3);
+            register(c, 3, LAYOUT);
             final ChunkKeys keys = keys(4);
             final int lookupsOk = StoreCounters.requestId(RequestType.LOOKUP, Status.OK);
             final long before = plain.counters().get(lookupsOk);
@@ -200,7 +204,7 @@ class L2WaitTest
     {
         try (KvStashServer b = launch("b", true); KvStashClient cb = connect(b))
         {
-            register(cb, 2);
+            register(cb, 2, LAYOUT);
             final ChunkKeys keys = keys(2);
             for (final int flag : new int[]{ RequestFlags.L2_WAIT, RequestFlags.L2_POLL })
             {
@@ -227,7 +231,7 @@ class L2WaitTest
         try (KvStashServer b = launch("b", true); KvStashClient cb = connect(b))
         {
             awaitUp(b);
-            register(cb, 2);
+            register(cb, 2, LAYOUT);
             cluster.stopAll();
             try
             {
@@ -266,102 +270,9 @@ class L2WaitTest
         return KvStashServer.launch(context);
     }
 
-    private static KvStashClient connect(final KvStashServer server)
-    {
-        return KvStashClient.connect(new ClientContext().directory(server.directory()).pretouchPool(false));
-    }
-
-    private static void register(final KvStashClient client, final long instance)
-    {
-        assertEquals(Status.OK, client.register(instance, LAYOUT).status());
-    }
-
     private static long pendingTransfers(final KvStashClient client, final KvStashServer server)
     {
         client.ping(); // the gauges are updated just after each answer, and before a later PING's
         return server.counters().get(StoreCounters.PENDING_TRANSFERS);
-    }
-
-    private static ChunkKeys keys(final int count)
-    {
-        final long base = new SplittableRandom().nextLong() & 0x0FFF_FFFF_FFFF_FFFFL;
-        final long[] ids = new long[count];
-        for (int i = 0; i < count; i++)
-        {
-            ids[i] = base + i;
-        }
-        return ChunkKeys.ofIds(ids);
-    }
-
-    private static byte[] pattern(final int chunkBytes, final long seed, final int chunk)
-    {
-        final byte[] bytes = new byte[chunkBytes];
-        new SplittableRandom(seed * 1_000_003L + chunk).nextBytes(bytes);
-        return bytes;
-    }
-
-    private static int store(final KvStashClient client, final long instance, final ChunkKeys keys, final long seed)
-    {
-        final ClientResponse r = client.prepareStore(instance, keys);
-        assertEquals(Status.OK, r.status(), r.toString());
-        final int chunkBytes = (int)r.chunkBytes();
-        final long transfer = r.transferId();
-        final int slots = r.slotCount();
-        assertEquals(keys.count(), slots);
-        final long[] offsets = new long[slots];
-        final int[] chunks = new int[slots];
-        for (int i = 0; i < slots; i++)
-        {
-            offsets[i] = r.slotOffset(i);
-            chunks[i] = r.slotRangeIndex(i);
-        }
-        for (int i = 0; i < slots; i++)
-        {
-            client.writeChunk(instance, transfer, i, chunkBytes, offsets[i],
-                new UnsafeBuffer(pattern(chunkBytes, seed, chunks[i])), 0);
-        }
-        assertEquals(Status.OK, client.commitStore(instance, transfer).status());
-        return chunkBytes;
-    }
-
-    private static void verify(
-        final KvStashClient client, final long instance, final ChunkKeys keys, final int chunkBytes, final long seed)
-    {
-        final ClientResponse r = client.prepareRetrieve(instance, keys);
-        assertEquals(Status.OK, r.status(), r.toString());
-        final long transfer = r.transferId();
-        final int slots = r.slotCount();
-        final long[] offsets = new long[slots];
-        final int[] chunks = new int[slots];
-        for (int i = 0; i < slots; i++)
-        {
-            offsets[i] = r.slotOffset(i);
-            chunks[i] = r.slotRangeIndex(i);
-        }
-        final byte[] read = new byte[chunkBytes];
-        for (int i = 0; i < slots; i++)
-        {
-            client.readChunk(instance, transfer, i, chunkBytes, offsets[i], new UnsafeBuffer(read), 0);
-            assertArrayEquals(pattern(chunkBytes, seed, chunks[i]), read, "chunk " + chunks[i]);
-        }
-        assertEquals(Status.OK, client.commitRetrieve(instance, transfer).status());
-    }
-
-    private static void awaitUp(final KvStashServer server) throws InterruptedException
-    {
-        await(() -> L2Tier.STATE_UP == server.l2Tier().state(), "the tier is up");
-    }
-
-    private static void await(final BooleanSupplier condition, final String what) throws InterruptedException
-    {
-        final long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
-        while (!condition.getAsBoolean())
-        {
-            if (System.nanoTime() - deadline > 0)
-            {
-                throw new AssertionError("timed out waiting until " + what);
-            }
-            Thread.sleep(20);
-        }
     }
 }
