@@ -624,7 +624,8 @@ class StoreModelTest
                 {
                     final int[] types = { RequestType.LOOKUP, RequestType.CLEAR, RequestType.PREPARE_STORE };
                     final StoreCommand c = rawCommand(types[a.pick % types.length], a.instance);
-                    // A bit above every flag a client or the server may set.
+                    // QUIET (64, refused on every type but COMMIT_RETRIEVE) or a bit above every flag a client or the
+                    // server may set.
                     c.flags = (64 << (a.pick % 12)) | (a.pick & RequestFlags.CLIENT_MASK);
                     expectStatus(a, Status.INVALID_REQUEST, store.execute(c));
                     break;

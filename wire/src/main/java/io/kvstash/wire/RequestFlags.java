@@ -28,12 +28,48 @@ public final class RequestFlags
      * {@link #L2_WAIT}, with ticket 0.
      */
     public static final int L2_POLL = 32;
+    /**
+     * COMMIT_RETRIEVE only: the read does not count as a use. The chunks keep their place in the eviction order
+     * and the policy's read statistics, as if they had not been read; for a reader that copies chunks elsewhere
+     * (the server's second tier writing them through) rather than a worker that needs them.
+     */
+    public static final int QUIET = 64;
     /** The flags that only a LOOKUP may carry: on any other type, or both at once, they are refused. */
     public static final int LOOKUP_ONLY = L2_WAIT | L2_POLL;
     /** Every flag a client's request may carry. */
-    public static final int CLIENT_MASK = PIN | FORCE | FROM_LOOKUP | L2_WAIT | L2_POLL;
+    public static final int CLIENT_MASK = PIN | FORCE | FROM_LOOKUP | L2_WAIT | L2_POLL | QUIET;
 
     private RequestFlags()
     {
+    }
+
+    /**
+     * Why a request's known flags do not fit its type: L2_WAIT or L2_POLL on anything but a LOOKUP, or both at
+     * once; QUIET on anything but a COMMIT_RETRIEVE. (Other known flags on a type that does not use them are
+     * ignored.)
+     *
+     * @param type  the request type.
+     * @param flags the request's flags.
+     * @return the reason, or null when they fit.
+     */
+    public static String misplaced(final int type, final int flags)
+    {
+        final int lookupOnly = flags & LOOKUP_ONLY;
+        if (0 != lookupOnly)
+        {
+            if (RequestType.LOOKUP != type)
+            {
+                return "L2_WAIT and L2_POLL are LOOKUP flags";
+            }
+            if (LOOKUP_ONLY == lookupOnly)
+            {
+                return "L2_WAIT and L2_POLL together";
+            }
+        }
+        if ((flags & QUIET) != 0 && RequestType.COMMIT_RETRIEVE != type)
+        {
+            return "QUIET is a COMMIT_RETRIEVE flag";
+        }
+        return null;
     }
 }

@@ -214,13 +214,23 @@ final class ChainLearner
     }
 
     /**
-     * A COMMIT_RETRIEVE: unpins its chunks and touches them, deepest first under a chain-aware policy.
+     * A COMMIT_RETRIEVE: unpins its chunks and touches them, deepest first under a chain-aware policy; a quiet
+     * one only unpins them (the read does not count as a use).
      *
-     * @param t the retrieve's transfer.
+     * @param t     the retrieve's transfer.
+     * @param quiet whether the retrieve carried {@link io.kvstash.wire.RequestFlags#QUIET}.
      */
-    void retrieved(final int t)
+    void retrieved(final int t, final boolean quiet)
     {
         final int n = transfers.count(t);
+        if (quiet)
+        {
+            for (int i = 0; i < n; i++)
+            {
+                slots.unpin(transfers.chunk(t, i));
+            }
+            return;
+        }
         if (!chain)
         {
             for (int i = 0; i < n; i++)

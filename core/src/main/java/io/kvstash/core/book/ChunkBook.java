@@ -165,6 +165,12 @@ public final class ChunkBook
             command.fail(Status.INVALID_REQUEST, "unknown flags");
             return;
         }
+        final String misplaced = RequestFlags.misplaced(command.type, command.flags);
+        if (null != misplaced)
+        {
+            command.fail(Status.INVALID_REQUEST, misplaced);
+            return;
+        }
         if (command.chunkCount < 0 || command.chunkCount > command.maxChunks() ||
             command.chunkCount > context.maxChunksPerRequest())
         {
@@ -495,7 +501,7 @@ public final class ChunkBook
             return;
         }
         final int n = transfers.count(t);
-        learner.retrieved(t);
+        learner.retrieved(t, (command.flags & RequestFlags.QUIET) != 0);
         counters.add(StoreCounters.RETRIEVED_CHUNKS, n);
         counters.add(StoreCounters.BYTES_OUT, n * instances.chunkBytes(instance));
         transfers.release(t);

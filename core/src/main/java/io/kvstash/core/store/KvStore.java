@@ -370,8 +370,23 @@ public final class KvStore
      */
     public StoreCommand commitRetrieve(final long instanceId, final long transferId)
     {
+        return commitRetrieve(instanceId, transferId, 0);
+    }
+
+    /**
+     * COMMIT_RETRIEVE with flags: with {@link io.kvstash.wire.RequestFlags#QUIET} it only releases the pins, and
+     * the chunks keep their place in the eviction order.
+     *
+     * @param instanceId instance.
+     * @param transferId transfer.
+     * @param flags      request flags.
+     * @return outcome.
+     */
+    public StoreCommand commitRetrieve(final long instanceId, final long transferId, final int flags)
+    {
         final StoreCommand c = begin(RequestType.COMMIT_RETRIEVE, instanceId);
         c.transferId = transferId;
+        c.flags = flags;
         return execute(c);
     }
 

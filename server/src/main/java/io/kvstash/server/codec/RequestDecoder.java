@@ -98,19 +98,11 @@ public final class RequestDecoder
             event.rejectAtDecode(Status.INVALID_REQUEST, "unknown flags");
             return true;
         }
-        final int lookupOnly = c.flags & RequestFlags.LOOKUP_ONLY;
-        if (0 != lookupOnly)
+        final String misplaced = RequestFlags.misplaced(type, c.flags);
+        if (null != misplaced)
         {
-            if (RequestType.LOOKUP != type)
-            {
-                event.rejectAtDecode(Status.INVALID_REQUEST, "L2_WAIT and L2_POLL are LOOKUP flags");
-                return true;
-            }
-            if (RequestFlags.LOOKUP_ONLY == lookupOnly)
-            {
-                event.rejectAtDecode(Status.INVALID_REQUEST, "L2_WAIT and L2_POLL together");
-                return true;
-            }
+            event.rejectAtDecode(Status.INVALID_REQUEST, misplaced);
+            return true;
         }
         switch (type)
         {

@@ -4,6 +4,7 @@ import io.kvstash.client.ClientResponse;
 import io.kvstash.client.KvStashClient;
 import io.kvstash.core.StoreCounters;
 import io.kvstash.wire.ChunkKeys;
+import io.kvstash.wire.RequestFlags;
 import io.kvstash.wire.RequestType;
 import io.kvstash.wire.Status;
 import io.lettuce.core.RedisFuture;
@@ -22,7 +23,8 @@ import java.util.zip.CRC32C;
  * Write-through, pipelined: committed chunks queue here, and up to {@link #LANES} of them are in flight at once,
  * bounded by {@link #BYTES_IN_FLIGHT_MAX} bytes. Each lane checks its chunk's key (EXISTS; the lanes filled together
  * send theirs together), then pins the chunk as the tier's client (PREPARE_RETRIEVE; the lanes ready together send
- * theirs together), copies it into the lane's staging buffer behind a header, releases it (COMMIT_RETRIEVE) and
+ * theirs together), copies it into the lane's staging buffer behind a header, releases it (COMMIT_RETRIEVE with
+ * {@link RequestFlags#QUIET}: the copy does not count as a use in the pool's eviction order) and
  * sends {@code SET NX} from that buffer. The tier's thread does not wait on the cluster: it polls the lanes each
  * cycle and a completed call wakes it.
  * <p>
@@ -329,7 +331,9 @@ final class L2Writer
             client.readChunk(lane.layout.tierInstance, transfer, 0, lane.bytes, r.slotOffset(0), stagingView,
                 L2ValueDescriptor.HEADER_LENGTH);
             final boolean intact = client.isStillReadable(r, 0);
-            lane.correlation = client.sendSimple(RequestType.COMMIT_RETRIEVE, lane.layout.tierInstance, transfer, 0);
+            // QUIET: the copy is not a use, so the chunk keeps its place in the pool's eviction order.
+            lane.correlation = client.sendSimple(RequestType.COMMIT_RETRIEVE, lane.layout.tierInstance, transfer,
+                RequestFlags.QUIET);
             if (intact)
             {
                 send(lane, needed);
