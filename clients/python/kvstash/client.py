@@ -257,6 +257,8 @@ class Client:
         self.heartbeat_timeout_ms = i(d.CFG_HEARTBEAT_TIMEOUT_MS)
         # §2.2 Features (minor version 1 on): a second tier that answers LOOKUPs waiting for it.
         self.second_tier = d.minor(version) >= 1 and bool(i(d.CFG_FEATURES) & d.FEATURE_SECOND_TIER)
+        # ... and keeps its highest completed ticket in a counter, which a waiting LOOKUP watches.
+        self._ticket_gauge = self.second_tier and bool(i(d.CFG_FEATURES) & d.FEATURE_COMPLETED_TICKET)
         self._counters = view[counters:counters + counters_length].cast("q")
         if not self._alive_at_connect():
             raise ServerGoneError("the server on %s is not alive (state, heartbeat or pid)" % self.directory)
@@ -568,9 +570,10 @@ class Client:
         pins at most that many chunks), counted together up to the first miss.
 
         ``wait_tier_s`` (seconds) waits, up to that bound, for the second tier's read-through the LOOKUP starts
-        when its hit prefix stops short (§11): the LOOKUP goes with L2_WAIT, then is asked again with L2_POLL
-        after short pauses until the read-through is over, every chunk hits, or the bound is spent; the last
-        answer is returned. With ``pin`` only that answer's lease is held (a first answer that must wait is
+        when its hit prefix stops short (§11): the LOOKUP goes with L2_WAIT; then, after short pauses, the
+        client reads the server's completed ticket from the control file (or, from a server without that
+        counter, asks the LOOKUP again with L2_POLL) until the read-through is over, every chunk hits, or the
+        bound is spent; the last answer is returned (asked once more, with L2_POLL, after watching the counter). With ``pin`` only that answer's lease is held (a first answer that must wait is
         released, the polls pin nothing, one last LOOKUP pins). Without a tier on the server (``second_tier``),
         or with None, it is the plain LOOKUP."""
         parts = pieces(self, keys, tokens, from_chunk, to_chunk)
@@ -619,6 +622,12 @@ class Client:
             else:
                 time.sleep(pause)
                 pause = min(pause * 2, SLEEP_MAX_S)
+            if self._ticket_gauge:
+                # A load from the control file: the server is not asked until the read-through is over.
+                if self.counter(d.COUNTER_L2_COMPLETED_TICKET) >= ticket or time.monotonic() >= deadline:
+                    return self._call(RequestType.LOOKUP, instance, salt=salt, flags=pin_flag | d.FLAG_L2_POLL,
+                                      key_mode=mode, body=body)
+                continue
             r = self._call(RequestType.LOOKUP, instance, salt=salt, flags=d.FLAG_L2_POLL, key_mode=mode, body=body)
             tickets = r.tier_tickets
             if (not r.ok or r.hit_chunks >= count or tickets is None or tickets[1] >= ticket

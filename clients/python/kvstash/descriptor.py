@@ -73,6 +73,8 @@ CFG_HEARTBEAT_INTERVAL_MS = 204              # i32
 CFG_HEARTBEAT_TIMEOUT_MS = 208               # i32
 CFG_FEATURES = 212                           # i32, from minor version 1 (0 before)
 FEATURE_SECOND_TIER = 1                      # the server runs a second tier: LOOKUP may carry L2_WAIT / L2_POLL
+FEATURE_COMPLETED_TICKET = 2                 # the server keeps the highest completed tier ticket in counter 348
+COUNTER_L2_COMPLETED_TICKET = 348            # gauge l2_completed_ticket: a waiting LOOKUP watches it
 
 # --- §3 pool file -------------------------------------------------------------------------------------
 POOL_MAGIC = 0x4C4F4F505453564B             # b"KVSTPOOL"
@@ -159,6 +161,7 @@ FLAG_FORCE = 2
 FLAG_FROM_LOOKUP = 4
 FLAG_L2_WAIT = 16                            # LOOKUP only: wait for the read-through it starts
 FLAG_L2_POLL = 32                            # LOOKUP only: asked again while waiting; starts no read-through
+FLAG_QUIET = 64                              # COMMIT_RETRIEVE only: the read does not count as a use
 
 # §6.8 Extra of a LOOKUP answered OK with L2_WAIT or L2_POLL by a server with a second tier
 LOOKUP_TIER_EXTRA = struct.Struct("<qq")     # ticket started (0 none), highest ticket over
@@ -192,4 +195,5 @@ COUNTER_NAMES = {
     336: "l2_state", 337: "l2_writes", 338: "l2_write_skips", 339: "l2_write_errors", 340: "l2_fetch_hits",
     341: "l2_fetch_misses", 342: "l2_corrupt_values", 343: "l2_timeouts", 344: "l2_errors",
     345: "l2_bytes_written", 346: "l2_bytes_fetched", 347: "l2_notices_dropped",
+    348: "l2_completed_ticket",
 }

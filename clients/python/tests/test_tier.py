@@ -88,8 +88,13 @@ class TierWaitTest(unittest.TestCase):
         self.assertTrue(wait_until(lambda: ca.counter(L2_WRITES) >= 6, 30), "host A wrote its chunks through")
 
         fetched = counter(cb, L2_FETCH_HITS)
+        lookups = cb.counters()["requests.lookup.ok"]
         r = cb.lookup(12, keys, pin=True, wait_tier_s=BOUND_S)
         self.assertEqual((r.status, r.hit_chunks), (Status.OK, 6), r)
+        cb.ping()
+        self.assertEqual(cb.counters()["requests.lookup.ok"] - lookups, 2,
+                         "the wait watched the completed ticket in the control file: the LOOKUP with L2_WAIT and "
+                         "the last one, no polls in between")
         self.assertIsNotNone(r.tier_tickets)
         self.assertNotEqual(r.transfer_id, 0)
         self.assertEqual(counter(cb, PENDING_TRANSFERS), 1, "only the returned answer's lease is held")

@@ -61,7 +61,7 @@ public final class KvStashClient implements AutoCloseable
         proxy = new RequestProxy(connection.requests());
         responses = new ResponseAdapter(connection.responses(), connection.maxResponseLength(), concluded, liveness);
         calls = new BlockingCalls(proxy, responses, connection.maxInlineBytes());
-        tierLookups = new TierLookups(calls, connection.secondTier());
+        tierLookups = new TierLookups(calls, connection);
     }
 
     /**

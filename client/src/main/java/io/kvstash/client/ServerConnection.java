@@ -43,6 +43,7 @@ final class ServerConnection
     private final int maxChunks;
     private final int maxInlineBytes;
     private final boolean secondTier;
+    private final boolean completedTicketGauge;
     private final int responseCapacity;
     private final ServerLiveness liveness;
     private final PoolSlots slots;
@@ -102,6 +103,8 @@ final class ServerConnection
             maxChunks = control.getInt(c + ControlFileDescriptor.MAX_CHUNKS_OFFSET);
             maxInlineBytes = control.getInt(c + ControlFileDescriptor.MAX_INLINE_OFFSET);
             secondTier = secondTier(control);
+            completedTicketGauge = secondTier && (control.getInt(c + ControlFileDescriptor.FEATURES_OFFSET) &
+                ControlFileDescriptor.FEATURE_COMPLETED_TICKET) != 0;
             final long poolSizeBytes = control.getLong(c + ControlFileDescriptor.POOL_SIZE_OFFSET);
             final long dataOffset = control.getLong(c + ControlFileDescriptor.DATA_OFFSET_OFFSET);
             final long segmentBytes = control.getLong(c + ControlFileDescriptor.SEGMENT_BYTES_OFFSET);
@@ -292,6 +295,17 @@ final class ServerConnection
     boolean secondTier()
     {
         return secondTier;
+    }
+
+    /**
+     * Whether the server keeps the highest completed read-through ticket in the control file's counters
+     * ({@link ControlFileDescriptor#FEATURE_COMPLETED_TICKET}).
+     *
+     * @return true when a waiting LOOKUP can watch the counter instead of asking again.
+     */
+    boolean completedTicketGauge()
+    {
+        return completedTicketGauge;
     }
 
     /**

@@ -3,6 +3,7 @@ package io.kvstash.client;
 import io.kvstash.wire.ChunkKeys;
 import io.kvstash.wire.RequestFlags;
 import io.kvstash.wire.RequestType;
+import io.kvstash.wire.file.ControlFileDescriptor;
 
 import java.util.concurrent.locks.LockSupport;
 
@@ -10,10 +11,18 @@ import java.util.concurrent.locks.LockSupport;
  * A LOOKUP that waits, up to a bound, for the second tier's read-through it starts, so chunks another host
  * stored come back in the same call. The first LOOKUP carries {@link RequestFlags#L2_WAIT}: the server answers
  * with the ticket of the read-through it started and the highest ticket over. While the hit prefix is short of
- * the range and the ticket is not over, the LOOKUP is asked again with {@link RequestFlags#L2_POLL} (which starts
- * no read-through) after a short pause: a yield first, then sleeps of 50 us doubling to 200 us. A poll whose
- * answer says the ticket is over counts every chunk the read-through stored: the server publishes answers in
- * order, and the tier marks a ticket over only after its stores were answered.
+ * the range and the ticket is not over, the client waits: a yield first, then sleeps of 50 us doubling to 200 us,
+ * each followed by a look at the ticket.
+ * <ul>
+ * <li>A server whose Features include {@link ControlFileDescriptor#FEATURE_COMPLETED_TICKET} keeps the highest
+ * ticket over in the control file ({@link ControlFileDescriptor#COUNTER_L2_COMPLETED_TICKET}): the client reads it there, a load from shared
+ * memory that costs the server nothing, and asks the LOOKUP once more (with {@link RequestFlags#L2_POLL}, which
+ * starts no read-through) when the ticket is over or the bound is spent. So a wait does not keep the server's
+ * threads busy answering polls while the tier fetches on the same cores.</li>
+ * <li>Otherwise the LOOKUP itself is asked again with {@link RequestFlags#L2_POLL} after each sleep.</li>
+ * </ul>
+ * Either way the last answer counts every chunk the read-through stored: the tier marks a ticket over only after
+ * the answers to its stores, and the server publishes answers in order.
  * <p>
  * Leases: a pinned first answer that needs no wait is returned as it is. Otherwise its lease is released at
  * once, the polls pin nothing, and one last LOOKUP with PIN (and L2_POLL) pins what is readable when the wait
@@ -28,12 +37,16 @@ final class TierLookups
     static final long SLEEP_MAX_NS = 200_000;
 
     private final BlockingCalls calls;
+    private final ServerConnection connection;
     private final boolean secondTier;
+    private final boolean watchCounter;
 
-    TierLookups(final BlockingCalls calls, final boolean secondTier)
+    TierLookups(final BlockingCalls calls, final ServerConnection connection)
     {
         this.calls = calls;
-        this.secondTier = secondTier;
+        this.connection = connection;
+        this.secondTier = connection.secondTier();
+        this.watchCounter = connection.completedTicketGauge();
     }
 
     boolean secondTier()
@@ -78,9 +91,17 @@ final class TierLookups
                 LockSupport.parkNanos(sleepNs);
                 sleepNs = Math.min(2 * sleepNs, SLEEP_MAX_NS);
             }
+            final boolean spent = System.nanoTime() - startNs >= waitNs;
+            if (watchCounter)
+            {
+                if (spent || connection.counter(ControlFileDescriptor.COUNTER_L2_COMPLETED_TICKET) >= ticket)
+                {
+                    return calls.keyed(RequestType.LOOKUP, instanceId, keys, pinFlag | RequestFlags.L2_POLL);
+                }
+                continue;
+            }
             r = calls.keyed(RequestType.LOOKUP, instanceId, keys, RequestFlags.L2_POLL);
-            if (!r.isOk() || r.hitChunks() >= count || r.tierCompletedTicket() >= ticket ||
-                System.nanoTime() - startNs >= waitNs)
+            if (!r.isOk() || r.hitChunks() >= count || r.tierCompletedTicket() >= ticket || spent)
             {
                 break;
             }

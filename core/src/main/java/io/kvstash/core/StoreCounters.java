@@ -2,6 +2,7 @@ package io.kvstash.core;
 
 import io.kvstash.wire.RequestType;
 import io.kvstash.wire.Status;
+import io.kvstash.wire.file.ControlFileDescriptor;
 import org.agrona.BufferUtil;
 import org.agrona.concurrent.AtomicBuffer;
 import org.agrona.concurrent.UnsafeBuffer;
@@ -119,6 +120,8 @@ public final class StoreCounters
     public static final int L2_BYTES_FETCHED = 346;
     /** Notices for the second tier the publish stage dropped because the tier's queue was full. */
     public static final int L2_NOTICES_DROPPED = 347;
+    /** Gauge: the highest read-through ticket that is over (a waiting worker watches it). */
+    public static final int L2_COMPLETED_TICKET = ControlFileDescriptor.COUNTER_L2_COMPLETED_TICKET;
 
     /** Number of counter ids. */
     public static final int COUNT = 352;
@@ -289,6 +292,9 @@ public final class StoreCounters
         /** Notices dropped for a full tier queue. */
         L2_NOTICES_DROPPED(StoreCounters.L2_NOTICES_DROPPED, "l2_notices_dropped", TOTAL,
             "Notices for the second tier dropped because its queue was full."),
+        /** Highest read-through ticket over. */
+        L2_COMPLETED_TICKET(StoreCounters.L2_COMPLETED_TICKET, "l2_completed_ticket", GAUGE,
+            "The highest read-through ticket that is over (a worker waiting for a read-through watches it)."),
         /** Unexpected errors (see kvstash errors). */
         ERRORS(StoreCounters.ERRORS, "errors", TOTAL,
             "Unexpected errors (see kvstash errors)."),

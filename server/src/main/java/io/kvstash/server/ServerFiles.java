@@ -442,7 +442,8 @@ final class ServerFiles implements AutoCloseable
         control.putInt(c + ControlFileDescriptor.HEARTBEAT_INTERVAL_OFFSET, (int)context.heartbeatIntervalMs());
         control.putInt(c + ControlFileDescriptor.HEARTBEAT_TIMEOUT_OFFSET, (int)context.heartbeatTimeoutMs());
         control.putInt(c + ControlFileDescriptor.FEATURES_OFFSET,
-            null == context.l2Seeds() ? 0 : ControlFileDescriptor.FEATURE_SECOND_TIER);
+            null == context.l2Seeds() ? 0 :
+            ControlFileDescriptor.FEATURE_SECOND_TIER | ControlFileDescriptor.FEATURE_COMPLETED_TICKET);
 
         final int countersOffset = ControlFileDescriptor.COUNTERS_OFFSET;
         final int errorLogOffset = countersOffset + countersLength;

@@ -118,12 +118,17 @@ class L2WaitTest
             assertEquals(0, pendingTransfers(cb, b));
             final int releases = StoreCounters.requestId(RequestType.RELEASE, Status.OK);
             final long releasedBefore = b.counters().get(releases);
+            final int lookupsOk = StoreCounters.requestId(RequestType.LOOKUP, Status.OK);
+            final long lookupsBefore = b.counters().get(lookupsOk);
 
             final ClientResponse r = cb.lookupWaitingForTier(2, keys, true, BOUND_NS);
             assertEquals(Status.OK, r.status(), r.toString());
             assertEquals(6, r.hitChunks());
             final long lease = r.transferId();
             assertNotEquals(0, lease);
+            cb.ping(); // (the answer object is the client's: read before the next call)
+            assertEquals(lookupsBefore + 2, b.counters().get(lookupsOk), "the wait watched the completed ticket in " +
+                "the control file: the LOOKUP with L2_WAIT and the last one, no polls in between");
             assertEquals(1, pendingTransfers(cb, b), "the first answer's lease was released");
             assertEquals(releasedBefore + 1, b.counters().get(releases), "the first answer (2 hits, pinned) waited");
 
@@ -165,6 +170,8 @@ class L2WaitTest
             assertEquals(0, r.hitChunks());
             assertEquals(0, r.transferId());
             assertTrue(r.tierCompletedTicket() > 0, "the read-through is over: " + r.tierCompletedTicket());
+            assertTrue(cb.counter(StoreCounters.L2_COMPLETED_TICKET) >= r.tierCompletedTicket(),
+                "the control file's gauge has the ticket too");
             assertTrue(tookNs < BOUND_NS / 2, "returned once the read-through found nothing, not at the bound: " +
                 TimeUnit.NANOSECONDS.toMillis(tookNs) + " ms");
             assertTrue(b.counters().get(StoreCounters.L2_FETCH_MISSES) > fetchMisses);

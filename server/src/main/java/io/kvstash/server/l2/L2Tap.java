@@ -10,7 +10,6 @@ import org.agrona.concurrent.UnsafeBuffer;
 import org.agrona.concurrent.ringbuffer.OneToOneRingBuffer;
 import org.agrona.concurrent.ringbuffer.RingBufferDescriptor;
 
-import java.util.concurrent.atomic.AtomicLong;
 
 /**
  * The request pipeline's side of the second tier: after a response is written, the publish stage leaves a notice
@@ -61,7 +60,6 @@ public final class L2Tap
     private final StoreCounters counters;
     private final int fetchAheadChunks;
     private final boolean writeThrough;
-    private final AtomicLong completedTicket = new AtomicLong();
     private volatile long tierSession = Long.MIN_VALUE;
     private long ticketSequence;
     private long lastTicket;
@@ -214,25 +212,28 @@ public final class L2Tap
     }
 
     /**
-     * The highest ticket whose read-through is over (fetched, found nothing, failed or dropped). Any thread.
+     * The highest ticket whose read-through is over (fetched, found nothing, failed or dropped): the gauge
+     * {@link StoreCounters#L2_COMPLETED_TICKET}, which a waiting worker also reads from the control file. Any
+     * thread.
      *
      * @return completed ticket.
      */
     public long completedTicket()
     {
-        return completedTicket.get();
+        return counters.get(StoreCounters.L2_COMPLETED_TICKET);
     }
 
     /**
-     * Marks a read-through over. The tier handles them in ticket order, so this only moves forward.
+     * Marks a read-through over. The tier handles them in ticket order, so this only moves forward. Tier thread
+     * (the gauge's single writer), after the answers to the read-through's stores.
      *
      * @param ticket the read-through's ticket.
      */
     void fetchCompleted(final long ticket)
     {
-        if (ticket > completedTicket.get())
+        if (ticket > counters.get(StoreCounters.L2_COMPLETED_TICKET))
         {
-            completedTicket.lazySet(ticket);
+            counters.set(StoreCounters.L2_COMPLETED_TICKET, ticket);
         }
     }
 

@@ -132,6 +132,17 @@ public final class ControlFileDescriptor
      * or {@link io.kvstash.wire.RequestFlags#L2_POLL} (the answer then carries the tier's ticket).
      */
     public static final int FEATURE_SECOND_TIER = 1;
+    /**
+     * Feature bit: the server keeps the highest ticket whose read-through is over in the counter
+     * {@code l2_completed_ticket}, so a waiting worker watches that counter instead of asking again with
+     * {@link io.kvstash.wire.RequestFlags#L2_POLL}.
+     */
+    public static final int FEATURE_COMPLETED_TICKET = 2;
+    /**
+     * Id of the counter {@code l2_completed_ticket} (the highest read-through ticket that is over), which a client
+     * reads when the server sets {@link #FEATURE_COMPLETED_TICKET}.
+     */
+    public static final int COUNTER_L2_COMPLETED_TICKET = 348;
 
     /** Counters offset in the file. */
     public static final int COUNTERS_OFFSET = CONFIG_OFFSET + CONFIG_LENGTH;
