@@ -126,6 +126,37 @@ final class L2Lettuce implements AutoCloseable
     }
 
     /**
+     * GETs every key in runs of {@code run}: a run's GETs go out together and the next run only after every value
+     * of this one was checked, the pattern of read-throughs that each fetch one run.
+     *
+     * @param keys          the keys.
+     * @param expectedBytes bytes each value must have.
+     * @param run           GETs of a run.
+     * @return nanoseconds from the first GET sent to the last value checked.
+     * @throws Exception when a GET fails, times out or reads a value of another length.
+     */
+    @SuppressWarnings({ "unchecked", "rawtypes" })
+    long getInRuns(final byte[][] keys, final int expectedBytes, final int run) throws Exception
+    {
+        final RedisFuture<Value>[] inFlight = new RedisFuture[run];
+        final long start = System.nanoTime();
+        for (int from = 0; from < keys.length; from += run)
+        {
+            final int n = Math.min(run, keys.length - from);
+            for (int i = 0; i < n; i++)
+            {
+                inFlight[i] = commands.get(keys[from + i]);
+            }
+            for (int i = 0; i < n; i++)
+            {
+                checkGet(inFlight[i], expectedBytes);
+                inFlight[i] = null;
+            }
+        }
+        return System.nanoTime() - start;
+    }
+
+    /**
      * Deletes keys (one DEL per key, all in flight at once), not timed.
      *
      * @param keys the keys.

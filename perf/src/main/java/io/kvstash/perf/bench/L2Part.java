@@ -246,6 +246,7 @@ final class L2Part
         final double writeGbps = median(writeResult, "write");
         row.put("bare_set_gbps", setGbps);
         row.put("bare_get_gbps", getGbps);
+        row.put("bare_get_runs_gbps", median(bareResult, "get_runs"));
         row.put("l2_fetch_gbps", fetchGbps);
         row.put("l2_write_gbps", writeGbps);
         row.put("l2_fetch_vs_get", fetchGbps / getGbps);

@@ -126,6 +126,9 @@ final class L2Report
             out.println(BenchSupport.fmt("  %s: the tier while the store/retrieve loops ran: %s; server JVM " +
                 "collections %s, worker's %s", BenchSupport.size(((Number)row.get("chunk_bytes")).longValue()),
                 row.get("tier_during_store_retrieve"), row.get("gc_server"), row.get("gc_worker")));
+            out.println(BenchSupport.fmt("  %s: bare GET in runs of one read-through (next run after the last " +
+                "value) %s GB/s", BenchSupport.size(((Number)row.get("chunk_bytes")).longValue()),
+                num(row.get("bare_get_runs_gbps"), "%.2f")));
         }
         out.println();
     }

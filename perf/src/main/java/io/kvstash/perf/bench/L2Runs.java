@@ -33,7 +33,9 @@ import static io.kvstash.perf.bench.BenchWorker.stringOf;
  * <ul>
  * <li>{@code l2_bare}: the cluster engine's own limit. A bare Lettuce connection ({@link L2Lettuce}) SETs every
  * chunk of the size as a valid second-tier value (header and payload, under the tier's content key) and GETs them
- * back, {@code depth} commands in flight. The values stay in the cluster for {@code l2_fetch}.</li>
+ * back, {@code depth} commands in flight; then GETs them again in runs of {@code depth} (a run's GETs together,
+ * the next run after the last value, as read-throughs go), a reference beside the headline loop. The values stay
+ * in the cluster for {@code l2_fetch}.</li>
  * <li>{@code l2_fetch}: read-through. Against a server with the tier on, each repetition CLEARs the pool, then
  * LOOKUPs the chunks in runs of {@code run} (one read-through's worth) and waits until each run is readable; the
  * time is from the first LOOKUP to the last run readable.</li>
@@ -81,6 +83,7 @@ final class L2Runs
         final L2Lettuce.Value[] values = values(layout, hashes, chunkBytes);
         final double[] setGbps = new double[reps];
         final double[] getGbps = new double[reps];
+        final double[] getRunsGbps = new double[reps];
         long gcWorker = 0;
         final Map<String, Object> result = new LinkedHashMap<>();
         try (L2Lettuce lettuce = new L2Lettuce(stringOf(c, "seeds"), L2ValueDescriptor.HEADER_LENGTH + chunkBytes,
@@ -93,20 +96,24 @@ final class L2Runs
                 final double set = gbps(count, chunkBytes, lettuce.set(keys, values, depth));
                 final double get = gbps(count, chunkBytes, lettuce.get(keys, L2ValueDescriptor.HEADER_LENGTH +
                     chunkBytes, depth));
+                final double getRuns = gbps(count, chunkBytes, lettuce.getInRuns(keys,
+                    L2ValueDescriptor.HEADER_LENGTH + chunkBytes, depth));
                 if (rep >= 0)
                 {
                     setGbps[rep] = set;
                     getGbps[rep] = get;
+                    getRunsGbps[rep] = getRuns;
                     gcWorker += BenchSupport.gcCount() - gc0;
                 }
                 progress.accept(BenchSupport.fmt("l2 %s, %s %d: bare SET %.2f, GET %.2f GB/s (%d chunks, %d in " +
-                    "flight)", BenchSupport.size(chunkBytes), rep < 0 ? "warm-up" : "rep", rep < 0 ? rep + warmups :
-                    rep, set, get, count, depth));
+                    "flight), GET in runs of %d %.2f", BenchSupport.size(chunkBytes), rep < 0 ? "warm-up" : "rep",
+                    rep < 0 ? rep + warmups : rep, set, get, count, depth, depth, getRuns));
             }
             result.put("receive_allocations", lettuce.receiveAllocations());
         }
         result.put("set", series(setGbps));
         result.put("get", series(getGbps));
+        result.put("get_runs", series(getRunsGbps));
         result.put("gc_worker", gcWorker);
         return result;
     }
