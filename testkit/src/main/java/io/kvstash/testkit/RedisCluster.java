@@ -28,6 +28,7 @@ public final class RedisCluster implements AutoCloseable
     private final Path directory;
     private final int[] ports = new int[NODES];
     private final Process[] processes = new Process[NODES];
+    private final Thread stopOnExit = new Thread(this::removeAll, "redis-cluster-stop");
 
     private RedisCluster(final Path directory)
     {
@@ -54,6 +55,9 @@ public final class RedisCluster implements AutoCloseable
     public static RedisCluster start() throws IOException, InterruptedException
     {
         final RedisCluster cluster = new RedisCluster(Files.createTempDirectory("kvstash-redis-cluster"));
+        // A JVM that exits without close() (Ctrl-C on `kvstash bench --only l2`, a killed test run) still stops
+        // its nodes: Java does not stop child processes at exit, and six orphaned redis-servers would stay.
+        Runtime.getRuntime().addShutdownHook(cluster.stopOnExit);
         try
         {
             for (int i = 0; i < NODES; i++)
@@ -248,6 +252,19 @@ public final class RedisCluster implements AutoCloseable
      */
     @Override
     public void close()
+    {
+        try
+        {
+            Runtime.getRuntime().removeShutdownHook(stopOnExit);
+        }
+        catch (final IllegalStateException ex)
+        {
+            // The JVM is exiting: the hook stops the nodes (or already did).
+        }
+        removeAll();
+    }
+
+    private void removeAll()
     {
         stopAll();
         try (Stream<Path> paths = Files.walk(directory))

@@ -39,12 +39,10 @@ public final class RedisClusterProcess
             System.exit(3);
             return;
         }
-        final Thread stop = new Thread(cluster::close, "redis-cluster-stop");
-        Runtime.getRuntime().addShutdownHook(stop);
+        // SIGTERM: the cluster's own exit hook stops the nodes and removes the directory.
         System.out.println(READY_PREFIX + cluster.seeds());
         System.out.flush();
         System.in.transferTo(OutputStream.nullOutputStream());
-        Runtime.getRuntime().removeShutdownHook(stop);
         cluster.close();
         System.exit(0);
     }
