@@ -9,6 +9,7 @@ import org.agrona.DirectBuffer;
 import org.agrona.MutableDirectBuffer;
 import org.agrona.concurrent.UnsafeBuffer;
 
+import java.nio.ByteBuffer;
 import java.nio.file.Path;
 
 /**
@@ -513,6 +514,19 @@ public final class KvStashClient implements AutoCloseable
     public UnsafeBuffer slotView(final long slotOffset, final int length, final UnsafeBuffer view)
     {
         return slots.slotView(slotOffset, length, view);
+    }
+
+    /**
+     * A {@link ByteBuffer} over a slot by its pool offset, for APIs that take one (a checksum, a network write)
+     * rather than an {@link UnsafeBuffer}. A new view object per call; the bytes are the pool's, not copied.
+     *
+     * @param slotOffset file offset of the slot in the pool (as a PREPARE response gave it).
+     * @param length     bytes of the view (the chunk's length).
+     * @return the view, position 0, limit {@code length}.
+     */
+    public ByteBuffer slotBuffer(final long slotOffset, final int length)
+    {
+        return slots.slotBuffer(slotOffset, length);
     }
 
     /**

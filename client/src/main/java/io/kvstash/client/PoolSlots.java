@@ -13,6 +13,7 @@ import org.agrona.concurrent.UnsafeBuffer;
 
 import java.io.IOException;
 import java.lang.invoke.VarHandle;
+import java.nio.ByteBuffer;
 import java.nio.MappedByteBuffer;
 import java.nio.channels.FileChannel;
 import java.nio.file.Path;
@@ -144,6 +145,31 @@ final class PoolSlots
             throw new IllegalStateException("the copy transport maps no pool: use writeChunk/readChunk");
         }
         return pool.wrap(view, slotOffset - dataOffset, length);
+    }
+
+    /**
+     * See {@link KvStashClient#slotBuffer(long, int)}.
+     *
+     * @param slotOffset file offset of the slot in the pool.
+     * @param length     bytes of the view.
+     * @return a new view of the slot's bytes.
+     */
+    ByteBuffer slotBuffer(final long slotOffset, final int length)
+    {
+        if (null == pool)
+        {
+            throw new IllegalStateException("the copy transport maps no pool: use writeChunk/readChunk");
+        }
+        final long offset = slotOffset - dataOffset;
+        final int segment = (int)(offset / segmentBytes);
+        final int within = (int)(offset - segment * segmentBytes);
+        final MappedByteBuffer mapped = segments.get(segment);
+        if (offset < 0 || length < 0 || within + length > mapped.capacity())
+        {
+            throw new IllegalArgumentException("not a slot of the pool: offset " + slotOffset + ", " + length +
+                " bytes");
+        }
+        return mapped.slice(within, length);
     }
 
     /**

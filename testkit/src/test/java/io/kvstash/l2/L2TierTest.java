@@ -82,6 +82,9 @@ class L2TierTest
             register(cb, 2, LAYOUT);
             final int chunkBytes = store(ca, 1, keys, 11);
             await(() -> a.counters().get(StoreCounters.L2_WRITES) >= 8, "host A wrote its chunks through");
+            ca.ping(); // the gauges of the tier's last COMMIT_RETRIEVE move just after its answer
+            assertEquals(0, a.counters().get(StoreCounters.PINNED_CHUNKS), "the tier holds a pin only while it writes");
+            assertEquals(0, a.counters().get(StoreCounters.PENDING_TRANSFERS));
 
             assertEquals(0, cb.lookup(2, keys, false).hitChunks());
             awaitHits(cb, 2, keys, 8);

@@ -8,19 +8,21 @@ import java.nio.charset.StandardCharsets;
 import java.util.concurrent.atomic.AtomicInteger;
 
 /**
- * The arguments of one write-through {@code SET key value NX}, whose value is a staging buffer of the tier's,
- * encoded straight into Netty's buffer when the command is written (no array in between).
+ * The arguments of one write-through {@code SET key value NX}, whose value is a header buffer of the tier's
+ * followed by the chunk's bytes in its pool slot (pinned by the tier), both encoded straight into Netty's buffer
+ * when the command is written: the slot's bytes are copied once, into the network buffer.
  * <p>
- * <b>When the staging buffer is the tier's again.</b> A SET that ran past the tier's deadline may still sit in
- * Lettuce's queue and be encoded later, or be encoded again after a MOVED redirection; the tier must not refill its
- * staging buffer while that can happen. So the encoding goes through one atomic state:
+ * <b>When the slot and the header are the tier's again.</b> A SET that ran past the tier's deadline may still sit
+ * in Lettuce's queue and be encoded later, or be encoded again after a MOVED redirection; the tier must not unpin
+ * the slot (which may then hold another chunk) or refill its header while that can happen. So the encoding goes
+ * through one atomic state:
  * <pre>
  *   QUEUED | ENCODED --(encoder)--> ENCODING --> ENCODED
  *   QUEUED | ENCODED --(tier, {@link #release()})--> RELEASED
  * </pre>
- * The encoder reads the buffer only while ENCODING; {@link #release()} waits out an encoding under way. A command
+ * The encoder reads the buffers only while ENCODING; {@link #release()} waits out an encoding under way. A command
  * encoded after its release becomes {@code SET key "" EX}, which the cluster refuses (a syntax error): nothing is
- * stored and the buffer is not read.
+ * stored and neither buffer is read.
  * <p>
  * Threads: constructed and released on the tier's thread; encoded on a Netty thread.
  */
@@ -36,20 +38,23 @@ final class L2SetNx extends CommandArgs<byte[], ByteBuffer>
 
     private final AtomicInteger state = new AtomicInteger(QUEUED);
     private final byte[] key;
-    private final ByteBuffer value;
+    private final ByteBuffer header;
+    private final ByteBuffer payload;
 
     /**
-     * Arguments of a SET NX of one value.
+     * Arguments of a SET NX of one value: {@code header} then {@code payload}.
      *
-     * @param key   the key (routes the command to its node).
-     * @param value the value from its position to its limit; not read after {@link #release()}.
+     * @param key     the key (routes the command to its node).
+     * @param header  the value's first bytes, from its position to its limit; not read after {@link #release()}.
+     * @param payload the rest, from its position to its limit; not read after {@link #release()}.
      */
-    L2SetNx(final byte[] key, final ByteBuffer value)
+    L2SetNx(final byte[] key, final ByteBuffer header, final ByteBuffer payload)
     {
         super(L2Codec.INSTANCE);
         addKey(key);
         this.key = key;
-        this.value = value;
+        this.header = header;
+        this.payload = payload;
     }
 
     @Override
@@ -76,10 +81,9 @@ final class L2SetNx extends CommandArgs<byte[], ByteBuffer>
         }
         try
         {
-            final int position = value.position();
-            header(buf, value.remaining());
-            buf.writeBytes(value);
-            value.position(position);
+            header(buf, header.remaining() + payload.remaining());
+            writeKeepingPosition(buf, header);
+            writeKeepingPosition(buf, payload);
             buf.writeBytes(CRLF);
             bulk(buf, NX, NX.length);
         }
@@ -90,8 +94,8 @@ final class L2SetNx extends CommandArgs<byte[], ByteBuffer>
     }
 
     /**
-     * Takes the staging buffer back: from now on the encoder never reads it. Tier thread; waits while an encoding
-     * is under way (a copy into Netty's buffer).
+     * Takes the buffers back: from now on the encoder never reads them. Tier thread; waits while an encoding is
+     * under way (a copy into Netty's buffer).
      */
     void release()
     {
@@ -107,6 +111,13 @@ final class L2SetNx extends CommandArgs<byte[], ByteBuffer>
                 return;
             }
         }
+    }
+
+    private static void writeKeepingPosition(final ByteBuf buf, final ByteBuffer bytes)
+    {
+        final int position = bytes.position();
+        buf.writeBytes(bytes);
+        bytes.position(position);
     }
 
     private static void bulk(final ByteBuf buf, final byte[] bytes, final int length)

@@ -195,7 +195,7 @@ public final class L2Tier implements Agent, AutoCloseable
     @Override
     public void onClose()
     {
-        writer.drop();
+        writer.drop(null);
         link.close();
         CloseHelper.quietClose(client);
         client = null;
@@ -356,7 +356,7 @@ public final class L2Tier implements Agent, AutoCloseable
 
     private int dropQueued()
     {
-        int dropped = writer.drop();
+        int dropped = writer.drop(client);
         dropped += fetches.size();
         L2Job job;
         while (null != (job = fetches.poll()))

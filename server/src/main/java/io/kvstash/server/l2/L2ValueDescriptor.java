@@ -113,6 +113,47 @@ public final class L2ValueDescriptor
         final long lo,
         final int payloadLength)
     {
+        writeFields(value, crc, layoutHash, salt, hi, lo, payloadLength,
+            checksum(crc, value, HEADER_LENGTH, payloadLength));
+    }
+
+    /**
+     * Writes the header of a payload that lies elsewhere (the chunk's pool slot): the value is {@code header}'s
+     * first {@link #HEADER_LENGTH} bytes, then the payload.
+     *
+     * @param header     buffer whose index 0 is the value's start, at least {@link #HEADER_LENGTH} bytes (its
+     *                   position and limit are kept).
+     * @param payload    the payload from its position to its limit (both kept).
+     * @param crc        a checksum to reuse (reset here).
+     * @param layoutHash {@link L2Keys#layoutHash}.
+     * @param salt       cache salt.
+     * @param hi         key high half.
+     * @param lo         key low half.
+     */
+    public static void writeHeader(
+        final ByteBuffer header,
+        final ByteBuffer payload,
+        final CRC32C crc,
+        final long layoutHash,
+        final long salt,
+        final long hi,
+        final long lo)
+    {
+        final int payloadLength = payload.remaining();
+        writeFields(header, crc, layoutHash, salt, hi, lo, payloadLength,
+            checksum(crc, payload, payload.position(), payloadLength));
+    }
+
+    private static void writeFields(
+        final ByteBuffer value,
+        final CRC32C crc,
+        final long layoutHash,
+        final long salt,
+        final long hi,
+        final long lo,
+        final int payloadLength,
+        final int payloadCrc)
+    {
         putInt(value, MAGIC_OFFSET, MAGIC);
         putInt(value, VERSION_OFFSET, VERSION);
         putLong(value, LAYOUT_HASH_OFFSET, layoutHash);
@@ -120,7 +161,7 @@ public final class L2ValueDescriptor
         putLong(value, KEY_HI_OFFSET, hi);
         putLong(value, KEY_LO_OFFSET, lo);
         putLong(value, PAYLOAD_LENGTH_OFFSET, payloadLength);
-        putInt(value, PAYLOAD_CRC_OFFSET, checksum(crc, value, HEADER_LENGTH, payloadLength));
+        putInt(value, PAYLOAD_CRC_OFFSET, payloadCrc);
         putInt(value, HEADER_CRC_OFFSET, checksum(crc, value, 0, HEADER_CRC_OFFSET));
         putLong(value, HEADER_CRC_OFFSET + 4, 0);
     }

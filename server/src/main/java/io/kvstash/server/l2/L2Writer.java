@@ -11,7 +11,6 @@ import io.lettuce.core.RedisFuture;
 import io.lettuce.core.output.StatusOutput;
 import io.lettuce.core.protocol.CommandType;
 import org.agrona.ErrorHandler;
-import org.agrona.concurrent.UnsafeBuffer;
 
 import java.nio.ByteBuffer;
 import java.util.ArrayDeque;
@@ -23,15 +22,16 @@ import java.util.zip.CRC32C;
  * Write-through, pipelined: committed chunks queue here, and up to {@link #LANES} of them are in flight at once,
  * bounded by {@link #BYTES_IN_FLIGHT_MAX} bytes. Each lane checks its chunk's key (EXISTS; the lanes filled together
  * send theirs together), then pins the chunk as the tier's client (PREPARE_RETRIEVE; the lanes ready together send
- * theirs together), copies it into the lane's staging buffer behind a header, releases it (COMMIT_RETRIEVE with
- * {@link RequestFlags#QUIET}: the copy does not count as a use in the pool's eviction order) and
- * sends {@code SET NX} from that buffer. The tier's thread does not wait on the cluster: it polls the lanes each
- * cycle and a completed call wakes it.
+ * theirs together), writes the value's header (its checksum read from the slot) and sends {@code SET NX} of the
+ * header and the slot itself: Netty copies the chunk once, from the pool into its network buffer, with no staging
+ * copy. The pin holds until the SET is over (answered, failed or past its deadline) and the encoder can no longer
+ * read the slot ({@link L2SetNx#release()}); then the lane releases it with COMMIT_RETRIEVE and
+ * {@link RequestFlags#QUIET} (the copy does not count as a use in the pool's eviction order) and counts the write
+ * only if the chunk was readable under the same generation all along. The tier's thread does not wait on the
+ * cluster: it polls the lanes each cycle and a completed call wakes it.
  * <p>
- * Staging buffers are kept and reused (one per lane, grown only for a bigger chunk); a lane whose SET ran past
- * the deadline takes its buffer back through {@link L2SetNx#release()} before refilling it. An error reply of the
- * cluster (out of memory under {@code noeviction}) is a counted write error and the lane moves on; timeouts and
- * connection failures also count toward the tier going down (see {@link L2Link}).
+ * An error reply of the cluster (out of memory under {@code noeviction}) is a counted write error and the lane
+ * moves on; timeouts and connection failures also count toward the tier going down (see {@link L2Link}).
  * <p>
  * Owner: the tier's thread.
  */
@@ -46,6 +46,11 @@ final class L2Writer
     private static final int CHECKING = 1;
     private static final int READY = 2;
     private static final int WRITING = 3;
+    private static final int UNPINNING = 4;
+
+    private static final int OUTCOME_WRITTEN = 0;
+    private static final int OUTCOME_SKIPPED = 1;
+    private static final int OUTCOME_FAILED = 2;
 
     private final L2Link link;
     private final StoreCounters counters;
@@ -54,11 +59,12 @@ final class L2Writer
     private final ArrayDeque<L2Job> queue = new ArrayDeque<>();
     private final Lane[] lanes = new Lane[LANES];
     private final CRC32C crc = new CRC32C();
-    private final UnsafeBuffer stagingView = new UnsafeBuffer(0, 0);
     private final long[] oneHi = new long[1];
     private final long[] oneLo = new long[1];
     private final Lane[] ready = new Lane[LANES];
+    private final Lane[] unpinning = new Lane[LANES];
     private int readyCount;
+    private int unpinCount;
     private KvStashClient responsesFor;
     private BiConsumer<Object, Throwable> wakeUp;
     private int queuedChunks;
@@ -119,12 +125,14 @@ final class L2Writer
             final Thread tier = Thread.currentThread();
             wakeUp = (v, e) -> java.util.concurrent.locks.LockSupport.unpark(tier);
         }
+        ensureResponses(client);
         int work = 0;
         final long nowNs = System.nanoTime();
         readyCount = 0;
+        unpinCount = 0;
         for (final Lane lane : lanes)
         {
-            if (FREE != lane.state && READY != lane.state && link.isUp())
+            if ((CHECKING == lane.state || WRITING == lane.state) && link.isUp())
             {
                 work += advance(lane, nowNs);
             }
@@ -133,9 +141,13 @@ final class L2Writer
         {
             writeReady(client);
         }
+        if (unpinCount > 0)
+        {
+            unpin(client);
+        }
         if (!link.isUp())
         {
-            return work + drop();
+            return work + drop(client);
         }
         for (int i = 0; i < LANES && !queue.isEmpty(); i++)
         {
@@ -152,13 +164,17 @@ final class L2Writer
     }
 
     /**
-     * Drops everything queued and in flight as write errors (the tier went down or stops).
+     * Drops everything queued and in flight as write errors (the tier went down or stops). A lane holding a pin
+     * releases it through {@code client}; with no client (the tier's session is closing, and the server reaps
+     * what it held) the pins are left to that.
      *
+     * @param client the tier's client, or null.
      * @return chunks dropped.
      */
-    int drop()
+    int drop(final KvStashClient client)
     {
         int dropped = 0;
+        unpinCount = 0;
         for (final Lane lane : lanes)
         {
             if (FREE != lane.state)
@@ -171,10 +187,23 @@ final class L2Writer
                 {
                     lane.future.cancel(true);
                 }
-                counters.add(StoreCounters.L2_WRITE_ERRORS, 1);
-                free(lane);
                 dropped++;
+                if (0 != lane.transfer && null != client)
+                {
+                    lane.outcome = OUTCOME_FAILED;
+                    lane.state = UNPINNING;
+                    unpinning[unpinCount++] = lane;
+                }
+                else
+                {
+                    counters.add(StoreCounters.L2_WRITE_ERRORS, 1);
+                    free(lane);
+                }
             }
+        }
+        if (unpinCount > 0)
+        {
+            unpin(client);
         }
         L2Job job;
         while (null != (job = queue.poll()))
@@ -242,8 +271,7 @@ final class L2Writer
             }
             future.cancel(true);
             link.timedOut();
-            counters.add(StoreCounters.L2_WRITE_ERRORS, 1);
-            free(lane);
+            finish(lane, OUTCOME_FAILED);
             return 1;
         }
         final boolean answered = link.settle(future);
@@ -251,13 +279,11 @@ final class L2Writer
         {
             if (!answered)
             {
-                counters.add(StoreCounters.L2_WRITE_ERRORS, 1);
-                free(lane);
+                finish(lane, OUTCOME_FAILED);
             }
             else if (0 != (Long)f.getNow(null))
             {
-                counters.add(StoreCounters.L2_WRITE_SKIPS, 1);
-                free(lane);
+                finish(lane, OUTCOME_SKIPPED);
             }
             else
             {
@@ -269,36 +295,26 @@ final class L2Writer
         lane.args.release();
         if (!answered)
         {
-            counters.add(StoreCounters.L2_WRITE_ERRORS, 1);
+            finish(lane, OUTCOME_FAILED);
         }
         else if (null == f.getNow(null))
         {
-            counters.add(StoreCounters.L2_WRITE_SKIPS, 1); // another host wrote it first (NX)
+            finish(lane, OUTCOME_SKIPPED); // another host wrote it first (NX)
         }
         else
         {
-            counters.add(StoreCounters.L2_WRITES, 1);
-            counters.add(StoreCounters.L2_BYTES_WRITTEN, lane.bytes);
+            finish(lane, OUTCOME_WRITTEN);
         }
-        free(lane);
         return 1;
     }
 
     /**
-     * Pins the chunks of every lane whose key the cluster lacks (PREPARE_RETRIEVEs sent back to back), copies each
-     * into its lane's staging buffer, releases it (COMMIT_RETRIEVE, answers awaited at the end) and sends its SET NX
-     * at once, so the first value is on the wire while the next is copied.
+     * Pins the chunks of every lane whose key the cluster lacks (PREPARE_RETRIEVEs sent back to back), writes each
+     * value's header from its slot and sends its SET NX of the header and the slot at once, so the first value is
+     * on the wire while the next header is computed.
      */
     private void writeReady(final KvStashClient client)
     {
-        if (responsesFor != client)
-        {
-            for (final Lane lane : lanes)
-            {
-                lane.response = client.newResponse();
-            }
-            responsesFor = client;
-        }
         for (int j = 0; j < readyCount; j++)
         {
             final Lane lane = ready[j];
@@ -316,37 +332,33 @@ final class L2Writer
             {
                 continue;
             }
-            final ClientResponse r = client.await(pin, lane.response);
+            final ClientResponse r = client.await(pin, lane.pinned);
             if (Status.OK != r.status() || 1 != r.slotCount())
             {
                 continue;
             }
-            final int needed = L2ValueDescriptor.HEADER_LENGTH + lane.bytes;
-            if (null == lane.staging || lane.staging.capacity() < needed)
+            lane.transfer = r.transferId();
+            final ByteBuffer payload = client.slotBuffer(r.slotOffset(0), lane.bytes);
+            if (null == lane.header)
             {
-                lane.staging = ByteBuffer.allocateDirect(needed);
+                lane.header = ByteBuffer.allocateDirect(L2ValueDescriptor.HEADER_LENGTH);
             }
-            final long transfer = r.transferId();
-            stagingView.wrap(lane.staging);
-            client.readChunk(lane.layout.tierInstance, transfer, 0, lane.bytes, r.slotOffset(0), stagingView,
-                L2ValueDescriptor.HEADER_LENGTH);
-            final boolean intact = client.isStillReadable(r, 0);
-            // QUIET: the copy is not a use, so the chunk keeps its place in the pool's eviction order.
-            lane.correlation = client.sendSimple(RequestType.COMMIT_RETRIEVE, lane.layout.tierInstance, transfer,
-                RequestFlags.QUIET);
-            if (intact)
+            L2ValueDescriptor.writeHeader(lane.header, payload, crc, lane.layout.layoutHash, lane.salt, lane.hi,
+                lane.lo);
+            if (!client.isStillReadable(r, 0))
             {
-                send(lane, needed);
+                finish(lane, OUTCOME_SKIPPED); // reclaimed while the tier read it: never sent
+                continue;
             }
+            lane.args = new L2SetNx(lane.key, lane.header, payload);
+            lane.state = WRITING;
+            lane.deadlineNs = System.nanoTime() + link.timeoutNs();
+            lane.future = link.commands().dispatch(CommandType.SET, new StatusOutput<>(L2Codec.INSTANCE), lane.args);
+            lane.future.whenComplete(wakeUp);
         }
         for (int j = 0; j < readyCount; j++)
         {
             final Lane lane = ready[j];
-            if (lane.correlation >= 0)
-            {
-                client.await(lane.correlation, lane.response);
-                lane.correlation = -1;
-            }
             if (READY == lane.state)
             {
                 counters.add(StoreCounters.L2_WRITE_SKIPS, 1); // evicted before the tier could read it
@@ -356,16 +368,86 @@ final class L2Writer
         readyCount = 0;
     }
 
-    private void send(final Lane lane, final int needed)
+    /**
+     * Ends a lane's chunk: a lane that holds a pin goes to {@link #unpin} first, any other is counted and freed.
+     */
+    private void finish(final Lane lane, final int outcome)
     {
-        final ByteBuffer staging = lane.staging;
-        staging.clear().limit(needed);
-        L2ValueDescriptor.writeHeader(staging, crc, lane.layout.layoutHash, lane.salt, lane.hi, lane.lo, lane.bytes);
-        lane.args = new L2SetNx(lane.key, staging);
-        lane.state = WRITING;
-        lane.deadlineNs = System.nanoTime() + link.timeoutNs();
-        lane.future = link.commands().dispatch(CommandType.SET, new StatusOutput<>(L2Codec.INSTANCE), lane.args);
-        lane.future.whenComplete(wakeUp);
+        lane.outcome = outcome;
+        if (0 != lane.transfer)
+        {
+            lane.state = UNPINNING;
+            unpinning[unpinCount++] = lane;
+            return;
+        }
+        count(lane, outcome);
+        free(lane);
+    }
+
+    /**
+     * Releases the pins of the lanes whose SET is over (COMMIT_RETRIEVE with QUIET, sent back to back, answers
+     * awaited at the end) and counts each chunk. Whether its slot held the chunk under the same generation all
+     * along is read before the release: a value sent from a slot the pool took back meanwhile (a forced CLEAR) is
+     * deleted from the cluster again and counted as a skip.
+     */
+    private void unpin(final KvStashClient client)
+    {
+        for (int j = 0; j < unpinCount; j++)
+        {
+            final Lane lane = unpinning[j];
+            lane.intact = client.isStillReadable(lane.pinned, 0);
+            lane.correlation = client.sendSimple(RequestType.COMMIT_RETRIEVE, lane.layout.tierInstance, lane.transfer,
+                RequestFlags.QUIET);
+        }
+        for (int j = 0; j < unpinCount; j++)
+        {
+            final Lane lane = unpinning[j];
+            if (lane.correlation >= 0)
+            {
+                client.await(lane.correlation, lane.released);
+                lane.correlation = -1;
+            }
+            int outcome = lane.outcome;
+            if (OUTCOME_WRITTEN == outcome && !lane.intact)
+            {
+                link.commands().del(lane.key);
+                outcome = OUTCOME_SKIPPED;
+            }
+            count(lane, outcome);
+            free(lane);
+            unpinning[j] = null;
+        }
+        unpinCount = 0;
+    }
+
+    private void count(final Lane lane, final int outcome)
+    {
+        if (OUTCOME_WRITTEN == outcome)
+        {
+            counters.add(StoreCounters.L2_WRITES, 1);
+            counters.add(StoreCounters.L2_BYTES_WRITTEN, lane.bytes);
+        }
+        else if (OUTCOME_SKIPPED == outcome)
+        {
+            counters.add(StoreCounters.L2_WRITE_SKIPS, 1);
+        }
+        else
+        {
+            counters.add(StoreCounters.L2_WRITE_ERRORS, 1);
+        }
+    }
+
+    private void ensureResponses(final KvStashClient client)
+    {
+        if (responsesFor != client && null != client)
+        {
+            for (final Lane lane : lanes)
+            {
+                lane.pinned = client.newResponse();
+                lane.released = client.newResponse();
+            }
+            responsesFor = client;
+        }
     }
 
     private void free(final Lane lane)
@@ -375,14 +457,17 @@ final class L2Writer
         lane.args = null;
         lane.key = null;
         lane.layout = null;
+        lane.transfer = 0;
         busyLanes--;
         bytesInFlight -= lane.bytes;
     }
 
-    /** One chunk in flight and its staging buffer (kept). */
+    /** One chunk in flight, its header buffer (kept) and the pin it holds while its SET may read the slot. */
     private static final class Lane
     {
         int state = FREE;
+        int outcome;
+        boolean intact;
         L2Layout layout;
         long salt;
         long hi;
@@ -390,10 +475,12 @@ final class L2Writer
         int bytes;
         byte[] key;
         long deadlineNs;
+        long transfer;
         RedisFuture<?> future;
         L2SetNx args;
-        ByteBuffer staging;
-        ClientResponse response;
+        ByteBuffer header;
+        ClientResponse pinned;
+        ClientResponse released;
         long correlation = -1;
     }
 }

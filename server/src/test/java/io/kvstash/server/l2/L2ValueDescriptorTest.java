@@ -51,6 +51,24 @@ class L2ValueDescriptorTest
     }
 
     @Test
+    void shouldWriteTheSameHeaderForAPayloadKeptElsewhere()
+    {
+        final ByteBuffer whole = value(ByteBuffer.allocateDirect(HEADER_LENGTH + CHUNK));
+        final ByteBuffer payload = whole.duplicate().position(HEADER_LENGTH).slice();
+        final ByteBuffer header = ByteBuffer.allocateDirect(HEADER_LENGTH);
+        L2ValueDescriptor.writeHeader(header, payload, crc, LAYOUT_HASH, SALT, HI, LO);
+        assertEquals(whole.duplicate().limit(HEADER_LENGTH), header, "the header of the value the slot makes");
+        assertEquals(0, payload.position());
+        assertEquals(CHUNK, payload.limit());
+        assertEquals(0, header.position());
+
+        payload.put(CHUNK - 1, (byte)(payload.get(CHUNK - 1) + 1)); // the slot changed after the header was written
+        final ByteBuffer sent = ByteBuffer.allocateDirect(HEADER_LENGTH + CHUNK);
+        sent.put(header.duplicate()).put(payload.duplicate()).flip();
+        assertEquals(BAD_CHECKSUM, check(sent), "a reader refuses it");
+    }
+
+    @Test
     void shouldAcceptAValueThatStartsPastTheBuffersStart()
     {
         final ByteBuffer outer = ByteBuffer.allocateDirect(100 + HEADER_LENGTH + CHUNK);
