@@ -34,9 +34,10 @@ class StoreCountersTest
                 described++;
             }
         }
-        assertEquals(46, described, "book 23, data 2, wire 7, errors and invalid types 2, l2 12");
+        assertEquals(47, described, "book 23, data 2, wire 7, errors and invalid types 2, l2 13");
         for (final int gauge : new int[]{ StoreCounters.READABLE_CHUNKS, StoreCounters.FREE_SLOTS,
-            StoreCounters.INSTANCES, StoreCounters.WIRE_CLIENTS, StoreCounters.L2_STATE })
+            StoreCounters.INSTANCES, StoreCounters.WIRE_CLIENTS, StoreCounters.L2_STATE,
+            StoreCounters.L2_COMPLETED_TICKET })
         {
             assertTrue(StoreCounters.isGauge(gauge), StoreCounters.name(gauge));
         }
