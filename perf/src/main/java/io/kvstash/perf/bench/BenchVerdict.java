@@ -37,6 +37,8 @@ final class BenchVerdict
         DESCRIPTIONS.put("l2_write_vs_set", "write-through of stored chunks / a bare cluster SET loop, GB/s (2, 32 MiB)");
         DESCRIPTIONS.put("store_vs_copy_l2", "store / a plain memory copy with write-through on, GB/s (2, 32 MiB)");
         DESCRIPTIONS.put("retrieve_vs_copy_l2", "retrieve / a plain memory copy with write-through on, GB/s (2, 32 MiB)");
+        DESCRIPTIONS.put("store_vs_copy_l2_backoff", "the same, server and worker in backoff (no target)");
+        DESCRIPTIONS.put("retrieve_vs_copy_l2_backoff", "the same, server and worker in backoff (no target)");
     }
 
     final String verdict;

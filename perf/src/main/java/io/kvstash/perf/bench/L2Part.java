@@ -200,44 +200,16 @@ final class L2Part
         }
 
         onEveryNode(cluster, "flushall");
-        final Path dataDir = work.resolve("l2-data-" + chunkBytes);
-        final Map<String, Object> dataResult;
         final Map<String, Object> tier = new LinkedHashMap<>();
-        try (KvStashServer server = launch(cluster, dataDir, BenchSupport.BUSY_SPIN, settings.poolBytes))
-        {
-            final Map<String, Object> data = new LinkedHashMap<>();
-            data.put("cmd", "data");
-            data.put("dir", server.directory().toString());
-            data.put("chunk_bytes", chunkBytes);
-            data.put("reps", settings.reps);
-            data.put("warmups", settings.warmups);
-            data.put("chunks_per_rep", settings.chunksPerRep(chunkBytes));
-            data.put("wait", BenchSupport.BUSY_SPIN);
-            data.put("write_through", true);
-            final StoreCounters counters = server.counters();
-            final int[] ids = { StoreCounters.L2_WRITES, StoreCounters.L2_WRITE_SKIPS, StoreCounters.L2_WRITE_ERRORS,
-                StoreCounters.L2_NOTICES_DROPPED, StoreCounters.L2_TIMEOUTS };
-            final String[] names = { "l2_writes", "l2_write_skips", "l2_write_errors", "l2_notices_dropped",
-                "l2_timeouts" };
-            final long[] before = new long[ids.length];
-            for (int i = 0; i < ids.length; i++)
-            {
-                before[i] = counters.get(ids[i]);
-            }
-            System.gc();
-            final long gc0 = BenchSupport.gcCount();
-            dataResult = worker.call(data, 900);
-            gcServer.put("data", BenchSupport.gcCount() - gc0);
-            gcWorker += ((Number)dataResult.get("gc_worker")).longValue();
-            for (int i = 0; i < ids.length; i++)
-            {
-                tier.put(names[i], counters.get(ids[i]) - before[i]);
-            }
-        }
-        finally
-        {
-            ShmDirectories.delete(dataDir);
-        }
+        final Map<String, Object> dataResult = dataRun(worker, settings, work, cluster, chunkBytes,
+            BenchSupport.BUSY_SPIN, tier);
+        gcServer.put("data", dataResult.remove("gc_server"));
+        gcWorker += ((Number)dataResult.get("gc_worker")).longValue();
+        onEveryNode(cluster, "flushall");
+        final Map<String, Object> backoffResult = dataRun(worker, settings, work, cluster, chunkBytes,
+            BenchSupport.BACKOFF, new LinkedHashMap<>());
+        gcServer.put("data_backoff", backoffResult.remove("gc_server"));
+        gcWorker += ((Number)backoffResult.get("gc_worker")).longValue();
         onEveryNode(cluster, "flushall");
 
         final double setGbps = median(bareResult, "set");
@@ -264,6 +236,11 @@ final class L2Part
         row.put("store_vs_copy", store / copyIn);
         row.put("retrieve_vs_copy", retrieve / copyOut);
         row.put("tier_during_store_retrieve", tier);
+        final double storeBackoff = median(backoffResult, "store_pipelined") / median(backoffResult, "copy_in");
+        final double retrieveBackoff = median(backoffResult, "retrieve_pipelined") /
+            median(backoffResult, "copy_out");
+        row.put("store_vs_copy_backoff", storeBackoff);
+        row.put("retrieve_vs_copy_backoff", retrieveBackoff);
         long gcSteady = 0;
         for (final Object n : gcServer.values())
         {
@@ -273,10 +250,65 @@ final class L2Part
         row.put("gc_server", gcServer);
         row.put("gc_worker", gcWorker);
         progress.accept(BenchSupport.fmt("l2 %s: bare SET %.2f GET %.2f, fetch %.2f (x%.2f of GET), write %.2f " +
-            "(x%.2f of SET) GB/s; with write-through store x%.3f, retrieve x%.3f of the copy; %d collections in the " +
-            "server JVM", label, setGbps, getGbps, fetchGbps, fetchGbps / getGbps, writeGbps, writeGbps / setGbps,
-            store / copyIn, retrieve / copyOut, gcSteady));
+            "(x%.2f of SET) GB/s; with write-through store x%.3f, retrieve x%.3f of the copy (backoff: x%.3f, " +
+            "x%.3f); %d collections in the server JVM", label, setGbps, getGbps, fetchGbps, fetchGbps / getGbps,
+            writeGbps, writeGbps / setGbps, store / copyIn, retrieve / copyOut, storeBackoff, retrieveBackoff,
+            gcSteady));
         return row;
+    }
+
+    /**
+     * Store and retrieve against the copy (the data part's pipelined worker) on a server with the tier on and
+     * writing through, the server and the worker in one wait mode.
+     *
+     * @return the worker's data result, plus {@code gc_server} (this JVM's collections during it); {@code tier}
+     *         gets the tier's counters during the run.
+     */
+    private static Map<String, Object> dataRun(
+        final WorkerProcess worker,
+        final BenchSettings settings,
+        final Path work,
+        final RedisCluster cluster,
+        final long chunkBytes,
+        final String wait,
+        final Map<String, Object> tier) throws Exception
+    {
+        final Path dataDir = work.resolve("l2-data-" + chunkBytes + "-" + wait);
+        try (KvStashServer server = launch(cluster, dataDir, wait, settings.poolBytes))
+        {
+            final Map<String, Object> data = new LinkedHashMap<>();
+            data.put("cmd", "data");
+            data.put("dir", server.directory().toString());
+            data.put("chunk_bytes", chunkBytes);
+            data.put("reps", settings.reps);
+            data.put("warmups", settings.warmups);
+            data.put("chunks_per_rep", settings.chunksPerRep(chunkBytes));
+            data.put("wait", wait);
+            data.put("write_through", true);
+            final StoreCounters counters = server.counters();
+            final int[] ids = { StoreCounters.L2_WRITES, StoreCounters.L2_WRITE_SKIPS, StoreCounters.L2_WRITE_ERRORS,
+                StoreCounters.L2_NOTICES_DROPPED, StoreCounters.L2_TIMEOUTS };
+            final String[] names = { "l2_writes", "l2_write_skips", "l2_write_errors", "l2_notices_dropped",
+                "l2_timeouts" };
+            final long[] before = new long[ids.length];
+            for (int i = 0; i < ids.length; i++)
+            {
+                before[i] = counters.get(ids[i]);
+            }
+            System.gc();
+            final long gc0 = BenchSupport.gcCount();
+            final Map<String, Object> result = worker.call(data, 900);
+            result.put("gc_server", BenchSupport.gcCount() - gc0);
+            for (int i = 0; i < ids.length; i++)
+            {
+                tier.put(names[i], counters.get(ids[i]) - before[i]);
+            }
+            return result;
+        }
+        finally
+        {
+            ShmDirectories.delete(dataDir);
+        }
     }
 
     /**

@@ -16,7 +16,9 @@ final class L2Report
         { "l2_fetch_vs_get", "l2_fetch_vs_get" },
         { "l2_write_vs_set", "l2_write_vs_set" },
         { "store_vs_copy_l2", "store_vs_copy" },
-        { "retrieve_vs_copy_l2", "retrieve_vs_copy" } };
+        { "retrieve_vs_copy_l2", "retrieve_vs_copy" },
+        { "store_vs_copy_l2_backoff", "store_vs_copy_backoff" },
+        { "retrieve_vs_copy_l2_backoff", "retrieve_vs_copy_backoff" } };
 
     private L2Report()
     {
@@ -106,7 +108,8 @@ final class L2Report
             "; GB/s (10^9 chunk bytes/s)");
         out.println("(bare SET/GET: a bare Lettuce cluster loop, as many in flight as one read-through; fetch: " +
             "LOOKUP runs read through a server; write: stores written through, until l2_writes counts them; " +
-            "store/retrieve: the pipelined worker with write-through on, against the copy)");
+            "store/retrieve: the pipelined worker with write-through on, against the copy, busy-spin; the backoff " +
+            "run's ratios on the next lines)");
         out.println(BenchSupport.fmt("%-8s %6s %8s %8s %8s %9s %8s %9s %8s %10s %9s %9s %4s", "chunk", "chunks",
             "bareSET", "bareGET", "fetch", "fetch/GET", "write", "write/SET", "store", "store/copy", "retrieve",
             "retr/copy", "GCs"));
@@ -127,8 +130,10 @@ final class L2Report
                 "collections %s, worker's %s", BenchSupport.size(((Number)row.get("chunk_bytes")).longValue()),
                 row.get("tier_during_store_retrieve"), row.get("gc_server"), row.get("gc_worker")));
             out.println(BenchSupport.fmt("  %s: bare GET in runs of one read-through (next run after the last " +
-                "value) %s GB/s", BenchSupport.size(((Number)row.get("chunk_bytes")).longValue()),
-                num(row.get("bare_get_runs_gbps"), "%.2f")));
+                "value) %s GB/s; server and worker in backoff: store x%s, retrieve x%s of the copy",
+                BenchSupport.size(((Number)row.get("chunk_bytes")).longValue()),
+                num(row.get("bare_get_runs_gbps"), "%.2f"), num(row.get("store_vs_copy_backoff"), "%.3f"),
+                num(row.get("retrieve_vs_copy_backoff"), "%.3f")));
         }
         out.println();
     }
