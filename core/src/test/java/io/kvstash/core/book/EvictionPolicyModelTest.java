@@ -146,6 +146,27 @@ class EvictionPolicyModelTest
     }
 
     /** The policies' rules on plain lists: readable keys in probation and protected, evict-first at index 0. */
+    /** The length class of a store as {@code slru-admit} defines it, written out: 1, 2, 3, then two a doubling. */
+    private static int halfOctave(final int chunks)
+    {
+        int lower = 4;
+        int c = 4;
+        while (c < 23)
+        {
+            if (chunks < lower + lower / 2)
+            {
+                return chunks < 4 ? chunks : c;
+            }
+            if (chunks < 2 * lower)
+            {
+                return c + 1;
+            }
+            lower *= 2;
+            c += 2;
+        }
+        return 23;
+    }
+
     private static final class Reference
     {
         private final EvictionPolicy policy;
@@ -157,8 +178,8 @@ class EvictionPolicyModelTest
         private final Map<Long, Integer> kindOf = new HashMap<>();
         private final java.util.Set<Long> reservedKeys = new java.util.HashSet<>();
         private final KeyHistory history;
-        private final long[] kindStores = new long[96];
-        private final long[] kindReads = new long[96];
+        private final long[] kindStores = new long[144];
+        private final long[] kindReads = new long[144];
         private long totalStores;
         private long totalReads;
         private long storesSinceHalving;
@@ -286,8 +307,7 @@ class EvictionPolicyModelTest
                 parent = hintParent;
             }
             parentIncarnation = parent >= 0 ? incarnation.get(parent) : 0;
-            final int length = 32 - Integer.numberOfLeadingZeros(range.length - firstAbsent);
-            kindBase = ((parent >= 0 ? 16 : 0) + Math.min(length, 15)) * 3;
+            kindBase = ((parent >= 0 ? 24 : 0) + halfOctave(range.length - firstAbsent)) * 3;
             return reserved;
         }
 
