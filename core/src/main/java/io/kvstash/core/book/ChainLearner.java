@@ -20,9 +20,9 @@ import java.util.Arrays;
  * History (segmented policies): every LOOKUP key is counted in a {@link KeyHistory} aged over
  * {@link #HISTORY_WINDOWS} times the pool's slots of references; a stored chunk whose key was referenced before
  * enters protected. Admission ({@code slru-admit}): each stored chunk is tagged with its kind (continuation of a
- * hit or a new prompt, the store's length class, two per octave ({@link #lengthClass}), its place from the store's
- * end) and the store counts, per kind, chunks stored and chunks read back (aged by halving every pool's worth of
- * stores); a chunk of a kind read back at under {@link #COLD_PERCENT} % of the average rate enters cold, at the
+ * hit or a new prompt, the store's length class, two per octave ({@link #lengthClass}), whether it is the store's
+ * last chunk) and the store counts, per kind, chunks stored and chunks read back (aged by halving every pool's worth
+ * of stores); a chunk of a kind read back at under {@link #COLD_PERCENT} % of the average rate enters cold, at the
  * evict-first end of probation.
  * <p>
  * O(1) per chunk, no allocation after REGISTER. Owner: the reserve stage thread (via {@link ChunkBook}).
@@ -37,7 +37,8 @@ final class ChainLearner
     static final int MAX_HISTORY_CELLS = 1 << 23;
     /** Length classes of a store: two per octave of its chunk count, the last one open-ended. */
     static final int LENGTH_CLASSES = 24;
-    private static final int END_PLACES = 3;
+    /** Places from a store's end a kind tells apart: its last chunk, and the others. */
+    static final int END_PLACES = 2;
     private static final int KINDS = 2 * LENGTH_CLASSES * END_PLACES;
     private static final int NO_HINT = -2;
 

@@ -178,8 +178,8 @@ class EvictionPolicyModelTest
         private final Map<Long, Integer> kindOf = new HashMap<>();
         private final java.util.Set<Long> reservedKeys = new java.util.HashSet<>();
         private final KeyHistory history;
-        private final long[] kindStores = new long[144];
-        private final long[] kindReads = new long[144];
+        private final long[] kindStores = new long[96];
+        private final long[] kindReads = new long[96];
         private long totalStores;
         private long totalReads;
         private long storesSinceHalving;
@@ -307,7 +307,7 @@ class EvictionPolicyModelTest
                 parent = hintParent;
             }
             parentIncarnation = parent >= 0 ? incarnation.get(parent) : 0;
-            kindBase = ((parent >= 0 ? 24 : 0) + halfOctave(range.length - firstAbsent)) * 3;
+            kindBase = ((parent >= 0 ? 24 : 0) + halfOctave(range.length - firstAbsent)) * 2;
             return reserved;
         }
 
@@ -331,7 +331,7 @@ class EvictionPolicyModelTest
             for (int i = n - 1; i >= 0; i--)
             {
                 final long key = reserved.get(i);
-                final int kind = kindBase + Math.min(n - 1 - i, 2);
+                final int kind = kindBase + Math.min(n - 1 - i, 1);
                 if (policy.segmented() && history.count(ns, 0, key) >= 2)
                 {
                     if (p >= 0)
@@ -430,7 +430,7 @@ class EvictionPolicyModelTest
 
         private void trim()
         {
-            while (protectedList.size() > SLOTS * EvictionOrder.PROTECTED_SHARE_PERCENT / 100)
+            while (protectedList.size() > SLOTS * policy.protectedSharePercent() / 100)
             {
                 probation.add(protectedList.remove(0));
             }

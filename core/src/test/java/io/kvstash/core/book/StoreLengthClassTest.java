@@ -7,8 +7,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
  * The length classes {@code slru-admit} sorts stores into ({@link ChainLearner#lengthClass}): 1 to 3 chunks have
- * their own, then two per octave, the last one open-ended; a continuation's kind of the longest class still has a
- * chunk tag of its own (the tags are kind + 1 per chunk).
+ * their own, then two per octave, the last one open-ended; every kind's tag (kind + 1) fits the short each chunk
+ * keeps.
  */
 class StoreLengthClassTest
 {
@@ -39,9 +39,10 @@ class StoreLengthClassTest
             previous = c;
         }
         assertEquals(ChainLearner.LENGTH_CLASSES - 1, previous);
-        // The largest kind: a continuation of the longest class at the place farthest from the store's end.
-        final int largestKind = (2 * ChainLearner.LENGTH_CLASSES - 1) * 3 + 2;
+        // The largest kind: a continuation of the longest class at the place farthest from the store's end; its
+        // tag (kind + 1) must fit the short each chunk keeps.
+        final int places = ChainLearner.END_PLACES;
+        final int largestKind = (2 * ChainLearner.LENGTH_CLASSES - 1) * places + places - 1;
         assertTrue(largestKind + 1 <= Short.MAX_VALUE);
-        assertTrue(largestKind + 1 > Byte.MAX_VALUE, "tags are shorts since kinds passed a signed byte's range");
     }
 }
