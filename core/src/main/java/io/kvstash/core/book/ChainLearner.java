@@ -20,9 +20,10 @@ import java.util.Arrays;
  * History (segmented policies): every LOOKUP key is counted in a {@link KeyHistory} aged over
  * {@link #HISTORY_WINDOWS} times the pool's slots of references; a stored chunk whose key was referenced before
  * enters protected. Admission ({@code slru-admit}): each stored chunk is tagged with its kind (continuation of a
- * hit or a new prompt, the store's length class, its place from the store's end) and the store counts, per
- * kind, chunks stored and chunks read back (aged by halving every pool's worth of stores); a chunk of a kind read
- * back at under {@link #COLD_PERCENT} % of the average rate enters cold, at the evict-first end of probation.
+ * hit or a new prompt, the store's length class, two per octave ({@link #lengthClass}), whether it is the store's
+ * last chunk) and the store counts, per kind, chunks stored and chunks read back (aged by halving every pool's worth
+ * of stores); a chunk of a kind read back at under {@link #COLD_PERCENT} % of the average rate enters cold, at the
+ * evict-first end of probation.
  * <p>
  * O(1) per chunk, no allocation after REGISTER. Owner: the reserve stage thread (via {@link ChunkBook}).
  */
@@ -34,8 +35,10 @@ final class ChainLearner
     static final int COLD_PERCENT = 50;
     /** Most cells of the key history: 8 MiB. */
     static final int MAX_HISTORY_CELLS = 1 << 23;
-    private static final int LENGTH_CLASSES = 16;
-    private static final int END_PLACES = 3;
+    /** Length classes of a store: two per octave of its chunk count, the last one open-ended. */
+    static final int LENGTH_CLASSES = 24;
+    /** Places from a store's end a kind tells apart: its last chunk, and the others. */
+    static final int END_PLACES = 2;
     private static final int KINDS = 2 * LENGTH_CLASSES * END_PLACES;
     private static final int NO_HINT = -2;
 
@@ -59,7 +62,7 @@ final class ChainLearner
     private long totalStores;
     private long totalReads;
     private long storesSinceHalving;
-    private byte[] chunkKind = new byte[0];
+    private short[] chunkKind = new short[0];
 
     ChainLearner(
         final StoreContext context, final SlotStates slots, final ChunkIndex index, final TransferTable transfers)
@@ -158,8 +161,8 @@ final class ChainLearner
         }
         transferParent[t] = parent;
         transferGeneration[t] = parent >= 0 ? slots.generation(parent) : 0;
-        final int length = 32 - Integer.numberOfLeadingZeros(command.chunkCount - firstAbsent);
-        transferKind[t] = ((parent >= 0 ? LENGTH_CLASSES : 0) + Math.min(length, LENGTH_CLASSES - 1)) * END_PLACES;
+        final int length = lengthClass(command.chunkCount - firstAbsent);
+        transferKind[t] = ((parent >= 0 ? LENGTH_CLASSES : 0) + length) * END_PLACES;
     }
 
     /**
@@ -255,9 +258,29 @@ final class ChainLearner
         }
     }
 
+    /**
+     * The length class of a store of some chunks: 1 to 3 chunks have their own classes, then two classes per
+     * octave ([4, 6), [6, 8), [8, 12), [12, 16), [16, 24), ...), up to {@link #LENGTH_CLASSES} - 1 for the longest.
+     * Half octaves, not octaves, because prompt lengths of different origins share octaves (the synthetic trace's
+     * new prompts of 16-23 chunks are read again at about 65 %, those of 24-31 at about 20 %).
+     *
+     * @param chunks the store's chunks, at least 1.
+     * @return class, 1 to {@link #LENGTH_CLASSES} - 1.
+     */
+    static int lengthClass(final int chunks)
+    {
+        final int bits = 32 - Integer.numberOfLeadingZeros(chunks);
+        if (bits <= 2)
+        {
+            return chunks;
+        }
+        final int half = (chunks >>> (bits - 2)) & 1;
+        return Math.min(LENGTH_CLASSES - 1, 2 * bits - 2 + half);
+    }
+
     private void stored(final int id, final int kind)
     {
-        chunkKind[id] = (byte)(kind + 1);
+        chunkKind[id] = (short)(kind + 1);
         kindStores[kind]++;
         totalStores++;
         if (++storesSinceHalving >= Math.max(1, slots.slotCapacity()))

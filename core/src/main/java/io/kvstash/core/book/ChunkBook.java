@@ -94,7 +94,7 @@ public final class ChunkBook
         instances = new InstanceTable(context.maxInstances());
         transfers = new TransferTable(context.maxTransfers(), context.maxInstances());
         index = new ChunkIndex(0, context.maxChunksPerRequest());
-        slots = new SlotStates(slotTable, context.poolSizeBytes(), context.alignment(), context.eviction().segmented());
+        slots = new SlotStates(slotTable, context.poolSizeBytes(), context.alignment(), context.eviction());
         leases = new TransferLeases(transfers, slots, index, counters);
         registrar = new Registrar(context, counters, instances, slots, index, leases, hasher);
         undo = new StoreUndoLog(context.maxChunksPerRequest());

@@ -9,8 +9,9 @@ import java.util.Arrays;
  * protected. A chunk enters at the recent end, before a given chunk (its parent, so a chain's descendants stay
  * older than its ancestors), after a given chunk, at the evict-first end (cold), or at the recent end of
  * protected (hot). A hit moves the chunk to the recent end of its list, or of protected when segmented;
- * protected holds at most {@link #PROTECTED_SHARE_PERCENT} of the slots the pool would hold of the class and hands its least
- * recently used chunk back to probation's recent end beyond that.
+ * protected holds at most the policy's share ({@link io.kvstash.core.EvictionPolicy#protectedSharePercent}) of the
+ * slots the pool would hold of the class and hands its least recently used chunk back to probation's recent end
+ * beyond that.
  * <p>
  * Every operation is O(1) but {@link #victim}, which skips pinned chunks, and no operation allocates once
  * grown. Owner: the reserve stage thread (via {@link SlotStates}). Not thread safe.
@@ -21,10 +22,9 @@ final class EvictionOrder
     static final byte PROBATION = 0;
     /** Segment of a protected chunk. */
     static final byte PROTECTED = 1;
-    /** Most of a class's slots protected chunks hold, in percent (fixed; measured on traces). */
-    static final int PROTECTED_SHARE_PERCENT = 60;
 
     private final boolean segmented;
+    private final int protectedSharePercent;
     private final ClassLists probation = new ClassLists();
     private final ClassLists protectedList = new ClassLists();
     private final int[] protectedCount = new int[SlotStates.MAX_CLASSES];
@@ -33,11 +33,13 @@ final class EvictionOrder
     /**
      * An order with or without a protected segment.
      *
-     * @param segmented true for the segmented policies.
+     * @param segmented             true for the segmented policies.
+     * @param protectedSharePercent most of a class's slots protected chunks hold, in percent (segmented only).
      */
-    EvictionOrder(final boolean segmented)
+    EvictionOrder(final boolean segmented, final int protectedSharePercent)
     {
         this.segmented = segmented;
+        this.protectedSharePercent = protectedSharePercent;
     }
 
     /**
@@ -292,7 +294,7 @@ final class EvictionOrder
 
     private void trim(final int c, final int classSlots)
     {
-        final long limit = (long)classSlots * PROTECTED_SHARE_PERCENT / 100;
+        final long limit = (long)classSlots * protectedSharePercent / 100;
         while (protectedCount[c] > limit)
         {
             final int id = protectedList.head(c);

@@ -1,5 +1,6 @@
 package io.kvstash.core.book;
 
+import io.kvstash.core.EvictionPolicy;
 import io.kvstash.wire.SlotGeometry;
 import io.kvstash.wire.file.SlotTableDescriptor;
 import org.agrona.concurrent.AtomicBuffer;
@@ -86,11 +87,11 @@ final class SlotStates
      * @param slotTable     slot words, one per alignment unit of the pool.
      * @param poolSizeBytes pool size.
      * @param alignment     slot alignment, a power of two.
-     * @param segmented     true for an eviction order with a protected segment.
+     * @param policy        the eviction policy, which says whether the order has a protected segment and its share.
      */
-    SlotStates(final AtomicBuffer slotTable, final long poolSizeBytes, final int alignment, final boolean segmented)
+    SlotStates(final AtomicBuffer slotTable, final long poolSizeBytes, final int alignment, final EvictionPolicy policy)
     {
-        this.order = new EvictionOrder(segmented);
+        this.order = new EvictionOrder(policy.segmented(), policy.protectedSharePercent());
         this.slotTable = slotTable;
         this.poolSizeBytes = poolSizeBytes;
         this.alignmentShift = Integer.numberOfTrailingZeros(alignment);

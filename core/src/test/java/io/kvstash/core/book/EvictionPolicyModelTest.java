@@ -146,6 +146,27 @@ class EvictionPolicyModelTest
     }
 
     /** The policies' rules on plain lists: readable keys in probation and protected, evict-first at index 0. */
+    /** The length class of a store as {@code slru-admit} defines it, written out: 1, 2, 3, then two a doubling. */
+    private static int halfOctave(final int chunks)
+    {
+        int lower = 4;
+        int c = 4;
+        while (c < 23)
+        {
+            if (chunks < lower + lower / 2)
+            {
+                return chunks < 4 ? chunks : c;
+            }
+            if (chunks < 2 * lower)
+            {
+                return c + 1;
+            }
+            lower *= 2;
+            c += 2;
+        }
+        return 23;
+    }
+
     private static final class Reference
     {
         private final EvictionPolicy policy;
@@ -286,8 +307,7 @@ class EvictionPolicyModelTest
                 parent = hintParent;
             }
             parentIncarnation = parent >= 0 ? incarnation.get(parent) : 0;
-            final int length = 32 - Integer.numberOfLeadingZeros(range.length - firstAbsent);
-            kindBase = ((parent >= 0 ? 16 : 0) + Math.min(length, 15)) * 3;
+            kindBase = ((parent >= 0 ? 24 : 0) + halfOctave(range.length - firstAbsent)) * 2;
             return reserved;
         }
 
@@ -311,7 +331,7 @@ class EvictionPolicyModelTest
             for (int i = n - 1; i >= 0; i--)
             {
                 final long key = reserved.get(i);
-                final int kind = kindBase + Math.min(n - 1 - i, 2);
+                final int kind = kindBase + Math.min(n - 1 - i, 1);
                 if (policy.segmented() && history.count(ns, 0, key) >= 2)
                 {
                     if (p >= 0)
@@ -410,7 +430,7 @@ class EvictionPolicyModelTest
 
         private void trim()
         {
-            while (protectedList.size() > SLOTS * EvictionOrder.PROTECTED_SHARE_PERCENT / 100)
+            while (protectedList.size() > SLOTS * policy.protectedSharePercent() / 100)
             {
                 probation.add(protectedList.remove(0));
             }
