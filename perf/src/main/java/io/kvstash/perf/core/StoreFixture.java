@@ -1,6 +1,7 @@
 package io.kvstash.perf.core;
 
 import io.kvstash.core.StoreCommand;
+import io.kvstash.core.EvictionPolicy;
 import io.kvstash.core.StoreContext;
 import io.kvstash.core.StoreCounters;
 import io.kvstash.core.store.KvStore;
@@ -44,10 +45,24 @@ public final class StoreFixture
      */
     public static KvStore newStore(final int slots)
     {
+        return newStore(slots, EvictionPolicy.LRU);
+    }
+
+    /**
+     * A store of a given number of slots and eviction policy with {@link #INSTANCE_ID} registered under
+     * {@link #LAYOUT}.
+     *
+     * @param slots    pool capacity in chunks.
+     * @param eviction the eviction policy.
+     * @return the store.
+     */
+    public static KvStore newStore(final int slots, final EvictionPolicy eviction)
+    {
         final StoreContext context = new StoreContext()
             .poolSizeBytes((long)slots * SLOT_BYTES)
             .alignment(SLOT_BYTES)
             .chunkTokens(CHUNK_TOKENS)
+            .eviction(eviction)
             .conclude();
         final KvStore store = new KvStore(context);
         final StoreCommand register = store.register(INSTANCE_ID, LAYOUT);
