@@ -15,10 +15,10 @@ import java.util.concurrent.locks.LockSupport;
  * each followed by a look at the ticket.
  * <ul>
  * <li>A server whose Features include {@link ControlFileDescriptor#FEATURE_COMPLETED_TICKET} keeps the highest
- * ticket over in the control file ({@link ControlFileDescriptor#COUNTER_L2_COMPLETED_TICKET}): the client reads it there, a load from shared
- * memory that costs the server nothing, and asks the LOOKUP once more (with {@link RequestFlags#L2_POLL}, which
- * starts no read-through) when the ticket is over or the bound is spent. So a wait does not keep the server's
- * threads busy answering polls while the tier fetches on the same cores.</li>
+ * ticket over in the control file ({@link ControlFileDescriptor#COUNTER_L2_COMPLETED_TICKET}): the client reads
+ * it there, a load from shared memory that costs the server nothing, and asks the LOOKUP once more (with
+ * {@link RequestFlags#L2_POLL}, which starts no read-through) when the ticket is over or the bound is spent. So a
+ * wait does not keep the server's threads busy answering polls while the tier fetches on the same cores.</li>
  * <li>Otherwise the LOOKUP itself is asked again with {@link RequestFlags#L2_POLL} after each sleep.</li>
  * </ul>
  * Either way the last answer counts every chunk the read-through stored: the tier marks a ticket over only after
