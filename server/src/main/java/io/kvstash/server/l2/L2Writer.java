@@ -410,7 +410,10 @@ final class L2Writer
             int outcome = lane.outcome;
             if (OUTCOME_WRITTEN == outcome && !lane.intact)
             {
-                link.commands().del(lane.key);
+                if (link.isUp())
+                {
+                    link.commands().del(lane.key); // else it stays, and its checksum makes every reader refuse it
+                }
                 outcome = OUTCOME_SKIPPED;
             }
             count(lane, outcome);
