@@ -10,7 +10,6 @@ import org.agrona.concurrent.UnsafeBuffer;
 import org.agrona.concurrent.ringbuffer.OneToOneRingBuffer;
 import org.agrona.concurrent.ringbuffer.RingBufferDescriptor;
 
-
 /**
  * The request pipeline's side of the second tier: after a response is written, the publish stage leaves a notice
  * of what the tier needs (a layout registered, a store reserved, committed or aborted, a LOOKUP that missed past
