@@ -7,6 +7,7 @@ import io.kvstash.server.Sizes;
 import io.kvstash.tools.BundledTrace;
 import io.kvstash.tools.Json;
 import io.kvstash.tools.TraceReplay;
+import io.kvstash.tools.WorkerWarmup;
 import io.kvstash.tools.WorkerResult;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Model.CommandSpec;
@@ -106,7 +107,8 @@ public final class DemoCommand implements Callable<Integer>
             err.flush();
         }
         final TraceReplay.Report report = ReplayCommand.run(spec, tracePath, capacityChunks, 0, payloadBytes, workers,
-            directory, threadingMode, waitMode, clientWait, false, quiet, latencyLog, eviction);
+            directory, threadingMode, waitMode, clientWait, false, quiet, latencyLog, eviction,
+            WorkerWarmup.REQUESTS_DEFAULT);
         final PrintWriter out = spec.commandLine().getOut();
         if (json)
         {

@@ -199,34 +199,8 @@ public final class ReplayCommand implements Callable<Integer>
      * @param quiet          no progress lines.
      * @param latencyLog     interval log to write ({@link TraceReplay#latencyLog(Path)}), or null.
      * @param eviction       the server's eviction policy.
-     * @return the report.
-     * @throws Exception when the replay fails.
-     */
-    static TraceReplay.Report run(
-        final CommandSpec spec,
-        final Path trace,
-        final int capacityChunks,
-        final long poolSizeBytes,
-        final long payloadBytes,
-        final int workers,
-        final Path directory,
-        final ThreadingMode threadingMode,
-        final WaitMode waitMode,
-        final WaitMode clientWait,
-        final boolean copyTransport,
-        final boolean quiet,
-        final Path latencyLog,
-        final EvictionPolicy eviction) throws Exception
-    {
-        return run(spec, trace, capacityChunks, poolSizeBytes, payloadBytes, workers, directory, threadingMode,
-            waitMode, clientWait, copyTransport, quiet, latencyLog, eviction, WorkerWarmup.REQUESTS_DEFAULT);
-    }
-
-    /**
-     * {@link #run(CommandSpec, Path, int, long, long, int, Path, ThreadingMode, WaitMode, WaitMode, boolean, boolean,
-     * Path, EvictionPolicy)} with the workers' warm-up given.
-     *
-     * @param warmupRequests requests each worker replays against a private server first ({@link WorkerWarmup}).
+     * @param warmupRequests requests each worker replays against a private server first ({@link WorkerWarmup};
+     *                       {@link WorkerWarmup#REQUESTS_DEFAULT} unless the command line gave another).
      * @return the report.
      * @throws Exception when the replay fails.
      */
