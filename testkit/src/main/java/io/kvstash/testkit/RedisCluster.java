@@ -9,6 +9,7 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
+import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.Stream;
 
@@ -24,6 +25,10 @@ public final class RedisCluster implements AutoCloseable
     /** Nodes: 3 masters, 3 replicas. */
     public static final int NODES = 6;
     private static final long READY_TIMEOUT_MS = 30_000;
+    /** Lowest node port; its bus port is 10,000 higher. */
+    private static final int PORT_MIN = 20_000;
+    /** Highest node port: its bus port stays below the ephemeral range. */
+    private static final int PORT_MAX = 22_767;
 
     private final Path directory;
     private final int[] ports = new int[NODES];
@@ -62,7 +67,7 @@ public final class RedisCluster implements AutoCloseable
         {
             for (int i = 0; i < NODES; i++)
             {
-                cluster.ports[i] = freePort();
+                cluster.ports[i] = freePort(cluster.ports, i);
             }
             cluster.startAll();
             final List<String> create = new ArrayList<>(List.of("redis-cli", "--cluster", "create"));
@@ -452,17 +457,22 @@ public final class RedisCluster implements AutoCloseable
         }
     }
 
-    private static int freePort() throws IOException
+    /**
+     * A port for a node, free with its bus port (port + 10,000) and different from the ones already taken. Both lie
+     * below Linux's ephemeral range (32,768 on): a port taken from that range and closed again may be given to an
+     * outgoing connection (a client's, another node's bus) before the node binds it.
+     */
+    private static int freePort(final int[] taken, final int count)
     {
-        // A cluster node also listens on port + 10000 (its bus): keep both in range and free.
         while (true)
         {
-            final int port;
-            try (ServerSocket s = new ServerSocket(0, 1, InetAddress.getLoopbackAddress()))
+            final int port = PORT_MIN + ThreadLocalRandom.current().nextInt(PORT_MAX - PORT_MIN + 1);
+            boolean used = false;
+            for (int i = 0; i < count; i++)
             {
-                port = s.getLocalPort();
+                used |= taken[i] == port;
             }
-            if (port + 10_000 <= 65_535 && isFree(port + 10_000))
+            if (!used && isFree(port) && isFree(port + 10_000))
             {
                 return port;
             }
