@@ -6,14 +6,13 @@ import io.kvstash.core.StoreCounters;
 import io.kvstash.server.KvStashServer;
 import io.kvstash.server.l2.L2Keys;
 import io.kvstash.server.l2.L2Tier;
-import io.kvstash.testkit.RedisCluster;
+import io.kvstash.testkit.RedisClusterExtension;
 import io.kvstash.wire.ChunkKeys;
 import io.kvstash.wire.layout.Dtype;
 import io.kvstash.wire.layout.Layout;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 import picocli.CommandLine;
@@ -30,7 +29,6 @@ import static io.kvstash.l2.L2Hosts.store;
 import static io.kvstash.l2.L2Hosts.verify;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
-import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 /**
  * A cluster smaller than what the hosts write, against a real Redis Cluster sized with {@code maxmemory}: under
@@ -47,44 +45,29 @@ class L2CapacityTest
     private static final int CHUNKS = 60;
     /** 1 MiB chunks: 2 x 8 layers x 256 tokens x 128 x 2 bytes. */
     private static final Layout LAYOUT = Layout.of("l2-capacity-model", 1, 0, 8, 128, Dtype.FLOAT16, false);
-    private static RedisCluster cluster;
+    @RegisterExtension
+    static final RedisClusterExtension CLUSTER = new RedisClusterExtension();
 
     @TempDir
     Path temp;
 
-    @BeforeAll
-    static void startCluster() throws Exception
-    {
-        assumeTrue(RedisCluster.available(), "redis-server and redis-cli are not installed");
-        cluster = RedisCluster.start();
-    }
-
-    @AfterAll
-    static void stopCluster()
-    {
-        if (null != cluster)
-        {
-            cluster.close();
-        }
-    }
-
     @BeforeEach
     void emptyCluster() throws Exception
     {
-        cluster.maxMemory(0, "noeviction");
-        L2Hosts.flushAll(cluster);
+        CLUSTER.cluster().maxMemory(0, "noeviction");
+        L2Hosts.flushAll(CLUSTER.cluster());
     }
 
     @Test
     void shouldCountRefusedWritesOfAFullClusterAndKeepTheTierUpAndThePoolServing() throws Exception
     {
-        try (KvStashServer a = L2Hosts.launch(temp.resolve("a"), cluster, POOL_BYTES, TIMEOUT_MS);
+        try (KvStashServer a = L2Hosts.launch(temp.resolve("a"), CLUSTER.cluster(), POOL_BYTES, TIMEOUT_MS);
             KvStashClient ca = L2Hosts.connect(a))
         {
             awaitUp(a);
             L2Hosts.register(ca, 1, LAYOUT);
-            cluster.maxMemory(NODE_MAX_MEMORY, "noeviction");
-            final long oomBefore = L2Hosts.sumInfo(cluster, "errorstats", "errorstat_OOM");
+            CLUSTER.cluster().maxMemory(NODE_MAX_MEMORY, "noeviction");
+            final long oomBefore = L2Hosts.sumInfo(CLUSTER.cluster(), "errorstats", "errorstat_OOM");
             final ChunkKeys[] batches = new ChunkKeys[CHUNKS / 10];
             int chunkBytes = 0;
             for (int b = 0; b < batches.length; b++)
@@ -104,7 +87,7 @@ class L2CapacityTest
             assertTrue(writes > 0, "the cluster took chunks until it was full");
             assertTrue(errors > 0, "a full cluster refused chunks");
             assertEquals(CHUNKS, writes + errors + a.counters().get(StoreCounters.L2_WRITE_SKIPS));
-            assertEquals(errors, L2Hosts.sumInfo(cluster, "errorstats", "errorstat_OOM") - oomBefore,
+            assertEquals(errors, L2Hosts.sumInfo(CLUSTER.cluster(), "errorstats", "errorstat_OOM") - oomBefore,
                 "each write error is one refusal of the cluster: nothing was dropped");
             assertEquals(0, a.counters().get(StoreCounters.L2_TIMEOUTS));
             assertEquals(L2Tier.STATE_UP, a.l2Tier().state(), "error replies do not take the tier down");
@@ -113,7 +96,7 @@ class L2CapacityTest
             assertTrue(stat.contains("write errors " + errors + ";"), stat);
             assertTrue(stat.matches("(?s).*l2_write_errors +" + errors + "  .*"), stat);
 
-            cluster.maxMemory(0, "noeviction");
+            CLUSTER.cluster().maxMemory(0, "noeviction");
             final ChunkKeys more = keys(4);
             store(ca, 1, more, 200);
             await(() -> a.counters().get(StoreCounters.L2_WRITES) >= writes + 4, "writes resume with room");
@@ -123,16 +106,16 @@ class L2CapacityTest
     @Test
     void shouldKeepWritingUnderAllKeysLruAsOlderValuesAreEvicted() throws Exception
     {
-        try (KvStashServer a = L2Hosts.launch(temp.resolve("a"), cluster, POOL_BYTES, TIMEOUT_MS);
-            KvStashServer b = L2Hosts.launch(temp.resolve("b"), cluster, POOL_BYTES, TIMEOUT_MS);
+        try (KvStashServer a = L2Hosts.launch(temp.resolve("a"), CLUSTER.cluster(), POOL_BYTES, TIMEOUT_MS);
+            KvStashServer b = L2Hosts.launch(temp.resolve("b"), CLUSTER.cluster(), POOL_BYTES, TIMEOUT_MS);
             KvStashClient ca = L2Hosts.connect(a); KvStashClient cb = L2Hosts.connect(b))
         {
             awaitUp(a);
             awaitUp(b);
             L2Hosts.register(ca, 1, LAYOUT);
             L2Hosts.register(cb, 2, LAYOUT);
-            cluster.maxMemory(NODE_MAX_MEMORY, "allkeys-lru");
-            final long evictedBefore = L2Hosts.sumInfo(cluster, "stats", "evicted_keys");
+            CLUSTER.cluster().maxMemory(NODE_MAX_MEMORY, "allkeys-lru");
+            final long evictedBefore = L2Hosts.sumInfo(CLUSTER.cluster(), "stats", "evicted_keys");
             ChunkKeys last = null;
             int chunkBytes = 0;
             for (int batch = 0; batch < CHUNKS / 10; batch++)
@@ -144,7 +127,7 @@ class L2CapacityTest
             }
             assertEquals(CHUNKS, a.counters().get(StoreCounters.L2_WRITES));
             assertEquals(0, a.counters().get(StoreCounters.L2_WRITE_ERRORS));
-            assertTrue(L2Hosts.sumInfo(cluster, "stats", "evicted_keys") > evictedBefore,
+            assertTrue(L2Hosts.sumInfo(CLUSTER.cluster(), "stats", "evicted_keys") > evictedBefore,
                 "the cluster made room by evicting");
             assertEquals(L2Tier.STATE_UP, a.l2Tier().state());
 
@@ -154,7 +137,7 @@ class L2CapacityTest
             {
                 final String key = new String(L2Keys.key(LAYOUT, last.salt(), last.hi(i), last.lo(i)),
                     StandardCharsets.US_ASCII);
-                held = "1".equals(cluster.cli("EXISTS", key)) ? i : -1;
+                held = "1".equals(CLUSTER.cluster().cli("EXISTS", key)) ? i : -1;
             }
             assertTrue(held >= 0, "the cluster holds some of the newest chunks");
             final ChunkKeys newest = last.range(held, held + 1);
@@ -168,8 +151,9 @@ class L2CapacityTest
     void shouldPrintTheTierSettingsInTheResolvedConfiguration()
     {
         final String config = cli("serve", "--print-config", "--dir", temp.resolve("c").toString(),
-            "--l2", cluster.seeds(), "--l2-timeout", "250ms", "--l2-write", "off");
-        assertTrue(config.matches("(?s).*  l2: +" + java.util.regex.Pattern.quote(cluster.seeds()) + "\\n.*"), config);
+            "--l2", CLUSTER.cluster().seeds(), "--l2-timeout", "250ms", "--l2-write", "off");
+        assertTrue(config.matches("(?s).*  l2: +" + java.util.regex.Pattern.quote(CLUSTER.cluster().seeds()) +
+            "\\n.*"), config);
         assertTrue(config.matches("(?s).*  l2-timeout: +250ms\\n.*"), config);
         assertTrue(config.matches("(?s).*  l2-write: +off\\n.*"), config);
     }

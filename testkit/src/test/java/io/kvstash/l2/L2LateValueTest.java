@@ -4,16 +4,15 @@ import io.kvstash.client.ClientResponse;
 import io.kvstash.client.KvStashClient;
 import io.kvstash.core.StoreCounters;
 import io.kvstash.server.KvStashServer;
-import io.kvstash.testkit.RedisCluster;
+import io.kvstash.testkit.RedisClusterExtension;
 import io.kvstash.wire.ChunkKeys;
 import io.kvstash.wire.RequestType;
 import io.kvstash.wire.Status;
 import io.kvstash.wire.layout.Dtype;
 import io.kvstash.wire.layout.Layout;
 import org.agrona.concurrent.UnsafeBuffer;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -29,7 +28,6 @@ import static io.kvstash.l2.L2Hosts.verify;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
-import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 /**
  * Values that arrive after the tier's deadline, against a real Redis Cluster: host B's tier waits 3 ms for 8 MiB
@@ -43,32 +41,17 @@ class L2LateValueTest
     /** 8 MiB chunks: 2 x 8 layers x 256 tokens x 1024 x 2 bytes. */
     private static final Layout LAYOUT = Layout.of("l2-late-model", 1, 0, 8, 1024, Dtype.FLOAT16, false);
     private static final int CHUNKS = 8;
-    private static RedisCluster cluster;
+    @RegisterExtension
+    static final RedisClusterExtension CLUSTER = new RedisClusterExtension();
 
     @TempDir
     Path temp;
 
-    @BeforeAll
-    static void startCluster() throws Exception
-    {
-        assumeTrue(RedisCluster.available(), "redis-server and redis-cli are not installed");
-        cluster = RedisCluster.start();
-    }
-
-    @AfterAll
-    static void stopCluster()
-    {
-        if (null != cluster)
-        {
-            cluster.close();
-        }
-    }
-
     @Test
     void shouldNeverLetAValueDecodedAfterTheDeadlineWriteIntoASlotOrBeServed() throws Exception
     {
-        try (KvStashServer a = L2Hosts.launch(temp.resolve("a"), cluster, 128L << 20, 5_000);
-            KvStashServer b = L2Hosts.launch(temp.resolve("b"), cluster, 64L << 20, 3);
+        try (KvStashServer a = L2Hosts.launch(temp.resolve("a"), CLUSTER.cluster(), 128L << 20, 5_000);
+            KvStashServer b = L2Hosts.launch(temp.resolve("b"), CLUSTER.cluster(), 64L << 20, 3);
             KvStashClient ca = L2Hosts.connect(a); KvStashClient cb = L2Hosts.connect(b))
         {
             awaitUp(a);
@@ -83,7 +66,7 @@ class L2LateValueTest
             for (int attempt = 0; attempt < 20 && !lateGets; attempt++)
             {
                 awaitUp(b);
-                final long getsBefore = L2Hosts.sumInfo(cluster, "commandstats", "cmdstat_get");
+                final long getsBefore = L2Hosts.sumInfo(CLUSTER.cluster(), "commandstats", "cmdstat_get");
                 final long timeoutsBefore = b.counters().get(StoreCounters.L2_TIMEOUTS);
                 assertEquals(0, cb.lookup(2, shared, false).hitChunks());
                 await(() -> b.counters().get(StoreCounters.L2_TIMEOUTS) > timeoutsBefore ||
@@ -95,7 +78,7 @@ class L2LateValueTest
                 Thread.sleep(1_000);
                 verify(cb, 2, own, chunkBytes, 500 + attempt);
                 checkServedAreAs(cb, shared, chunkBytes);
-                lateGets = L2Hosts.sumInfo(cluster, "commandstats", "cmdstat_get") > getsBefore &&
+                lateGets = L2Hosts.sumInfo(CLUSTER.cluster(), "commandstats", "cmdstat_get") > getsBefore &&
                     b.counters().get(StoreCounters.L2_TIMEOUTS) > timeoutsBefore;
                 assertEquals(Status.OK, cb.clear(false).status());
             }

@@ -5,16 +5,15 @@ import io.kvstash.core.StoreCounters;
 import io.kvstash.server.KvStashServer;
 import io.kvstash.server.l2.L2Keys;
 import io.kvstash.server.l2.L2Tier;
-import io.kvstash.testkit.RedisCluster;
+import io.kvstash.testkit.RedisClusterExtension;
 import io.kvstash.wire.ChunkKeys;
 import io.kvstash.wire.Status;
 import io.kvstash.wire.layout.Dtype;
 import io.kvstash.wire.layout.Layout;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.MethodOrderer;
 import org.junit.jupiter.api.Order;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.TestMethodOrder;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
@@ -34,7 +33,6 @@ import static io.kvstash.l2.L2Hosts.verify;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
-import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 /**
  * The second tier against a real Redis Cluster (3 masters, 3 replicas of Debian's redis-server) and two servers
@@ -47,26 +45,11 @@ class L2TierTest
     private static final long POOL_BYTES = 64L << 20;
     private static final long TIMEOUT_MS = 500;
     private static final Layout LAYOUT = Layout.of("l2-test-model", 1, 0, 2, 64, Dtype.FLOAT16, false);
-    private static RedisCluster cluster;
+    @RegisterExtension
+    static final RedisClusterExtension CLUSTER = new RedisClusterExtension();
 
     @TempDir
     Path temp;
-
-    @BeforeAll
-    static void startCluster() throws Exception
-    {
-        assumeTrue(RedisCluster.available(), "redis-server and redis-cli are not installed");
-        cluster = RedisCluster.start();
-    }
-
-    @AfterAll
-    static void stopCluster()
-    {
-        if (null != cluster)
-        {
-            cluster.close();
-        }
-    }
 
     @Test
     @Order(1)
@@ -117,7 +100,7 @@ class L2TierTest
             await(() -> a.counters().get(StoreCounters.L2_WRITES) >= 4, "host A wrote its chunks through");
             final String key = new String(L2Keys.key(LAYOUT, keys.salt(), keys.hi(2), keys.lo(2)),
                 StandardCharsets.US_ASCII);
-            assertEquals("OK", cluster.cli("SET", key, "garbage that is no chunk"));
+            assertEquals("OK", CLUSTER.cluster().cli("SET", key, "garbage that is no chunk"));
 
             cb.lookup(2, keys, false);
             awaitHits(cb, 2, keys, 2);
@@ -139,7 +122,7 @@ class L2TierTest
             awaitUp(b);
             register(ca, 1, LAYOUT);
             register(cb, 2, LAYOUT);
-            cluster.stopAll();
+            CLUSTER.cluster().stopAll();
             try
             {
                 for (int round = 0; round < 5; round++)
@@ -160,7 +143,7 @@ class L2TierTest
             }
             finally
             {
-                cluster.restart();
+                CLUSTER.cluster().restart();
             }
             awaitUp(a);
             awaitUp(b);
@@ -178,7 +161,7 @@ class L2TierTest
 
     private KvStashServer launch(final String host) throws Exception
     {
-        return L2Hosts.launch(temp.resolve(host), cluster, POOL_BYTES, TIMEOUT_MS);
+        return L2Hosts.launch(temp.resolve(host), CLUSTER.cluster(), POOL_BYTES, TIMEOUT_MS);
     }
 
     private static void awaitHits(final KvStashClient client, final long instance, final ChunkKeys keys, final int hits)

@@ -6,7 +6,7 @@ import io.kvstash.core.StoreContext;
 import io.kvstash.core.StoreCounters;
 import io.kvstash.server.KvStashServer;
 import io.kvstash.server.ServerContext;
-import io.kvstash.testkit.RedisCluster;
+import io.kvstash.testkit.RedisClusterExtension;
 import io.kvstash.wire.ChunkKeys;
 import io.kvstash.wire.RequestFlags;
 import io.kvstash.wire.RequestType;
@@ -14,11 +14,10 @@ import io.kvstash.wire.Status;
 import io.kvstash.wire.layout.Dtype;
 import io.kvstash.wire.layout.Layout;
 import org.agrona.concurrent.UnsafeBuffer;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.MethodOrderer;
 import org.junit.jupiter.api.Order;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.TestMethodOrder;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
@@ -39,7 +38,6 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
-import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 /**
  * A LOOKUP that waits for the second tier's read-through, against a real Redis Cluster and two servers in two
@@ -53,26 +51,11 @@ class L2WaitTest
     private static final long TIMEOUT_MS = 500;
     private static final long BOUND_NS = TimeUnit.SECONDS.toNanos(20);
     private static final Layout LAYOUT = Layout.of("l2-wait-model", 1, 0, 2, 64, Dtype.FLOAT16, false);
-    private static RedisCluster cluster;
+    @RegisterExtension
+    static final RedisClusterExtension CLUSTER = new RedisClusterExtension();
 
     @TempDir
     Path temp;
-
-    @BeforeAll
-    static void startCluster() throws Exception
-    {
-        assumeTrue(RedisCluster.available(), "redis-server and redis-cli are not installed");
-        cluster = RedisCluster.start();
-    }
-
-    @AfterAll
-    static void stopCluster()
-    {
-        if (null != cluster)
-        {
-            cluster.close();
-        }
-    }
 
     @Test
     @Order(1)
@@ -239,7 +222,7 @@ class L2WaitTest
         {
             awaitUp(b);
             register(cb, 2, LAYOUT);
-            cluster.stopAll();
+            CLUSTER.cluster().stopAll();
             try
             {
                 final long boundNs = TimeUnit.SECONDS.toNanos(2);
@@ -258,7 +241,7 @@ class L2WaitTest
             }
             finally
             {
-                cluster.restart();
+                CLUSTER.cluster().restart();
             }
         }
     }
@@ -272,7 +255,7 @@ class L2WaitTest
             .storeContext(new StoreContext().poolSizeBytes(POOL_BYTES));
         if (tier)
         {
-            context.l2Seeds(cluster.seeds()).l2TimeoutMs(TIMEOUT_MS);
+            context.l2Seeds(CLUSTER.cluster().seeds()).l2TimeoutMs(TIMEOUT_MS);
         }
         return KvStashServer.launch(context);
     }

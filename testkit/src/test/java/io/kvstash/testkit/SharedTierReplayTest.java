@@ -3,9 +3,8 @@ package io.kvstash.testkit;
 import io.kvstash.chaos.ChaosMain;
 import io.kvstash.tools.BundledTrace;
 import io.kvstash.tools.Json;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 import picocli.CommandLine;
@@ -21,7 +20,6 @@ import java.util.Map;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
-import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 /**
  * Two hosts sharing the second tier replay a prefix of the bundled trace ({@code kvstash tier-replay --json}),
@@ -32,26 +30,11 @@ class SharedTierReplayTest
 {
     private static final int REQUESTS = 300;
     private static final int CAPACITY = 2048;
-    private static RedisCluster cluster;
+    @RegisterExtension
+    static final RedisClusterExtension CLUSTER = new RedisClusterExtension();
 
     @TempDir
     Path temp;
-
-    @BeforeAll
-    static void startCluster() throws Exception
-    {
-        assumeTrue(RedisCluster.available(), "redis-server and redis-cli are not installed");
-        cluster = RedisCluster.start();
-    }
-
-    @AfterAll
-    static void stopCluster()
-    {
-        if (null != cluster)
-        {
-            cluster.close();
-        }
-    }
 
     @Test
     @SuppressWarnings("unchecked")
@@ -62,7 +45,8 @@ class SharedTierReplayTest
         final CommandLine commandLine = ChaosMain.newCommandLine();
         commandLine.setOut(new PrintWriter(out, true));
         final int exitCode = commandLine.execute("tier-replay", "--trace", trace.toString(), "--capacity-chunks",
-            String.valueOf(CAPACITY), "--hosts", "2", "--l2", cluster.seeds(), "--tier-wait-ms", "50", "--json");
+            String.valueOf(CAPACITY), "--hosts", "2", "--l2", CLUSTER.cluster().seeds(), "--tier-wait-ms", "50",
+            "--json");
         assertEquals(0, exitCode, out.toString());
         final List<Object> runs = (List<Object>)Json.parseObject(out.toString().strip()).get("runs");
         assertEquals(1, runs.size());
@@ -122,7 +106,8 @@ class SharedTierReplayTest
     {
         final Path trace = prefix();
         final IllegalArgumentException ex = assertThrows(IllegalArgumentException.class,
-            () -> new SharedTierReplay().trace(trace).capacityChunks(64).hosts(2).l2Seeds(cluster.seeds()).run());
+            () -> new SharedTierReplay().trace(trace).capacityChunks(64).hosts(2).l2Seeds(CLUSTER.cluster().seeds())
+                .run());
         assertTrue(ex.getMessage().contains("largest request"), ex.getMessage());
     }
 
