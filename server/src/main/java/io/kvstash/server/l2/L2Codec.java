@@ -9,7 +9,8 @@ import java.nio.ByteBuffer;
 /**
  * Keys as ASCII bytes, values as {@link ByteBuffer}s, for the tier's small calls (EXISTS, the probe) and for
  * routing: the tier's GETs decode into an {@link L2ValueSink} each, straight into a pool slot, and its SETs encode
- * from a staging buffer through {@link L2SetNx}, so no value goes through {@link #decodeValue} on the data path.
+ * from a header buffer and the pinned slot through {@link L2SetNx}, so no value goes through {@link #decodeValue}
+ * on the data path.
  */
 final class L2Codec implements RedisCodec<byte[], ByteBuffer>, ToByteBufEncoder<byte[], ByteBuffer>
 {

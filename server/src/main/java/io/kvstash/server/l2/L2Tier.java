@@ -27,9 +27,9 @@ import java.util.concurrent.TimeUnit;
  * <ul>
  *   <li><b>Write-through</b> ({@link L2Writer}): for each chunk a worker committed (notices from {@link L2Tap}),
  *   the tier checks the cluster for the chunk's content key ({@link L2Keys}) and, when absent, pins the chunk as an
- *   internal client of its own server (PREPARE_RETRIEVE), copies it into a staging buffer behind a header
- *   ({@link L2ValueDescriptor}), releases it (COMMIT_RETRIEVE) and writes it with SET NX: once per key, whichever
- *   host is first. Up to {@link L2Writer#LANES} chunks ({@link L2Writer#BYTES_IN_FLIGHT_MAX} bytes) are in
+ *   internal client of its own server (PREPARE_RETRIEVE), writes it with SET NX of a header
+ *   ({@link L2ValueDescriptor}) and the slot itself, and releases it (COMMIT_RETRIEVE with QUIET) once the SET is
+ *   over: once per key, whichever host is first. Up to {@link L2Writer#LANES} chunks ({@link L2Writer#BYTES_IN_FLIGHT_MAX} bytes) are in
  *   flight at once.</li>
  *   <li><b>Read-through</b> ({@link L2Fetcher}): for a LOOKUP that missed past its hit prefix, the tier checks the
  *   next chunks (pipelined EXISTS, at most {@link #FETCH_AHEAD_CHUNKS} of them), reserves pool slots for the
