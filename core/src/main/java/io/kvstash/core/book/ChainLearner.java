@@ -199,7 +199,7 @@ final class ChainLearner
             // Before the parent keeps the chain's order; a chunk that is not hot never enters protected, so one
             // whose parent is protected enters probation's recent end (still evicted before its parent).
             int where = parent >= 0 && !slots.isProtected(parent) ? parent : SlotStates.ENTER_RECENT;
-            if (segmented && history.count(index.ns(id), index.hi(id), index.lo(id)) >= 2)
+            if (segmented && history.atLeastTwice(index.ns(id), index.hi(id), index.lo(id)))
             {
                 where = parent >= 0 ? parent : SlotStates.ENTER_HOT;
             }
