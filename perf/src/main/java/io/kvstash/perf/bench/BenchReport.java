@@ -238,6 +238,15 @@ final class BenchReport
         }
         target(t, "control_pairs_per_s", report.get("control_pairs_per_s"), ">=", 1_000_000);
         target(t, "gc_count_steady", report.get("gc_count_steady"), "<=", 0);
+        for (final String mode : new String[]{ BenchSupport.BUSY_SPIN, BenchSupport.BACKOFF })
+        {
+            // The eviction policy's bookkeeping, when --eviction named one: at most 10 % of the lru pairs/s.
+            if (results.controlEviction.containsKey(mode))
+            {
+                target(t, "eviction_pairs_per_s_vs_lru_" + mode.replace('-', '_'),
+                    value(results.controlEviction, mode, "pairs_per_s_vs_lru"), ">=", 0.90);
+            }
+        }
         L2Report.addTargets(results, ratios, t);
         return t;
     }

@@ -46,10 +46,26 @@ final class BenchTables
     }
 
     @SuppressWarnings("unchecked")
-    private static Object machineEviction(final Map<String, Object> report)
+    private static void evictionRounds(final PrintStream out, final Map<String, Object> report, final String mode)
     {
-        final Map<String, Object> machine = (Map<String, Object>)report.get("machine");
-        return null == machine ? "?" : machine.get("eviction");
+        final Map<String, Object> variants = (Map<String, Object>)report.get("control_eviction");
+        final Map<String, Object> s = null == variants ? null : (Map<String, Object>)variants.get(mode);
+        if (null == s)
+        {
+            return;
+        }
+        final List<Object> rounds = (List<Object>)s.get("rounds");
+        out.println(BenchSupport.fmt("%-10s control, eviction %s against lru, %d alternating rounds: median pairs/s " +
+            "x%s (%s against %s), median p50 x%s (%s against %s us)", mode, s.get("eviction"), rounds.size(),
+            num(s.get("pairs_per_s_vs_lru"), "%.3f"), num(s.get("pairs_per_s"), "%.0f"),
+            num(s.get("lru_pairs_per_s"), "%.0f"), num(s.get("p50_vs_lru"), "%.3f"), num(s.get("p50_us"), "%.2f"),
+            num(s.get("lru_p50_us"), "%.2f")));
+        final StringBuilder each = new StringBuilder();
+        for (final Object o : rounds)
+        {
+            each.append(' ').append(num(((Map<String, Object>)o).get("pairs_per_s_vs_lru"), "%.2f"));
+        }
+        out.println(BenchSupport.fmt("%-10s   pairs/s ratio of each round:%s", "", each));
     }
 
     private static String num(final Object v, final String format)
@@ -184,8 +200,7 @@ final class BenchTables
             controlVariant(out, report, "control_journal", mode, "journal on (serve --capture)", "no_journal");
             controlVariant(out, report, "control_dedicated", mode, "server DEDICATED (receiver and pipeline threads)",
                 "shared");
-            controlVariant(out, report, "control_eviction", mode, "eviction " + machineEviction(report) +
-                " against lru", "lru");
+            evictionRounds(out, report, mode);
         }
         final Map<String, Object> rounds = (Map<String, Object>)report.get("control_rounds");
         if (null != rounds && !((List<Object>)rounds.get("rounds")).isEmpty())

@@ -33,6 +33,9 @@ final class BenchVerdict
         DESCRIPTIONS.put("control_p999_us", "prepare+commit round trip p99.9, microseconds");
         DESCRIPTIONS.put("control_pairs_per_s", "prepare+commit pairs per second, one client");
         DESCRIPTIONS.put("gc_count_steady", "garbage collections while measuring");
+        DESCRIPTIONS.put("eviction_pairs_per_s_vs_lru_busy_spin", "control pairs/s under --eviction's policy / under " +
+            "lru, busy-spin (median of alternating rounds)");
+        DESCRIPTIONS.put("eviction_pairs_per_s_vs_lru_backoff", "the same, server and client in backoff");
         DESCRIPTIONS.put("l2_fetch_vs_get", "read-through into the pool / a bare cluster GET loop, GB/s (2, 32 MiB)");
         DESCRIPTIONS.put("l2_write_vs_set", "write-through of stored chunks / a bare cluster SET loop, GB/s (2, 32 MiB)");
         DESCRIPTIONS.put("store_vs_copy_l2", "store / a plain memory copy with write-through on, GB/s (2, 32 MiB)");

@@ -7,7 +7,6 @@ import io.kvstash.pipeline.WaitMode;
 import io.kvstash.server.KvStashServer;
 import io.kvstash.server.ServerContext;
 import io.kvstash.tools.ShmDirectories;
-import io.kvstash.tools.WorkerResult;
 import io.kvstash.wire.RequestType;
 import org.HdrHistogram.Histogram;
 import org.agrona.concurrent.AgentRunner;
@@ -22,9 +21,9 @@ import java.util.function.Consumer;
 
 /**
  * The control part of the bench for one wait mode: control pairs against a fresh kvstash server (plain, with
- * its journal on, DEDICATED, and under the eviction policy of {@code --eviction} when it is not lru, each beside
- * the plain lru run), then the bare ring echo against an echo agent on a thread of this JVM, each
- * measured by the worker JVM ({@link ControlRun}). Runs on the coordinator's thread. The single control and
+ * its journal on, DEDICATED, each beside the plain run; under the eviction policy of {@code --eviction} when it is
+ * not lru, in alternating rounds with lru servers ({@link EvictionRounds})), then the bare ring echo against an
+ * echo agent on a thread of this JVM, each measured by the worker JVM ({@link ControlRun}). Runs on the coordinator's thread. The single control and
  * echo runs are shared with {@link ControlRoundsPart}.
  */
 final class ControlPart
@@ -69,21 +68,9 @@ final class ControlPart
             waitMode);
         final Map<String, Object> control = control(worker, work, waitMode, common, settings, results, false,
             ThreadingMode.SHARED, EvictionPolicy.LRU);
-        Map<String, Object> controlEviction = null;
-        Map<String, Object> controlWideLru = null;
         if (EvictionPolicy.LRU != settings.eviction)
         {
-            // Keys that come round only after many pools' worth, so a policy that keeps some chunks longer than
-            // exact LRU rarely finds a key still held (a prepare with nothing to reserve is no pair): lru and the
-            // policy each against the same wide key cycle, back to back.
-            final Map<String, Object> wide = new LinkedHashMap<>(common);
-            wide.put("keys", EVICTION_KEYS);
-            progress.accept("control, " + waitMode + ": lru and then eviction " + settings.eviction.label() +
-                ", keys cycling every " + EVICTION_KEYS + " stores");
-            controlWideLru = control(worker, work, waitMode, wide, settings, null, false, ThreadingMode.SHARED,
-                EvictionPolicy.LRU);
-            controlEviction = control(worker, work, waitMode, wide, settings, null, false, ThreadingMode.SHARED,
-                settings.eviction);
+            results.controlEviction.put(waitMode, EvictionRounds.run(worker, settings, work, waitMode, progress));
         }
         progress.accept("control, " + waitMode + ": the same with the journal on (serve --capture into " + work +
             ")");
@@ -99,22 +86,6 @@ final class ControlPart
         results.addControl(waitMode, control, echo);
         results.addControlVariant(results.controlJournal, "control journal", waitMode, controlJournal, "no_journal");
         results.addControlVariant(results.controlDedicated, "control dedicated", waitMode, controlDedicated, "shared");
-        if (null != controlEviction)
-        {
-            results.addControlVariant(results.controlEviction, "control eviction", waitMode, controlEviction, "lru");
-            final Map<String, Object> s = results.controlEviction.get(waitMode);
-            final double lruPairs = ((Number)controlWideLru.get("pairs_per_s")).doubleValue();
-            final double lruP50 = WorkerResult.decode((String)controlWideLru.get("latency"))
-                .getValueAtPercentile(50) / 1e3;
-            s.put("eviction", settings.eviction.label());
-            s.put("keys", controlEviction.get("keys"));
-            s.put("lru_pairs_per_s", lruPairs);
-            s.put("lru_p50_us", lruP50);
-            s.put("pairs_per_s_vs_lru", ((Number)s.get("pairs_per_s")).doubleValue() / lruPairs);
-            s.put("p50_vs_lru", ((Number)s.get("p50_us")).doubleValue() / lruP50);
-            s.put("held_key_prepares", controlEviction.get("held_key_prepares"));
-            s.put("lru_held_key_prepares", controlWideLru.get("held_key_prepares"));
-        }
     }
 
     /**

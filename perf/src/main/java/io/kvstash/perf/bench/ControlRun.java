@@ -43,7 +43,8 @@ import static io.kvstash.perf.bench.BenchWorker.stringOf;
  * <li>paced: one pair every {@code 1/rate} seconds, each timed from when it was due, so a stall delays
  * the pairs behind it and they are counted late (coordinated omission corrected).</li>
  * </ul>
- * A command with {@code latency_only} set measures the first way alone (the bench's alternating rounds).
+ * A command with {@code latency_only} set measures the first way alone (the bench's alternating rounds); one
+ * with {@code paced_ms} 0 leaves out the third (the eviction rounds).
  */
 final class ControlRun
 {
@@ -161,15 +162,17 @@ final class ControlRun
         }
         final double pairsPerSecond = throughput(pairs, throughputNs, window);
         progress.accept(BenchSupport.fmt("%s: %d in flight, %.0f pairs/s", label, window, pairsPerSecond));
-        final Histogram paced = BenchSupport.newHistogram();
-        paced(pairs, pacedNs, pacedRate, paced);
-        progress.accept(BenchSupport.fmt("%s: paced at %d pairs/s, p50 %.2f us, p99.9 %.2f us", label, pacedRate,
-            paced.getValueAtPercentile(50) / 1e3, paced.getValueAtPercentile(99.9) / 1e3));
-
         result.put("pairs_per_s", pairsPerSecond);
         result.put("window", window);
-        result.put("paced", WorkerResult.encode(paced));
-        result.put("paced_rate", pacedRate);
+        if (pacedNs > 0)
+        {
+            final Histogram paced = BenchSupport.newHistogram();
+            paced(pairs, pacedNs, pacedRate, paced);
+            progress.accept(BenchSupport.fmt("%s: paced at %d pairs/s, p50 %.2f us, p99.9 %.2f us", label,
+                pacedRate, paced.getValueAtPercentile(50) / 1e3, paced.getValueAtPercentile(99.9) / 1e3));
+            result.put("paced", WorkerResult.encode(paced));
+            result.put("paced_rate", pacedRate);
+        }
         return result;
     }
 

@@ -3,6 +3,7 @@ package io.kvstash.perf.bench;
 import io.kvstash.client.ClientContext;
 import io.kvstash.client.ClientResponse;
 import io.kvstash.client.KvStashClient;
+import io.kvstash.core.EvictionPolicy;
 import io.kvstash.core.StoreContext;
 import io.kvstash.pipeline.ThreadingMode;
 import io.kvstash.pipeline.WaitMode;
@@ -26,14 +27,16 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * <pre>
  * java --add-exports java.base/jdk.internal.misc=ALL-UNNAMED -cp perf/target/kvstash-perf-benchmarks.jar \
  *     io.kvstash.perf.bench.ServerLoopback [rounds] [pairs per round] [ring size, 0 for the default] \
- *     [pool MiB] [control-only]
+ *     [pool MiB] [control-only|all] [eviction policy, lru unless given]
  * </pre>
  * The pairs are the bench's own ({@link ControlRun.KvStashPairs}, {@link ControlRun.EchoPairs}) driven by
  * their non-blocking calls. Each round times the control pairs, then the echo pairs, then 100 idle duty
  * cycles per pair, and prints nanoseconds per pair (and per idle cycle); the summary is the median over the
  * rounds after the first (warm-up). As in the bench, every prepare is of a new key on a full pool (64 MiB
- * unless given) of 4 KiB chunks, so it evicts the least recently used chunk. {@code control-only} leaves out
- * the echo and idle loops, for a profiler ({@code perf record} with {@code -XX:+DumpPerfMapAtExit}).
+ * unless given) of 4 KiB chunks, so it evicts the least recently used chunk (under another eviction policy, its
+ * choice; the keys then cycle as in the bench's eviction rounds, {@link ControlPart#EVICTION_KEYS}).
+ * {@code control-only} leaves out the echo and idle loops, for a profiler ({@code perf record} with
+ * {@code -XX:+DumpPerfMapAtExit}).
  */
 public final class ServerLoopback
 {
@@ -43,7 +46,8 @@ public final class ServerLoopback
 
     /**
      * Times pairs of the bench's pair protocol, one at a time: send the first request, run one cycle of the
-     * server side, read the answer (which sends the second request), run another cycle, read that answer.
+     * server side, read the answer (which sends the second request), run another cycle, read that answer (a
+     * prepare that found its key held sends the next key, and takes two more cycles).
      *
      * @return nanoseconds for {@code count} pairs.
      */
@@ -58,10 +62,26 @@ public final class ServerLoopback
                 throw new IllegalStateException("request ring full");
             }
             pairs.inFlight++;
-            serverCycle.run();
-            pairs.poll();
-            serverCycle.run();
-            pairs.poll();
+            // Two cycles for a pair; more where prepares found their keys still held and the next keys went out
+            // (under a policy that keeps some chunks for good, a run of held keys once per cycle of the keys).
+            final long done = completedBefore + i + 1;
+            for (int cycles = 0; pairs.completed < done; cycles++)
+            {
+                if (cycles > 1 << 24)
+                {
+                    throw new IllegalStateException("pair " + i + " not completed after " + cycles + " cycles");
+                }
+                if (0 == pairs.inFlight)
+                {
+                    if (!pairs.sendFirst())
+                    {
+                        throw new IllegalStateException("request ring full");
+                    }
+                    pairs.inFlight++;
+                }
+                serverCycle.run();
+                pairs.poll();
+            }
         }
         final long elapsed = System.nanoTime() - start;
         if (pairs.completed - completedBefore != count)
@@ -84,8 +104,9 @@ public final class ServerLoopback
     /**
      * Runs the probe.
      *
-     * @param args rounds, pairs per round, Disruptor ring size (0: the server's default), pool MiB, and
-     *             {@code control-only} to leave out the echo and idle loops.
+     * @param args rounds, pairs per round, Disruptor ring size (0: the server's default), pool MiB,
+     *             {@code control-only} to leave out the echo and idle loops ({@code all} keeps them), and the
+     *             server's eviction policy.
      * @throws Exception when the server or the files cannot be set up.
      */
     public static void main(final String[] args) throws Exception
@@ -95,6 +116,7 @@ public final class ServerLoopback
         final int ringSize = args.length > 2 ? Integer.parseInt(args[2]) : 0;
         final long poolMiB = args.length > 3 ? Long.parseLong(args[3]) : 64;
         final boolean controlOnly = args.length > 4 && "control-only".equals(args[4]);
+        final EvictionPolicy eviction = EvictionPolicy.ofName(args.length > 5 ? args[5] : "lru");
         final Path dir = Files.createTempDirectory(Path.of("/dev/shm"), "kvstash-loopback-");
         final MappedByteBuffer echoMapped = BenchSupport.mapNew(dir.resolve("echo"), EchoRings.FILE_LENGTH);
         try (KvStashServer server = KvStashServer.launch(new ServerContext()
@@ -103,7 +125,7 @@ public final class ServerLoopback
             .waitMode(WaitMode.BUSY_SPIN)
             .ringSize(ringSize)
             .useAgentInvoker(true)
-            .storeContext(new StoreContext().poolSizeBytes(poolMiB << 20))))
+            .storeContext(new StoreContext().poolSizeBytes(poolMiB << 20).eviction(eviction))))
         {
             final AgentInvoker invoker = server.invoker();
             final KvStashClient client;
@@ -137,14 +159,16 @@ public final class ServerLoopback
             try
             {
                 // As in the bench: more keys than slots, so once the pool is full every prepare evicts.
-                final ControlRun.PairClient control = new ControlRun.KvStashPairs(client, capacity + 4096, "busy-spin");
+                final ControlRun.PairClient control = new ControlRun.KvStashPairs(client,
+                    EvictionPolicy.LRU == eviction ? capacity + 4096 : Math.max(capacity + 4096,
+                    ControlPart.EVICTION_KEYS), "busy-spin");
                 final ControlRun.PairClient echo = new ControlRun.EchoPairs(echoMapped, "busy-spin", true);
                 final EchoRings.EchoAgent echoAgent = new EchoRings.EchoAgent(echoMapped, true);
                 final Runnable serverCycle = invoker::invoke;
                 final Runnable echoCycle = echoAgent::doWork;
                 timePairs(control, serverCycle, capacity);
-                System.out.printf("ring size %d, pool %d MiB (%d slots), %d pairs a round%n",
-                    server.context().ringSize(), poolMiB, capacity, pairs);
+                System.out.printf("ring size %d, pool %d MiB (%d slots), eviction %s, %d pairs a round%n",
+                    server.context().ringSize(), poolMiB, capacity, eviction.label(), pairs);
                 final double[] controlNs = new double[rounds];
                 final double[] echoNs = new double[rounds];
                 final double[] idleNs = new double[rounds];

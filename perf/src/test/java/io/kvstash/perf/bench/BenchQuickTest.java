@@ -123,6 +123,17 @@ class BenchQuickTest
             assertNotNull(eviction, stdout);
             assertEquals("slru-admit", eviction.get("eviction"));
             assertSane("control_eviction." + mode + ".pairs_per_s_vs_lru", eviction.get("pairs_per_s_vs_lru"));
+            assertSane("control_eviction." + mode + ".p50_vs_lru", eviction.get("p50_vs_lru"));
+            // Alternating rounds, the order swapped each round, the summary their median.
+            final List<Object> evictionRounds = (List<Object>)eviction.get("rounds");
+            assertEquals(2, evictionRounds.size());
+            assertEquals("lru", ((Map<String, Object>)evictionRounds.get(0)).get("first"));
+            assertEquals("slru-admit", ((Map<String, Object>)evictionRounds.get(1)).get("first"));
+            for (final Object o : evictionRounds)
+            {
+                assertSane("control_eviction." + mode + " round pairs_per_s_vs_lru",
+                    ((Map<String, Object>)o).get("pairs_per_s_vs_lru"));
+            }
         }
         final Object gc = report.get("gc_count_steady");
         assertTrue(gc instanceof Number && ((Number)gc).longValue() >= 0, "gc_count_steady " + gc);
