@@ -113,14 +113,19 @@ public class StoreCycleBenchmark
     @State(Scope.Thread)
     public static class FullPool
     {
-        /** Slots: a 4 MiB pool of 4 KiB slots. */
-        static final int SLOTS = 1 << 10;
-        /** Keys: more than the slots, so a key's turn comes after its chunk was evicted. */
-        static final int KEYS = 64 * SLOTS;
+        /** Keys per slot: more keys than slots, so a key's turn comes after its chunk was evicted. */
+        static final int KEYS_PER_SLOT = 64;
 
         /** The eviction policy ({@code lru}, today's exact LRU, beside the default policy's bookkeeping). */
         @Param({ "lru", "slru-admit" })
         public String eviction = "lru";
+
+        /**
+         * Slots of the pool, 4 KiB each: 1,024 (4 MiB, the book's arrays in the core's caches) or 16,384 (64 MiB,
+         * the bench's control pool, whose arrays and policy history spill to the shared cache).
+         */
+        @Param({ "1024", "16384" })
+        public int slots = 1024;
 
         KvStore store;
         ChunkKeys[] keys;
@@ -132,13 +137,13 @@ public class StoreCycleBenchmark
         private long storedBefore;
 
         /**
-         * Builds the store and stores every key once, which leaves the pool full of the last {@link #SLOTS}.
+         * Builds the store and stores every key once, which leaves the pool full of the last {@link #slots}.
          */
         @Setup(Level.Trial)
         public void setupTrial()
         {
-            store = StoreFixture.newStore(SLOTS, EvictionPolicy.ofName(eviction));
-            keys = StoreFixture.singleChunkKeys(KEYS, 2);
+            store = StoreFixture.newStore(slots, EvictionPolicy.ofName(eviction));
+            keys = StoreFixture.singleChunkKeys(KEYS_PER_SLOT * slots, 2);
             for (final ChunkKeys key : keys)
             {
                 StoreFixture.storeAll(store, key);
@@ -161,8 +166,9 @@ public class StoreCycleBenchmark
 
         /**
          * Fails the run unless every cycle of the iteration committed after evicting exactly one chunk, or (not
-         * under exact LRU, whose order never keeps a key for {@link #KEYS} stores) found its key still held (at most
-         * 5 % of the cycles: about 1.6 % under {@code slru-admit}, whose history protects some keys).
+         * under exact LRU, whose order never keeps a key for {@link #KEYS_PER_SLOT} pools' worth of stores) found
+         * its key still held (at most 5 % of the cycles: about 1.6 % under {@code slru-admit}, whose history
+         * protects some keys).
          */
         @TearDown(Level.Iteration)
         public void verifyIteration()
@@ -173,7 +179,7 @@ public class StoreCycleBenchmark
             StoreFixture.check(cycles == stored + heldNow, "not every cycle committed");
             StoreFixture.check(stored == StoreFixture.counter(store, StoreCounters.EVICTIONS) - evictionsBefore,
                 "not exactly one eviction per stored chunk");
-            StoreFixture.check(0 == heldNow || !"lru".equals(eviction), "exact LRU held a key for " + KEYS +
+            StoreFixture.check(0 == heldNow || !"lru".equals(eviction), "exact LRU held a key for " + keys.length +
                 " stores");
             StoreFixture.check(heldNow * 20 <= cycles, "more than 5 % of the prepares found their key held (" +
                 heldNow + " of " + cycles + "): not a store cycle any more");
@@ -187,7 +193,7 @@ public class StoreCycleBenchmark
          */
         public int storeCycle()
         {
-            final StoreCommand prepare = store.prepareStore(StoreFixture.INSTANCE_ID, keys[cursor++ & (KEYS - 1)]);
+            final StoreCommand prepare = store.prepareStore(StoreFixture.INSTANCE_ID, keys[cursor++ & (keys.length - 1)]);
             if (0 == prepare.outTransferId)
             {
                 held++;
