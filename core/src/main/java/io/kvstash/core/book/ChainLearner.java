@@ -88,7 +88,8 @@ final class ChainLearner
         final long units = context.poolSizeBytes() / context.alignment();
         // Four cells per reference of a window, so that keys seen once rarely read as seen twice.
         final long cells = Math.min(MAX_HISTORY_CELLS, Math.max(1024, units * HISTORY_WINDOWS * 4));
-        history = segmented ? new KeyHistory(Integer.highestOneBit((int)cells - 1) << 1) : null;
+        history = segmented ?
+            new KeyHistory(Integer.highestOneBit((int)cells - 1) << 1, context.maxChunksPerRequest()) : null;
     }
 
     /**
@@ -109,11 +110,8 @@ final class ChainLearner
         final int n = command.chunkCount;
         if (segmented)
         {
-            final long window = (long)HISTORY_WINDOWS * Math.max(1, slots.slotCapacity());
-            for (int i = 0; i < n; i++)
-            {
-                history.reference(ns, command.keyHi[i], command.keyLo[i], window);
-            }
+            history.referenceAll(ns, command.keyHi, command.keyLo, 0, n,
+                (long)HISTORY_WINDOWS * Math.max(1, slots.slotCapacity()));
         }
         if (hits < n)
         {

@@ -33,14 +33,29 @@ final class KeyHistory
     private final long[] words;
     private final long[] twoOrMore;
     private final int lineMask;
+    private final long[] batchHashes;
     private long references;
+    /** Where the first pass of {@link #referenceAll} leaves a sum of the lines it loaded, so the loads stay. */
+    private long touched;
 
     /**
-     * A history with room for about a quarter of its cells' worth of distinct keys.
+     * A history with room for about a quarter of its cells' worth of distinct keys, referencing up to 1,024 keys
+     * at once ({@link #referenceAll}).
      *
      * @param cells cells, a power of two, at least {@link #LINE_CELLS}.
      */
     KeyHistory(final int cells)
+    {
+        this(cells, 1024);
+    }
+
+    /**
+     * A history with room for about a quarter of its cells' worth of distinct keys.
+     *
+     * @param cells     cells, a power of two, at least {@link #LINE_CELLS}.
+     * @param batchKeys most keys {@link #referenceAll} takes in two passes (a LOOKUP's range at most).
+     */
+    KeyHistory(final int cells, final int batchKeys)
     {
         if (Integer.bitCount(cells) != 1 || cells < LINE_CELLS)
         {
@@ -49,6 +64,7 @@ final class KeyHistory
         this.words = new long[cells / 16];
         this.twoOrMore = new long[Math.max(1, words.length / 64)];
         this.lineMask = cells / LINE_CELLS - 1;
+        this.batchHashes = new long[batchKeys];
     }
 
     /**
@@ -75,7 +91,11 @@ final class KeyHistory
                 }
             }
         }
-        final long h = hash(ns, hi, lo);
+        increment(hash(ns, hi, lo));
+    }
+
+    private void increment(final long h)
+    {
         final int line = ((int)h & lineMask) << 3;
         final int a = (int)(h >>> 32) & (LINE_CELLS - 1);
         final int b = (int)(h >>> 48) & (LINE_CELLS - 1);
@@ -104,6 +124,45 @@ final class KeyHistory
                     twoOrMore[wb >>> 6] |= 1L << wb;
                 }
             }
+        }
+    }
+
+    /**
+     * Counts one reference of each of some keys, in order, exactly as {@link #reference} one after the other
+     * would. Unless a halving falls among them, in two passes: the first hashes every key and loads its line, so
+     * that the lines' cache misses overlap (a LOOKUP's keys land on unrelated lines of a sketch larger than the
+     * core's caches), the second counts them.
+     *
+     * @param ns     namespace of the keys.
+     * @param hi     hash high halves.
+     * @param lo     hash low halves.
+     * @param from   first key's index.
+     * @param to     index after the last key.
+     * @param window references between halvings, at least 1.
+     */
+    void referenceAll(final long ns, final long[] hi, final long[] lo, final int from, final int to, final long window)
+    {
+        final int n = to - from;
+        if (n > batchHashes.length || references + n >= window)
+        {
+            for (int i = from; i < to; i++)
+            {
+                reference(ns, hi[i], lo[i], window);
+            }
+            return;
+        }
+        references += n;
+        long sum = 0;
+        for (int i = 0; i < n; i++)
+        {
+            final long h = hash(ns, hi[from + i], lo[from + i]);
+            batchHashes[i] = h;
+            sum += words[((int)h & lineMask) << 3];
+        }
+        touched = sum;
+        for (int i = 0; i < n; i++)
+        {
+            increment(batchHashes[i]);
         }
     }
 

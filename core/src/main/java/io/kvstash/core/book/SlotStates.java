@@ -50,6 +50,7 @@ final class SlotStates
 
     private int classCount;
     private final long[] classSlotBytes = new long[MAX_CLASSES];
+    private final int[] classCapacity = new int[MAX_CLASSES];
     private final int[] freeCount = new int[MAX_CLASSES];
     /** Each class's free slots (a stack: pushed and taken at the head) and readable chunks in eviction order. */
     private final ClassLists free = new ClassLists();
@@ -127,6 +128,7 @@ final class SlotStates
         }
         final int c = classCount++;
         classSlotBytes[c] = slotBytes;
+        classCapacity[c] = (int)SlotGeometry.capacity(poolSizeBytes, slotBytes);
         final int newStride = (int)((regionBytes + slotBytes - 1) / slotBytes);
         if (newStride > stride)
         {
@@ -146,14 +148,15 @@ final class SlotStates
     }
 
     /**
-     * Most slots of a class the pool holds, were every region its own.
+     * Most slots of a class the pool holds, were every region its own (kept from REGISTER: the policies ask for
+     * the pool's capacity on every LOOKUP and store, and the geometry's division showed in their profile).
      *
      * @param c class.
      * @return slot count.
      */
     int classCapacity(final int c)
     {
-        return (int)SlotGeometry.capacity(poolSizeBytes, classSlotBytes[c]);
+        return classCapacity[c];
     }
 
     // ------------------------------------------------------------------------------------------ regions

@@ -15,7 +15,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * The key history the segmented policies read: a blocked count-min sketch of 4-bit counters halved every window,
  * checked against exact counts kept beside it (a key never reads below its references since the last halving,
  * saturating at 15), and its bitmap shortcut {@link KeyHistory#atLeastTwice} against {@code count >= 2} on every
- * key, before and after halvings.
+ * key, before and after halvings; a LOOKUP's keys referenced at once ({@link KeyHistory#referenceAll}) against the
+ * same keys one at a time.
  */
 class KeyHistoryTest
 {
@@ -85,6 +86,38 @@ class KeyHistoryTest
         }
         history.reference(NS, 42, 42, 1 << 20);
         assertTrue(history.atLeastTwice(NS, 42, 42));
+    }
+
+    @Test
+    void referencingARangeAtOnceCountsAsOneKeyAfterAnother()
+    {
+        final long window = 700;
+        final KeyHistory batched = new KeyHistory(1 << 12, 64);
+        final KeyHistory sequential = new KeyHistory(1 << 12, 64);
+        final SplittableRandom random = new SplittableRandom(3);
+        final long[] hi = new long[100];
+        final long[] lo = new long[100];
+        for (int request = 0; request < 400; request++)
+        {
+            // Ranges of 1 to 100 keys (longer than the batch of 64 now and then), repeats within a range, and
+            // halvings falling inside some ranges.
+            final int n = 1 + random.nextInt(100);
+            for (int i = 0; i < n; i++)
+            {
+                hi[i] = random.nextInt(500);
+                lo[i] = hi[i] * 3;
+            }
+            batched.referenceAll(NS, hi, lo, 0, n, window);
+            for (int i = 0; i < n; i++)
+            {
+                sequential.reference(NS, hi[i], lo[i], window);
+            }
+            for (long k = 0; k < 500; k++)
+            {
+                assertEquals(sequential.count(NS, k, k * 3), batched.count(NS, k, k * 3), "key " + k);
+                assertEquals(sequential.atLeastTwice(NS, k, k * 3), batched.atLeastTwice(NS, k, k * 3), "key " + k);
+            }
+        }
     }
 
     @Test
