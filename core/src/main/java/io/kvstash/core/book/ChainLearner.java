@@ -40,6 +40,8 @@ final class ChainLearner
     /** Places from a store's end a kind tells apart: its last chunk, and the others. */
     static final int END_PLACES = 2;
     private static final int KINDS = 2 * LENGTH_CLASSES * END_PLACES;
+    /** Chunks of a store whose history verdict its reservation keeps (the rest are judged at the commit). */
+    static final int REFERENCED_BITS = 64;
     private static final int NO_HINT = -2;
 
     private final boolean chain;
@@ -57,6 +59,7 @@ final class ChainLearner
     private final int[] transferParent;
     private final int[] transferGeneration;
     private final int[] transferKind;
+    private final long[] transferReferenced;
     private final long[] kindStores = new long[KINDS];
     private final long[] kindReads = new long[KINDS];
     private long totalStores;
@@ -85,6 +88,7 @@ final class ChainLearner
         transferParent = new int[transferCount];
         transferGeneration = new int[transferCount];
         transferKind = new int[transferCount];
+        transferReferenced = new long[transferCount];
         final long units = context.poolSizeBytes() / context.alignment();
         // Four cells per reference of a window, so that keys seen once rarely read as seen twice.
         final long cells = Math.min(MAX_HISTORY_CELLS, Math.max(1024, units * HISTORY_WINDOWS * 4));
@@ -128,19 +132,42 @@ final class ChainLearner
     }
 
     /**
-     * A PREPARE_STORE reserved chunks: remembers the parent of its first and its kind.
+     * A PREPARE_STORE reserved chunks: remembers the parent of its first and its kind, and (segmented policies)
+     * which of its first {@link #REFERENCED_BITS} chunks the history says were referenced twice, judged here
+     * while the request's keys are at hand (at the commit they would be read back from the index, a cache miss
+     * a chunk).
      *
      * @param t           the store's transfer.
      * @param instance    the instance's index.
      * @param ns          the keys' namespace.
-     * @param command     the PREPARE_STORE.
+     * @param command     the PREPARE_STORE, with its reserved chunks' range indexes.
      * @param firstAbsent range index of the first chunk reserved.
+     * @param reserved    chunks reserved.
      */
-    void onReserved(final int t, final int instance, final long ns, final StoreCommand command, final int firstAbsent)
+    void onReserved(
+        final int t,
+        final int instance,
+        final long ns,
+        final StoreCommand command,
+        final int firstAbsent,
+        final int reserved)
     {
         if (!chain)
         {
             return;
+        }
+        if (segmented)
+        {
+            long referenced = 0;
+            for (int r = 0, n = Math.min(reserved, REFERENCED_BITS); r < n; r++)
+            {
+                final int i = command.slotRangeIndex[r];
+                if (history.atLeastTwice(ns, command.keyHi[i], command.keyLo[i]))
+                {
+                    referenced |= 1L << r;
+                }
+            }
+            transferReferenced[t] = referenced;
         }
         int parent = -1;
         if (firstAbsent > 0)
@@ -189,6 +216,7 @@ final class ChainLearner
             parent = -1;
         }
         final double average = (totalReads + 1.0) / (totalStores + 2.0);
+        final int capacity = admit ? Math.max(1, slots.slotCapacity()) : 1;
         int coldCursor = -1;
         for (int i = n - 1; i >= 0; i--)
         {
@@ -197,7 +225,8 @@ final class ChainLearner
             // Before the parent keeps the chain's order; a chunk that is not hot never enters protected, so one
             // whose parent is protected enters probation's recent end (still evicted before its parent).
             int where = parent >= 0 && !slots.isProtected(parent) ? parent : SlotStates.ENTER_RECENT;
-            if (segmented && history.atLeastTwice(index.ns(id), index.hi(id), index.lo(id)))
+            if (segmented && (i < REFERENCED_BITS ? 0 != (transferReferenced[t] & (1L << i)) :
+                history.atLeastTwice(index.ns(id), index.hi(id), index.lo(id))))
             {
                 where = parent >= 0 ? parent : SlotStates.ENTER_HOT;
             }
@@ -209,7 +238,7 @@ final class ChainLearner
             slots.makeReadable(id, where);
             if (admit)
             {
-                stored(id, kind);
+                stored(id, kind, capacity);
             }
         }
     }
@@ -276,12 +305,12 @@ final class ChainLearner
         return Math.min(LENGTH_CLASSES - 1, 2 * bits - 2 + half);
     }
 
-    private void stored(final int id, final int kind)
+    private void stored(final int id, final int kind, final int capacity)
     {
         chunkKind[id] = (short)(kind + 1);
         kindStores[kind]++;
         totalStores++;
-        if (++storesSinceHalving >= Math.max(1, slots.slotCapacity()))
+        if (++storesSinceHalving >= capacity)
         {
             storesSinceHalving = 0;
             for (int k = 0; k < KINDS; k++)

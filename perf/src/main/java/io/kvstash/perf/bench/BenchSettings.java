@@ -32,6 +32,8 @@ final class BenchSettings
     long pacedRate;
     int window;
     int rounds;
+    /** Rounds of the eviction policy's comparison with lru ({@link EvictionRounds}). */
+    int evictionRounds;
     long roundMs;
     long roundWarmupMs;
     long spinGapsMs;
@@ -66,6 +68,7 @@ final class BenchSettings
         s.pacedRate = 20_000;
         s.window = 64;
         s.rounds = quick ? 2 : 8;
+        s.evictionRounds = quick ? 2 : 12;
         s.roundMs = quick ? 150 : 400;
         s.roundWarmupMs = quick ? 100 : 200;
         s.spinGapsMs = quick ? 300 : 1000;

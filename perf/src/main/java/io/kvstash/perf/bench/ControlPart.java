@@ -28,9 +28,6 @@ import java.util.function.Consumer;
  */
 final class ControlPart
 {
-    /** Keys of the eviction comparison's control runs, cycling far beyond any policy's reach. */
-    static final int EVICTION_KEYS = 1 << 20;
-
     private ControlPart()
     {
     }

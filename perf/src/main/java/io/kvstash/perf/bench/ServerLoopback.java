@@ -34,7 +34,7 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * cycles per pair, and prints nanoseconds per pair (and per idle cycle); the summary is the median over the
  * rounds after the first (warm-up). As in the bench, every prepare is of a new key on a full pool (64 MiB
  * unless given) of 4 KiB chunks, so it evicts the least recently used chunk (under another eviction policy, its
- * choice; the keys then cycle as in the bench's eviction rounds, {@link ControlPart#EVICTION_KEYS}).
+ * choice; the keys then cycle as in the bench's eviction rounds, {@link EvictionRounds#KEYS}).
  * {@code control-only} leaves out the echo and idle loops, for a profiler ({@code perf record} with
  * {@code -XX:+DumpPerfMapAtExit}).
  */
@@ -161,7 +161,7 @@ public final class ServerLoopback
                 // As in the bench: more keys than slots, so once the pool is full every prepare evicts.
                 final ControlRun.PairClient control = new ControlRun.KvStashPairs(client,
                     EvictionPolicy.LRU == eviction ? capacity + 4096 : Math.max(capacity + 4096,
-                    ControlPart.EVICTION_KEYS), "busy-spin");
+                    EvictionRounds.KEYS), "busy-spin");
                 final ControlRun.PairClient echo = new ControlRun.EchoPairs(echoMapped, "busy-spin", true);
                 final EchoRings.EchoAgent echoAgent = new EchoRings.EchoAgent(echoMapped, true);
                 final Runnable serverCycle = invoker::invoke;
