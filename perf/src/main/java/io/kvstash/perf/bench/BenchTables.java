@@ -239,11 +239,17 @@ final class BenchTables
         out.println();
         out.println("Targets: what each compares, the figure of this run, the bound and whether it was met");
         final Map<String, Object> targets = (Map<String, Object>)report.get("targets");
+        int nameWidth = 24;
+        for (final String name : targets.keySet())
+        {
+            nameWidth = Math.max(nameWidth, name.length());
+        }
+        final String row = "  %-" + nameWidth + "s %14s  target %-12s %-13s %s";
         for (final Map.Entry<String, Object> e : targets.entrySet())
         {
             final Map<String, Object> t = (Map<String, Object>)e.getValue();
             final Object met = t.get("met");
-            out.println(BenchSupport.fmt("  %-24s %14s  target %-12s %-13s %s", e.getKey(), num(t.get("value"), "%.3f"),
+            out.println(BenchSupport.fmt(row, e.getKey(), num(t.get("value"), "%.3f"),
                 t.get("target"), null == met ? "not measured" : Boolean.TRUE.equals(met) ? "met" : "MISSED",
                 BenchVerdict.DESCRIPTIONS.getOrDefault(e.getKey(), "")));
         }
