@@ -3,6 +3,7 @@ package io.kvstash.core.book;
 import io.kvstash.core.EvictionPolicy;
 import io.kvstash.core.StoreCommand;
 import io.kvstash.core.StoreContext;
+import io.kvstash.wire.RequestFlags;
 
 import java.util.Arrays;
 
@@ -97,7 +98,10 @@ final class ChainLearner
     }
 
     /**
-     * A LOOKUP was answered: counts its keys in the history and remembers its first missing key and last hit.
+     * A LOOKUP was answered: counts its keys in the history and remembers its first missing key and last hit. A
+     * LOOKUP with {@link RequestFlags#L2_POLL} asks a waiting LOOKUP once more (the second tier's read-through is
+     * over): its keys were counted when it was first asked, and counting them again would make every key a
+     * waiting LOOKUP missed read as referenced twice, so it only updates the hint.
      *
      * @param instance the instance's index.
      * @param ns       the keys' namespace.
@@ -112,7 +116,7 @@ final class ChainLearner
             return;
         }
         final int n = command.chunkCount;
-        if (segmented)
+        if (segmented && 0 == (command.flags & RequestFlags.L2_POLL))
         {
             history.referenceAll(ns, command.keyHi, command.keyLo, 0, n,
                 (long)HISTORY_WINDOWS * Math.max(1, slots.slotCapacity()));
