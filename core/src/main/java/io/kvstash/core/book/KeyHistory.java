@@ -176,7 +176,11 @@ final class KeyHistory
      */
     int count(final long ns, final long hi, final long lo)
     {
-        final long h = hash(ns, hi, lo);
+        return count(hash(ns, hi, lo));
+    }
+
+    private int count(final long h)
+    {
         final int line = ((int)h & lineMask) << 3;
         final int a = (int)(h >>> 32) & (LINE_CELLS - 1);
         final int b = (int)(h >>> 48) & (LINE_CELLS - 1);
@@ -201,11 +205,7 @@ final class KeyHistory
         final int b = (int)(h >>> 48) & (LINE_CELLS - 1);
         final int wa = line + (a >>> 4);
         final int wb = line + (b >>> 4);
-        if (0 == ((twoOrMore[wa >>> 6] >>> wa) & 1) || 0 == ((twoOrMore[wb >>> 6] >>> wb) & 1))
-        {
-            return false;
-        }
-        return Math.min((int)(words[wa] >>> ((a & 15) << 2)) & 15, (int)(words[wb] >>> ((b & 15) << 2)) & 15) >= 2;
+        return 0 != ((twoOrMore[wa >>> 6] >>> wa) & 1) && 0 != ((twoOrMore[wb >>> 6] >>> wb) & 1) && count(h) >= 2;
     }
 
     private static long hash(final long ns, final long hi, final long lo)

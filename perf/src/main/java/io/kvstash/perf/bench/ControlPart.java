@@ -52,14 +52,8 @@ final class ControlPart
         final BenchResults results) throws Exception
     {
         final WaitMode serverWait = WaitMode.parse(waitMode);
-        final Map<String, Object> common = new LinkedHashMap<>();
-        common.put("wait", waitMode);
-        common.put("warmup_ms", settings.warmupMs);
-        common.put("latency_ms", settings.latencyMs);
-        common.put("throughput_ms", settings.throughputMs);
-        common.put("window", settings.window);
-        common.put("paced_rate", settings.pacedRate);
-        common.put("paced_ms", settings.pacedMs);
+        final Map<String, Object> common = command(waitMode, settings, settings.warmupMs, settings.latencyMs,
+            settings.throughputMs, settings.pacedMs);
 
         progress.accept("control, " + waitMode + ": kvstash server (SHARED, " + serverWait + ") and client " +
             waitMode);
@@ -83,6 +77,36 @@ final class ControlPart
         results.addControl(waitMode, control, echo);
         results.addControlVariant(results.controlJournal, "control journal", waitMode, controlJournal, "no_journal");
         results.addControlVariant(results.controlDedicated, "control dedicated", waitMode, controlDedicated, "shared");
+    }
+
+    /**
+     * The measuring parameters of a control or echo run, for the worker ({@link ControlRun}).
+     *
+     * @param waitMode     wait mode of the client.
+     * @param settings     settings of the run (its window and paced rate).
+     * @param warmupMs     warm-up of each way of measuring.
+     * @param latencyMs    one pair in flight.
+     * @param throughputMs a window of pairs in flight.
+     * @param pacedMs      pairs at the paced rate; 0 leaves that way out.
+     * @return a new command map.
+     */
+    static Map<String, Object> command(
+        final String waitMode,
+        final BenchSettings settings,
+        final long warmupMs,
+        final long latencyMs,
+        final long throughputMs,
+        final long pacedMs)
+    {
+        final Map<String, Object> command = new LinkedHashMap<>();
+        command.put("wait", waitMode);
+        command.put("warmup_ms", warmupMs);
+        command.put("latency_ms", latencyMs);
+        command.put("throughput_ms", throughputMs);
+        command.put("window", settings.window);
+        command.put("paced_rate", settings.pacedRate);
+        command.put("paced_ms", pacedMs);
+        return command;
     }
 
     /**

@@ -50,14 +50,8 @@ final class EvictionRounds
         final String waitMode,
         final Consumer<String> progress) throws Exception
     {
-        final Map<String, Object> command = new LinkedHashMap<>();
-        command.put("wait", waitMode);
-        command.put("warmup_ms", settings.roundWarmupMs);
-        command.put("latency_ms", settings.roundMs);
-        command.put("throughput_ms", settings.roundMs);
-        command.put("window", settings.window);
-        command.put("paced_rate", settings.pacedRate);
-        command.put("paced_ms", 0);
+        final Map<String, Object> command =
+            ControlPart.command(waitMode, settings, settings.roundWarmupMs, settings.roundMs, settings.roundMs, 0);
         command.put("keys", KEYS);
 
         final int n = settings.evictionRounds;
@@ -75,10 +69,10 @@ final class EvictionRounds
             final boolean lruFirst = 0 == (round & 1);
             progress.accept(BenchSupport.fmt("control, %s: lru and eviction %s, alternating: round %d of %d (%s first)",
                 waitMode, settings.eviction.label(), round + 1, n, lruFirst ? "lru" : settings.eviction.label()));
-            final Map<String, Object> first = runOne(worker, settings, work, waitMode, command,
-                lruFirst ? EvictionPolicy.LRU : settings.eviction);
-            final Map<String, Object> second = runOne(worker, settings, work, waitMode, command,
-                lruFirst ? settings.eviction : EvictionPolicy.LRU);
+            final Map<String, Object> first = ControlPart.control(worker, work, waitMode, command, settings, null,
+                false, ThreadingMode.SHARED, lruFirst ? EvictionPolicy.LRU : settings.eviction);
+            final Map<String, Object> second = ControlPart.control(worker, work, waitMode, command, settings, null,
+                false, ThreadingMode.SHARED, lruFirst ? settings.eviction : EvictionPolicy.LRU);
             final Map<String, Object> lru = lruFirst ? first : second;
             final Map<String, Object> policy = lruFirst ? second : first;
             lruPairs[round] = ((Number)lru.get("pairs_per_s")).doubleValue();
@@ -119,18 +113,6 @@ final class EvictionRounds
             "p50 x%.3f", waitMode, settings.eviction.label(), n, BenchSupport.median(pairsRatio),
             BenchSupport.median(p50Ratio)));
         return s;
-    }
-
-    private static Map<String, Object> runOne(
-        final WorkerProcess worker,
-        final BenchSettings settings,
-        final Path work,
-        final String waitMode,
-        final Map<String, Object> command,
-        final EvictionPolicy eviction) throws Exception
-    {
-        return ControlPart.control(worker, work, waitMode, command, settings, null, false, ThreadingMode.SHARED,
-            eviction);
     }
 
     private static double p50Us(final Map<String, Object> run)
