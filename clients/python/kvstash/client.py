@@ -564,10 +564,12 @@ class Client:
         return self._call(RequestType.UNREGISTER, instance)
 
     def lookup(self, instance, keys=None, *, tokens=None, from_chunk=0, to_chunk=-1, salt=None, pin=False,
-               wait_tier_s=None):
+               wait_tier_s=None, quiet=False):
         """LOOKUP: Hit Chunks = readable prefix; with ``pin`` a transfer id pins it (0 when no hit). A range
         over the server's Max Chunks Per Request goes as several LOOKUPs (not with ``pin``: one transfer
-        pins at most that many chunks), counted together up to the first miss.
+        pins at most that many chunks), counted together up to the first miss. With ``quiet`` (QUIET) the
+        answer is the same but the keys do not count as referenced again in the server's eviction policy: for
+        asking again about a request already asked about.
 
         ``wait_tier_s`` (seconds) waits, up to that bound, for the second tier's read-through the LOOKUP starts
         when its hit prefix stops short (§11): the LOOKUP goes with L2_WAIT; then, after short pauses, the
@@ -583,18 +585,18 @@ class Client:
                                                                                  to_chunk)))
         if wait_tier_s is not None and self.second_tier:
             return self._lookup_waiting(instance, parts, salt_value(salt), pin,
-                                        time.monotonic() + max(0.0, float(wait_tier_s)))
+                                        time.monotonic() + max(0.0, float(wait_tier_s)), quiet)
+        flags = (d.FLAG_PIN if pin else 0) | (d.FLAG_QUIET if quiet else 0)
         return self._in_pieces(parts, lambda mode, body: self._call(
-            RequestType.LOOKUP, instance, salt=salt_value(salt), flags=d.FLAG_PIN if pin else 0, key_mode=mode,
-            body=body))
+            RequestType.LOOKUP, instance, salt=salt_value(salt), flags=flags, key_mode=mode, body=body))
 
-    def _lookup_waiting(self, instance, parts, salt, pin, deadline):
+    def _lookup_waiting(self, instance, parts, salt, pin, deadline, quiet):
         """The pieces of a LOOKUP waiting for the tier, each up to the shared deadline, to the first miss."""
         hits, response = 0, None
         for _, piece_keys, piece_tokens, piece_from, piece_to in parts:
             mode, body = self._key_range(piece_keys, piece_tokens, piece_from, piece_to)
             count = range_chunks(self, piece_keys, piece_tokens, piece_from, piece_to)
-            response = self._lookup_piece_waiting(instance, salt, pin, mode, body, count, deadline)
+            response = self._lookup_piece_waiting(instance, salt, pin, mode, body, count, deadline, quiet)
             if not response.ok:
                 return response
             hits += response.hit_chunks
@@ -603,10 +605,10 @@ class Client:
         response.hit_chunks = hits
         return response
 
-    def _lookup_piece_waiting(self, instance, salt, pin, mode, body, count, deadline):
+    def _lookup_piece_waiting(self, instance, salt, pin, mode, body, count, deadline, quiet):
         pin_flag = d.FLAG_PIN if pin else 0
-        r = self._call(RequestType.LOOKUP, instance, salt=salt, flags=pin_flag | d.FLAG_L2_WAIT, key_mode=mode,
-                       body=body)
+        r = self._call(RequestType.LOOKUP, instance, salt=salt,
+                       flags=pin_flag | d.FLAG_L2_WAIT | (d.FLAG_QUIET if quiet else 0), key_mode=mode, body=body)
         tickets = r.tier_tickets
         if (not r.ok or r.hit_chunks >= count or tickets is None or tickets[0] == 0 or tickets[1] >= tickets[0]
                 or time.monotonic() >= deadline):
@@ -652,12 +654,15 @@ class Client:
         return response
 
     def lookup_all_ranks(self, model, world_size, keys=None, *, tokens=None, from_chunk=0, to_chunk=-1,
-                         salt=None):
-        """LOOKUP_ALL_RANKS: the prefix readable for every rank of ``world_size``; pins nothing."""
+                         salt=None, quiet=False):
+        """LOOKUP_ALL_RANKS: the prefix readable for every rank of ``world_size``; pins nothing. ``quiet`` as for
+        ``lookup``: asked again, the keys do not count as referenced again (for each rank)."""
         m = model.encode("utf-8")
         prefix = d.ALL_RANKS_HEADER.pack(world_size, len(m)) + m + bytes(d.pad8(len(m)) - len(m))
+        flags = d.FLAG_QUIET if quiet else 0
         return self._in_pieces(pieces(self, keys, tokens, from_chunk, to_chunk), lambda mode, keys_body: self._call(
-            RequestType.LOOKUP_ALL_RANKS, 0, salt=salt_value(salt), key_mode=mode, body=prefix + keys_body))
+            RequestType.LOOKUP_ALL_RANKS, 0, salt=salt_value(salt), flags=flags, key_mode=mode,
+            body=prefix + keys_body))
 
     def release(self, instance, transfer):
         return self._call(RequestType.RELEASE, instance, _transfer_id(transfer))

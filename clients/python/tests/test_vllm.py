@@ -18,6 +18,7 @@ import unittest
 from support import HERE, Server, ServerTestCase, counter
 
 import kvstash
+from kvstash.descriptor import FLAG_QUIET
 
 HAS_VLLM = importlib.util.find_spec("vllm") is not None and importlib.util.find_spec("torch") is not None
 NO_VLLM = "vLLM is not installed (pip install 'kvstash[vllm]'; .ci/run installs it)"
@@ -50,6 +51,7 @@ class ConnectorTest(ServerTestCase):
         self.assertEqual(engine.free_blocks(), engine.num_blocks - 1)          # all but vLLM's null block
         self.assertEqual(engine.connector._trackers, {})
         self.assertEqual(engine.connector._matched, {})
+        self.assertEqual(engine.connector._asked, set())
 
     def test_should_load_a_prefix_another_engine_process_stored_bit_for_bit(self):
         stored = prompt(1, 3, extra=5)                                         # 3 chunks and a partial one
@@ -129,6 +131,55 @@ class ConnectorTest(ServerTestCase):
         self.assertEqual(len(b.invalid), 3 * C // BLOCK)                       # reported, so vLLM recomputed
         self.assertEqual(b.workers[0].stats["load_errors"], 1)
         self.assertTrue(b.request_blocks_match("b", tokens))                   # the KV in the end is right
+        self.assertEmpty(b)
+
+    def test_should_ask_again_about_a_waiting_request_quietly(self):
+        # vLLM's scheduler asks at each step while a request waits; only the first ask counts the request's keys
+        # as referenced in the store's eviction policy (a LOOKUP_ALL_RANKS with QUIET says "asked before").
+        engine = self.engine(tp=2)
+        request = engine.add("w", prompt(7, 3, extra=1))
+        client = engine.connector._connection.get()
+        flags = []
+        call = client._call
+
+        def recording(msg_type, *args, **kwargs):
+            if msg_type == kvstash.RequestType.LOOKUP_ALL_RANKS:
+                flags.append(kwargs.get("flags", 0))
+            return call(msg_type, *args, **kwargs)
+        client._call = recording
+        for _ in range(3):
+            self.assertEqual(engine.connector.get_num_new_matched_tokens(request, 0), (0, False))
+        self.assertEqual(flags, [0, FLAG_QUIET, FLAG_QUIET])
+        engine.run()
+        self.assertEqual(flags[3:], [FLAG_QUIET])           # the scheduler's own ask
+        other = engine.add("v", prompt(8, 2, extra=1))
+        engine.connector.get_num_new_matched_tokens(other, 0)
+        self.assertEqual(flags[4:], [0])                                      # another request: a first ask
+        client._call = call
+        engine.run()
+        self.assertEmpty(engine)
+
+    def test_should_start_each_later_save_of_a_chunked_prefill_at_the_last_chunk_saved(self):
+        # With prefill cut into steps of two chunks, each step saves the chunks it completed; a later step's range
+        # starts with the chunk saved before it (present, so not written again), so the store sees the chain.
+        tokens = prompt(9, 5, extra=3)
+        a = self.engine(batched_tokens=2 * C)
+        saves = []
+        a.add("c", tokens)
+        for _ in range(10):
+            if not a.scheduler.has_requests():
+                break
+            a.step(before_load=lambda meta: saves.extend(save.keys for save in meta.saves))
+        self.assertEqual([len(keys) for keys in saves], [2, 3, 2])          # chunks 0-1, 1-3, 3-4
+        self.assertEqual(saves[1][0], saves[0][-1])
+        self.assertEqual(saves[2][0], saves[1][-1])
+        self.assertEqual(a.workers[0].stats["stored_chunks"], 5)               # each chunk written once
+        self.assertEmpty(a)
+        b = self.engine()
+        b.add("d", tokens)
+        b.run()
+        self.assertEqual(b.first_computed["d"], 5 * C)
+        self.assertEqual(b.mismatched_blocks, 0)
         self.assertEmpty(b)
 
     def test_should_never_store_as_a_consumer_and_never_load_as_a_producer(self):

@@ -53,7 +53,7 @@ def model_dir():
     return _model_dir
 
 
-def vllm_config(directory, role="kv_both", tp=1, rank=0, extra=None):
+def vllm_config(directory, role="kv_both", tp=1, rank=0, extra=None, batched_tokens=8192):
     # The model directory is a fresh temporary one per process: name the model, as engines that share
     # a store serve the same model name.
     extra_config = {"dir": directory, "timeout_s": 2.0, "reconnect_s": 0.2, "log_interval_s": 0,
@@ -61,8 +61,8 @@ def vllm_config(directory, role="kv_both", tp=1, rank=0, extra=None):
     extra_config.update(extra or {})
     return VllmConfig(
         model_config=ModelConfig(model=model_dir(), skip_tokenizer_init=True, dtype="bfloat16", max_model_len=8192),
-        scheduler_config=SchedulerConfig(max_num_seqs=16, max_num_batched_tokens=8192, max_model_len=8192,
-                                         is_encoder_decoder=False),
+        scheduler_config=SchedulerConfig(max_num_seqs=16, max_num_batched_tokens=batched_tokens, max_model_len=8192,
+                                         is_encoder_decoder=False, enable_chunked_prefill=True),
         cache_config=CacheConfig(block_size=BLOCK, cache_dtype="auto", enable_prefix_caching=True),
         parallel_config=ParallelConfig(tensor_parallel_size=tp, rank=rank),
         kv_transfer_config=KVTransferConfig(kv_connector="KvStashConnector", kv_connector_module_path="kvstash.vllm",
@@ -80,10 +80,11 @@ def kv_value(token, position, layer, kv, rank):
 class Engine:
     """One engine: a scheduler and one worker connector per tensor-parallel rank (see the module doc)."""
 
-    def __init__(self, directory, role="kv_both", tp=1, num_blocks=512, extra=None, saving_ranks=None):
+    def __init__(self, directory, role="kv_both", tp=1, num_blocks=512, extra=None, saving_ranks=None,
+                 batched_tokens=8192):
         init_none_hash(sha256)
         self.num_blocks = num_blocks
-        self.configs = [vllm_config(directory, role, tp, r, extra) for r in range(tp)]
+        self.configs = [vllm_config(directory, role, tp, r, extra, batched_tokens) for r in range(tp)]
         config = self.configs[0]
         self.kv_cache_config = KVCacheConfig(
             num_blocks=num_blocks, kv_cache_tensors=[],

@@ -145,6 +145,7 @@ class KvStashConnector(KVConnectorBase_V1):
         if role == KVConnectorRole.SCHEDULER:
             self._trackers = {}
             self._matched = {}
+            self._asked = set()                 # requests asked about before: asked again, the server is told
             self._connection = Reconnecting(self._directory, self._timeout_s, self._reconnect_s, logger,
                                             "recomputing", copy_transport=True)
         else:
@@ -195,9 +196,14 @@ class KvStashConnector(KVConnectorBase_V1):
             return 0, False
         keys = self._keys(request, usable, per)[first:]
         hits = len(keys)
+        # vLLM asks again at each step while a request waits (and after a preemption): asked again, the LOOKUP
+        # goes QUIET, so the store's eviction policy counts one request's keys once, not once a step.
+        again = request.request_id in self._asked
+        self._asked.add(request.request_id)
         try:
             for pp in range(self._pp_size):
-                r = client.lookup_all_ranks(self.model_name(pp), self._tp_size, keys, salt=request.cache_salt)
+                r = client.lookup_all_ranks(self.model_name(pp), self._tp_size, keys, salt=request.cache_salt,
+                                            quiet=again)
                 hits = min(hits, r.hit_chunks if r.ok else 0)
         except KvStashError as ex:
             self._connection.lost(ex)
@@ -227,7 +233,7 @@ class KvStashConnector(KVConnectorBase_V1):
         for pp in range(self._pp_size):
             for rank in range(self._tp_size):
                 r = client.lookup(instance_id(self._engine_id, pp, rank), keys, salt=salt,
-                                  wait_tier_s=max(0.0, deadline - time.monotonic()))
+                                  wait_tier_s=max(0.0, deadline - time.monotonic()), quiet=True)
                 more = min(more, r.hit_chunks if r.ok else 0)
                 if more == 0:
                     return 0
@@ -296,14 +302,18 @@ class KvStashConnector(KVConnectorBase_V1):
         complete = min(min(computed_after_step, limit) // chunk, len(request.block_hashes) // per,
                        len(tracker.block_ids) // per)
         if complete > tracker.saved_chunks:
-            keys = self._keys(request, complete, per)[tracker.saved_chunks:]
-            block_ids = tracker.block_ids[tracker.saved_chunks * per:complete * per]
+            # A later step's range starts with the last chunk saved (present, so not written again): the store
+            # then knows the chain the new chunks continue, as it does for a range starting at the prompt's start.
+            start = max(0, tracker.saved_chunks - 1)
+            keys = self._keys(request, complete, per)[start:]
+            block_ids = tracker.block_ids[start * per:complete * per]
             meta.saves.append(SaveSpec(req_id, keys, block_ids, salt))
             tracker.saved_chunks = complete
 
     def request_finished(self, request, block_ids):
         self._trackers.pop(request.request_id, None)
         self._matched.pop(request.request_id, None)
+        self._asked.discard(request.request_id)
         return False, None                       # saves are synchronous: the blocks are free at once
 
     def update_connector_output(self, connector_output):

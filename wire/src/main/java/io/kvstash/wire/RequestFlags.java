@@ -29,9 +29,12 @@ public final class RequestFlags
      */
     public static final int L2_POLL = 32;
     /**
-     * COMMIT_RETRIEVE only: the read does not count as a use. The chunks keep their place in the eviction order
-     * and the policy's read statistics, as if they had not been read; for a reader that copies chunks elsewhere
-     * (the server's second tier writing them through) rather than a worker that needs them.
+     * The request does not count as a use. On a COMMIT_RETRIEVE the chunks keep their place in the eviction order
+     * and the policy's read statistics, as if they had not been read: for a reader that copies chunks elsewhere
+     * (the server's second tier writing them through) rather than a worker that needs them. On a LOOKUP or
+     * LOOKUP_ALL_RANKS the answer is the same, but its keys are not counted as referenced in the eviction policy's
+     * history: for a caller asking again about a request it asked about before (an engine's scheduler asks at
+     * each step while a request waits).
      */
     public static final int QUIET = 64;
     /** The flags that only a LOOKUP may carry: on any other type, or both at once, they are refused. */
@@ -45,7 +48,7 @@ public final class RequestFlags
 
     /**
      * Why a request's known flags do not fit its type: L2_WAIT or L2_POLL on anything but a LOOKUP, or both at
-     * once; QUIET on anything but a COMMIT_RETRIEVE. (Other known flags on a type that does not use them are
+     * once; QUIET on anything but a COMMIT_RETRIEVE, LOOKUP or LOOKUP_ALL_RANKS. (Other known flags on a type that does not use them are
      * ignored.)
      *
      * @param type  the request type.
@@ -66,9 +69,10 @@ public final class RequestFlags
                 return "L2_WAIT and L2_POLL together";
             }
         }
-        if ((flags & QUIET) != 0 && RequestType.COMMIT_RETRIEVE != type)
+        if ((flags & QUIET) != 0 && RequestType.COMMIT_RETRIEVE != type && RequestType.LOOKUP != type &&
+            RequestType.LOOKUP_ALL_RANKS != type)
         {
-            return "QUIET is a COMMIT_RETRIEVE flag";
+            return "QUIET is a COMMIT_RETRIEVE, LOOKUP and LOOKUP_ALL_RANKS flag";
         }
         return null;
     }

@@ -12,13 +12,13 @@ import java.util.Arrays;
  * order ({@link EvictionOrder}). Under {@code lru} nothing is learned and chunks enter as an exact LRU's do.
  * <p>
  * Chains: a chunk's parent is the chunk before it in a range. The first chunk a PREPARE_STORE reserves has its
- * parent in the range when chunks before it are present, or else in the instance's previous LOOKUP: that
- * LOOKUP's first missing key and its last hit are remembered per instance, and a store starting at that key
- * continues that hit. A commit enters a store's chunks deepest first right before their parent (or at the recent
+ * parent in the range when chunks before it are present, or else in a LOOKUP that missed first at its key: a
+ * LOOKUP's (or each rank's part of a LOOKUP_ALL_RANKS') first missing key and its last hit are remembered, and a
+ * store starting at that key continues that hit. A commit enters a store's chunks deepest first right before their parent (or at the recent
  * end, deepest first, with no parent); a retrieve touches its chunks deepest first. So along a chain the
  * descendants are always older than their ancestors, and a chain is evicted from its tail.
  * <p>
- * History (segmented policies): every LOOKUP key is counted in a {@link KeyHistory} aged over
+ * History (segmented policies): every LOOKUP key (each rank's, for LOOKUP_ALL_RANKS) is counted in a {@link KeyHistory} aged over
  * {@link #HISTORY_WINDOWS} times the pool's slots of references; a stored chunk whose key was referenced before
  * enters protected. Admission ({@code slru-admit}): each stored chunk is tagged with its kind (continuation of a
  * hit or a new prompt, the store's length class, two per octave ({@link #lengthClass}), whether it is the store's
@@ -43,7 +43,9 @@ final class ChainLearner
     private static final int KINDS = 2 * LENGTH_CLASSES * END_PLACES;
     /** Chunks of a store whose history verdict its reservation keeps (the rest are judged at the commit). */
     static final int REFERENCED_BITS = 64;
-    private static final int NO_HINT = -2;
+    /** Most entries of the parent hints' table (see {@link #hint}); at least one per instance, and 1,024. */
+    static final int MIN_HINTS = 1024;
+    private static final long GOLDEN = 0x9E3779B97F4A7C15L;
 
     private final boolean chain;
     private final boolean segmented;
@@ -52,11 +54,8 @@ final class ChainLearner
     private final ChunkIndex index;
     private final TransferTable transfers;
     private final KeyHistory history;
-    private final long[] hintNs;
-    private final long[] hintHi;
-    private final long[] hintLo;
-    private final int[] hintParent;
-    private final int[] hintGeneration;
+    private final long[] hints;
+    private final int hintShift;
     private final int[] transferParent;
     private final int[] transferGeneration;
     private final int[] transferKind;
@@ -78,14 +77,10 @@ final class ChainLearner
         this.slots = slots;
         this.index = index;
         this.transfers = transfers;
-        final int instances = chain ? context.maxInstances() : 0;
+        final int hintCount = Integer.highestOneBit(Math.max(MIN_HINTS, context.maxInstances()) - 1) << 1;
         final int transferCount = chain ? context.maxTransfers() : 0;
-        hintNs = new long[instances];
-        hintHi = new long[instances];
-        hintLo = new long[instances];
-        hintParent = new int[instances];
-        Arrays.fill(hintParent, NO_HINT);
-        hintGeneration = new int[instances];
+        hints = new long[chain ? 4 * hintCount : 0];
+        hintShift = 64 - Integer.numberOfTrailingZeros(hintCount);
         transferParent = new int[transferCount];
         transferGeneration = new int[transferCount];
         transferKind = new int[transferCount];
@@ -98,40 +93,43 @@ final class ChainLearner
     }
 
     /**
-     * A LOOKUP was answered: counts its keys in the history and remembers its first missing key and last hit. A
-     * LOOKUP with {@link RequestFlags#L2_POLL} asks a waiting LOOKUP once more (the second tier's read-through is
-     * over): its keys were counted when it was first asked, and counting them again would make every key a
-     * waiting LOOKUP missed read as referenced twice, so it only updates the hint.
+     * Whether the policy learns from LOOKUPs at all (every policy but {@code lru}).
      *
-     * @param instance the instance's index.
-     * @param ns       the keys' namespace.
-     * @param command  the LOOKUP.
-     * @param hitIds   the hit chunks, in range order.
-     * @param hits     how many of them.
+     * @return true when {@link #onLookup} has work to do.
      */
-    void onLookup(final int instance, final long ns, final StoreCommand command, final int[] hitIds, final int hits)
+    boolean learns()
+    {
+        return chain;
+    }
+
+    /**
+     * A LOOKUP, or one rank's part of a LOOKUP_ALL_RANKS, was answered: counts its keys in the history and
+     * remembers its first missing key's parent, its last hit. A LOOKUP with {@link RequestFlags#L2_POLL} asks a
+     * waiting LOOKUP once more (the second tier's read-through is over), and one with {@link RequestFlags#QUIET}
+     * says its caller asked about the same request before (an engine's scheduler asks again for a request still
+     * waiting): their keys were counted when first asked, and counting them again would make every key a waiting
+     * request missed read as referenced twice, so they only leave the hint.
+     *
+     * @param ns      the keys' namespace.
+     * @param command the LOOKUP.
+     * @param hits    the readable prefix, in chunks.
+     * @param lastHit the prefix's last chunk, or -1 when it is empty.
+     */
+    void onLookup(final long ns, final StoreCommand command, final int hits, final int lastHit)
     {
         if (!chain)
         {
             return;
         }
         final int n = command.chunkCount;
-        if (segmented && 0 == (command.flags & RequestFlags.L2_POLL))
+        if (segmented && 0 == (command.flags & (RequestFlags.L2_POLL | RequestFlags.QUIET)))
         {
             history.referenceAll(ns, command.keyHi, command.keyLo, 0, n,
                 (long)HISTORY_WINDOWS * Math.max(1, slots.slotCapacity()));
         }
-        if (hits < n)
+        if (hits > 0 && hits < n)
         {
-            hintNs[instance] = ns;
-            hintHi[instance] = command.keyHi[hits];
-            hintLo[instance] = command.keyLo[hits];
-            hintParent[instance] = hits > 0 ? hitIds[hits - 1] : -1;
-            hintGeneration[instance] = hits > 0 ? slots.generation(hitIds[hits - 1]) : 0;
-        }
-        else
-        {
-            hintParent[instance] = NO_HINT;
+            hint(ns, command.keyHi[hits], command.keyLo[hits], lastHit);
         }
     }
 
@@ -142,7 +140,6 @@ final class ChainLearner
      * a chunk).
      *
      * @param t           the store's transfer.
-     * @param instance    the instance's index.
      * @param ns          the keys' namespace.
      * @param command     the PREPARE_STORE, with its reserved chunks' range indexes.
      * @param firstAbsent range index of the first chunk reserved.
@@ -150,7 +147,6 @@ final class ChainLearner
      */
     void onReserved(
         final int t,
-        final int instance,
         final long ns,
         final StoreCommand command,
         final int firstAbsent,
@@ -178,11 +174,9 @@ final class ChainLearner
         {
             parent = index.find(ns, command.keyHi[firstAbsent - 1], command.keyLo[firstAbsent - 1]);
         }
-        else if (hintParent[instance] >= 0 && hintNs[instance] == ns &&
-            hintHi[instance] == command.keyHi[0] && hintLo[instance] == command.keyLo[0] &&
-            slots.generation(hintParent[instance]) == hintGeneration[instance])
+        else
         {
-            parent = hintParent[instance];
+            parent = hintedParent(ns, command.keyHi[0], command.keyLo[0]);
         }
         if (parent >= 0 && !slots.isReadable(parent))
         {
@@ -307,6 +301,43 @@ final class ChainLearner
         }
         final int half = (chunks >>> (bits - 2)) & 1;
         return Math.min(LENGTH_CLASSES - 1, 2 * bits - 2 + half);
+    }
+
+    /**
+     * Remembers that the chunk after {@code parent} in a LOOKUP's range is the missing key (ns, hi, lo), so that a
+     * store whose range starts at that key continues the chain. The table is direct-mapped on the key, so a
+     * store finds the hint of the latest LOOKUP that missed first at its key, whichever instance or rank asked; a
+     * later hint whose key maps to the same entry replaces it (the store then starts a chain of its own).
+     */
+    private void hint(final long ns, final long hi, final long lo, final int parent)
+    {
+        final int e = hintEntry(ns, hi, lo);
+        hints[e] = ns;
+        hints[e + 1] = hi;
+        hints[e + 2] = lo;
+        hints[e + 3] = ((long)(parent + 1) << 32) | (slots.generation(parent) & 0xFFFF_FFFFL);
+    }
+
+    /**
+     * The parent a LOOKUP left for a store starting at (ns, hi, lo), while it is the same chunk.
+     *
+     * @return the parent's id, or -1.
+     */
+    private int hintedParent(final long ns, final long hi, final long lo)
+    {
+        final int e = hintEntry(ns, hi, lo);
+        final long parentAndGeneration = hints[e + 3];
+        if (0 == parentAndGeneration || hints[e] != ns || hints[e + 1] != hi || hints[e + 2] != lo)
+        {
+            return -1;
+        }
+        final int parent = (int)(parentAndGeneration >>> 32) - 1;
+        return slots.generation(parent) == (int)parentAndGeneration ? parent : -1;
+    }
+
+    private int hintEntry(final long ns, final long hi, final long lo)
+    {
+        return (int)(((ns ^ hi ^ lo * GOLDEN) * GOLDEN) >>> hintShift) << 2;
     }
 
     private void stored(final int id, final int kind, final int capacity)

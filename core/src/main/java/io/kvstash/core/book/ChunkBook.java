@@ -321,7 +321,7 @@ public final class ChunkBook
         }
 
         undo.publish(slots);
-        learner.onReserved(t, instance, ns, command, firstAbsent, reserved);
+        learner.onReserved(t, ns, command, firstAbsent, reserved);
         transfers.activate(t, TransferTable.KIND_STORE, instance, deadline(command));
         command.status = Status.OK;
         command.outTransferId = transfers.id(t);

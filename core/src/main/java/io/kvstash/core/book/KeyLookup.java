@@ -25,6 +25,7 @@ final class KeyLookup
     private final ChunkHasher hasher;
     private final ChainLearner learner;
     private final int[] hitIds;
+    private final long[] rankNs = new long[Layout.MAX_WORLD_SIZE];
 
     KeyLookup(
         final StoreContext context,
@@ -71,7 +72,7 @@ final class KeyLookup
             }
             hitIds[hits++] = id;
         }
-        learner.onLookup(instance, ns, command, hitIds, hits);
+        learner.onLookup(ns, command, hits, hits > 0 ? hitIds[hits - 1] : -1);
         counters.add(StoreCounters.LOOKUP_HIT_CHUNKS, hits);
         counters.add(StoreCounters.LOOKUP_MISS_CHUNKS, n - hits);
         command.hitChunks = hits;
@@ -91,7 +92,8 @@ final class KeyLookup
 
     /**
      * LOOKUP_ALL_RANKS: the readable prefix common to every rank of a (model, world size); needs no
-     * registered instance.
+     * registered instance. Under a policy that learns from LOOKUPs each rank's part is one to it (its keys
+     * counted in the rank's namespace, its hint left for the rank's store), since each rank stores its own chunks.
      *
      * @param command the request.
      */
@@ -104,10 +106,12 @@ final class KeyLookup
             command.fail(Status.INVALID_REQUEST, "world size or model name out of range");
             return;
         }
+        final boolean learns = learner.learns();
         int hits = command.chunkCount;
-        for (int rank = 0; rank < worldSize && hits > 0; rank++)
+        for (int rank = 0; rank < worldSize && (hits > 0 || learns); rank++)
         {
             final long ns = hasher.namespace(command.model, command.modelLength, worldSize, rank, command.salt);
+            rankNs[rank] = ns;
             int rankHits = 0;
             while (rankHits < hits)
             {
@@ -119,6 +123,15 @@ final class KeyLookup
                 rankHits++;
             }
             hits = rankHits;
+        }
+        if (learns)
+        {
+            for (int rank = 0; rank < worldSize; rank++)
+            {
+                final long ns = rankNs[rank];
+                final int lastHit = hits > 0 ? index.find(ns, command.keyHi[hits - 1], command.keyLo[hits - 1]) : -1;
+                learner.onLookup(ns, command, hits, lastHit);
+            }
         }
         command.hitChunks = hits;
         command.status = Status.OK;

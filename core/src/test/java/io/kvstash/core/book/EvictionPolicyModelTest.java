@@ -184,9 +184,8 @@ class EvictionPolicyModelTest
         private long totalReads;
         private long storesSinceHalving;
         private int incarnations;
-        private long hintKey = -1;
-        private long hintParent = -1;
-        private int hintIncarnation;
+        /** A LOOKUP's first missing key: its last hit and that chunk's incarnation then. */
+        private final Map<Long, long[]> hints = new HashMap<>();
         private long parent = -1;
         private int parentIncarnation;
         private int kindBase;
@@ -219,9 +218,10 @@ class EvictionPolicyModelTest
                     history.reference(ns, 0, key, (long)ChainLearner.HISTORY_WINDOWS * SLOTS);
                 }
             }
-            hintKey = k < range.length ? range[k] : -1;
-            hintParent = k > 0 && k < range.length ? range[k - 1] : -1;
-            hintIncarnation = hintParent >= 0 ? incarnation.get(hintParent) : 0;
+            if (k > 0 && k < range.length)
+            {
+                hints.put(range[k], new long[]{ range[k - 1], incarnation.get(range[k - 1]) });
+            }
             return k;
         }
 
@@ -301,10 +301,13 @@ class EvictionPolicyModelTest
             {
                 parent = readable(range[firstAbsent - 1]) ? range[firstAbsent - 1] : -1;
             }
-            else if (hintParent >= 0 && hintKey == range[0] && readable(hintParent) &&
-                incarnation.get(hintParent) == hintIncarnation)
+            else
             {
-                parent = hintParent;
+                final long[] hint = hints.get(range[0]);
+                if (null != hint && readable(hint[0]) && incarnation.get(hint[0]) == hint[1])
+                {
+                    parent = hint[0];
+                }
             }
             parentIncarnation = parent >= 0 ? incarnation.get(parent) : 0;
             kindBase = ((parent >= 0 ? 24 : 0) + halfOctave(range.length - firstAbsent)) * 2;

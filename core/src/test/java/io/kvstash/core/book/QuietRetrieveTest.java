@@ -57,7 +57,7 @@ class QuietRetrieveTest
         release.transferId = lease;
         release.flags = RequestFlags.QUIET;
         assertEquals(Status.INVALID_REQUEST, store.execute(release).status);
-        assertEquals("QUIET is a COMMIT_RETRIEVE flag", release.message);
+        assertEquals("QUIET is a COMMIT_RETRIEVE, LOOKUP and LOOKUP_ALL_RANKS flag", release.message);
         assertEquals(Status.OK, store.release(INSTANCE, lease).status, "the refused RELEASE changed nothing");
         assertNull(store.book().verifyInvariants());
     }

@@ -133,24 +133,29 @@ class RequestDecoderTest
     }
 
     @Test
-    void shouldTakeQuietOnACommitRetrieveAndRefuseItOnEveryOtherType()
+    void shouldTakeQuietOnACommitRetrieveOrALookupAndRefuseItOnEveryOtherType()
     {
         final int length = writePrepare(0, 2, 2);
         buffer.putInt(WireDescriptor.FLAGS_OFFSET, RequestFlags.QUIET, LE);
-        StoreCommand c = event.reset();
-        assertTrue(decoder.decode(RequestType.COMMIT_RETRIEVE, buffer, 0, length, event));
-        assertEquals(0, event.decodeStatus, c.message);
-        assertEquals(RequestFlags.QUIET, c.flags);
+        for (final int type : new int[]{ RequestType.COMMIT_RETRIEVE, RequestType.LOOKUP })
+        {
+            final StoreCommand c = event.reset();
+            assertTrue(decoder.decode(type, buffer, 0, length, event));
+            assertEquals(0, event.decodeStatus, c.message);
+            assertEquals(RequestFlags.QUIET, c.flags);
+        }
         for (int type = 0; type < RequestType.COUNT; type++)
         {
-            if (RequestType.COMMIT_RETRIEVE == type || RequestType.SWEEP == type || RequestType.REAP == type)
+            if (RequestType.COMMIT_RETRIEVE == type || RequestType.LOOKUP == type ||
+                RequestType.LOOKUP_ALL_RANKS == type || RequestType.SWEEP == type || RequestType.REAP == type)
             {
                 continue;
             }
-            c = event.reset();
+            final StoreCommand c = event.reset();
             assertTrue(decoder.decode(type, buffer, 0, length, event));
             assertEquals(Status.INVALID_REQUEST, event.decodeStatus, RequestType.name(type));
-            assertEquals("QUIET is a COMMIT_RETRIEVE flag", c.message, RequestType.name(type));
+            assertEquals("QUIET is a COMMIT_RETRIEVE, LOOKUP and LOOKUP_ALL_RANKS flag", c.message,
+                RequestType.name(type));
         }
     }
 
