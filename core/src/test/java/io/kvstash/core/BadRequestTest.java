@@ -62,7 +62,7 @@ class BadRequestTest
     void shouldAnswerInvalidRequestWhenFlagsAreUnknown()
     {
         populate();
-        for (final int flags : new int[]{ 64, 1 << 31, -1, 128 | RequestFlags.PIN })
+        for (final int flags : new int[]{ 256, 1 << 31, -1, 128 | RequestFlags.PIN })
         {
             final StoreCommand lookup = h.raw(RequestType.LOOKUP, A);
             lookup.flags = flags;

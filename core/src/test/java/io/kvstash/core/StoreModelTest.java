@@ -622,11 +622,13 @@ class StoreModelTest
                 }
                 case BAD_FLAGS:
                 {
-                    final int[] types = { RequestType.LOOKUP, RequestType.CLEAR, RequestType.PREPARE_STORE };
+                    // QUIET (64, refused on every type but COMMIT_RETRIEVE, LOOKUP and LOOKUP_ALL_RANKS) or a bit
+                    // above every flag a client or the server may set.
+                    final int shift = a.pick % 12;
+                    final int[] types = 0 == shift ? new int[]{ RequestType.CLEAR, RequestType.PREPARE_STORE } :
+                        new int[]{ RequestType.LOOKUP, RequestType.CLEAR, RequestType.PREPARE_STORE };
                     final StoreCommand c = rawCommand(types[a.pick % types.length], a.instance);
-                    // QUIET (64, refused on every type but COMMIT_RETRIEVE) or a bit above every flag a client or the
-                    // server may set.
-                    c.flags = (64 << (a.pick % 12)) | (a.pick & RequestFlags.CLIENT_MASK);
+                    c.flags = (64 << shift) | (a.pick & RequestFlags.CLIENT_MASK);
                     expectStatus(a, Status.INVALID_REQUEST, store.execute(c));
                     break;
                 }

@@ -19,7 +19,9 @@ import java.util.List;
  * Under {@code lru} it is the exact-LRU figure ({@link LruReference}); under any policy a one-worker
  * {@code kvstash replay --eviction NAME} counts the same hits: it registers the replay workers' model, so its keys
  * have their namespace (the policies' key history hashes it). Slots are 64 bytes, so a large capacity costs
- * little memory.
+ * little memory. With {@code allRanks} each LOOKUP goes as a LOOKUP_ALL_RANKS of the worker's world (of one), the
+ * way the vLLM connector asks, and the retrieve by keys; a policy learns the same from it, so the hits are the
+ * same.
  */
 public final class PolicyReplay
 {
@@ -40,6 +42,25 @@ public final class PolicyReplay
      */
     public static long hitChunks(
         final List<MooncakeTrace.Request> requests, final int capacityChunks, final EvictionPolicy policy)
+    {
+        return hitChunks(requests, capacityChunks, policy, false);
+    }
+
+    /**
+     * Hit chunks of an ordered replay under a policy, its lookups asked of one rank or of all ranks.
+     *
+     * @param requests       trace requests in file order.
+     * @param capacityChunks capacity in chunks.
+     * @param policy         eviction policy.
+     * @param allRanks       LOOKUP_ALL_RANKS (world size 1) instead of LOOKUP.
+     * @return chunks the lookups counted as hits.
+     * @throws IllegalStateException when the core answers a request unexpectedly.
+     */
+    public static long hitChunks(
+        final List<MooncakeTrace.Request> requests,
+        final int capacityChunks,
+        final EvictionPolicy policy,
+        final boolean allRanks)
     {
         int maxChunks = StoreContext.MAX_CHUNKS_PER_REQUEST_DEFAULT;
         for (final MooncakeTrace.Request request : requests)
@@ -65,7 +86,8 @@ public final class PolicyReplay
                 continue;
             }
             final ChunkKeys keys = ChunkKeys.ofIds(request.hashIds());
-            final int k = check(store.lookup(instance, keys, false)).hitChunks;
+            final int k = check(allRanks ? store.lookupAllRanks(TraceWorker.MODEL, 1, keys) :
+                store.lookup(instance, keys, false)).hitChunks;
             hits += k;
             if (k > 0)
             {
