@@ -246,7 +246,8 @@ class KvStashHiCacheStorage(HiCacheStorage):
         hashed = [page_key(k) for k in keys]
         r = client.prepare_retrieve(self._instance, hashed)
         if r.status == Status.MISS:                 # all or nothing: take the readable prefix instead
-            hit = client.lookup(self._instance, hashed, pin=True)
+            # QUIET: batch_exists asked about these pages before the get; they count as referenced once.
+            hit = client.lookup(self._instance, hashed, pin=True, quiet=True)
             if not hit.ok or hit.hit_chunks == 0 or not hit.transfer_id:
                 return 0
             r = client.prepare_retrieve(self._instance, lookup=hit)

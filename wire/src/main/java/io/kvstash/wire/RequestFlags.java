@@ -48,8 +48,8 @@ public final class RequestFlags
 
     /**
      * Why a request's known flags do not fit its type: L2_WAIT or L2_POLL on anything but a LOOKUP, or both at
-     * once; QUIET on anything but a COMMIT_RETRIEVE, LOOKUP or LOOKUP_ALL_RANKS. (Other known flags on a type that does not use them are
-     * ignored.)
+     * once; QUIET on anything but a COMMIT_RETRIEVE, LOOKUP or LOOKUP_ALL_RANKS. (Other known flags on a type that
+     * does not use them are ignored.)
      *
      * @param type  the request type.
      * @param flags the request's flags.

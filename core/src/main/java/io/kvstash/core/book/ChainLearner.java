@@ -14,13 +14,13 @@ import java.util.Arrays;
  * Chains: a chunk's parent is the chunk before it in a range. The first chunk a PREPARE_STORE reserves has its
  * parent in the range when chunks before it are present, or else in a LOOKUP that missed first at its key: a
  * LOOKUP's (or each rank's part of a LOOKUP_ALL_RANKS') first missing key and its last hit are remembered, and a
- * store starting at that key continues that hit. A commit enters a store's chunks deepest first right before their parent (or at the recent
- * end, deepest first, with no parent); a retrieve touches its chunks deepest first. So along a chain the
- * descendants are always older than their ancestors, and a chain is evicted from its tail.
+ * store starting at that key continues that hit. A commit enters a store's chunks deepest first right before their
+ * parent (or at the recent end, deepest first, with no parent); a retrieve touches its chunks deepest first. So along
+ * a chain the descendants are always older than their ancestors, and a chain is evicted from its tail.
  * <p>
- * History (segmented policies): every LOOKUP key (each rank's, for LOOKUP_ALL_RANKS) is counted in a {@link KeyHistory} aged over
- * {@link #HISTORY_WINDOWS} times the pool's slots of references; a stored chunk whose key was referenced before
- * enters protected. Admission ({@code slru-admit}): each stored chunk is tagged with its kind (continuation of a
+ * History (segmented policies): every LOOKUP key (each rank's, for LOOKUP_ALL_RANKS) is counted in a
+ * {@link KeyHistory} aged over {@link #HISTORY_WINDOWS} times the pool's slots of references; a stored chunk whose
+ * key was referenced before enters protected. Admission ({@code slru-admit}): each stored chunk is tagged with its kind (continuation of a
  * hit or a new prompt, the store's length class, two per octave ({@link #lengthClass}), whether it is the store's
  * last chunk) and the store counts, per kind, chunks stored and chunks read back (aged by halving every pool's worth
  * of stores); a chunk of a kind read back at under {@link #COLD_PERCENT} % of the average rate enters cold, at the
@@ -127,7 +127,7 @@ final class ChainLearner
             history.referenceAll(ns, command.keyHi, command.keyLo, 0, n,
                 (long)HISTORY_WINDOWS * Math.max(1, slots.slotCapacity()));
         }
-        if (hits > 0 && hits < n)
+        if (hits > 0 && hits < n && lastHit >= 0)
         {
             hint(ns, command.keyHi[hits], command.keyLo[hits], lastHit);
         }

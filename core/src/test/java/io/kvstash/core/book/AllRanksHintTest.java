@@ -51,7 +51,8 @@ class AllRanksHintTest
     private static int prefixKept(final Asked asked)
     {
         final KvStore store = new KvStore(new StoreContext()
-            .poolSizeBytes(6 * 64).alignment(64).chunkTokens(1).slotBytes(64).eviction(EvictionPolicy.CHAIN).conclude());
+            .poolSizeBytes(6 * 64).alignment(64).chunkTokens(1).slotBytes(64).eviction(EvictionPolicy.CHAIN)
+            .conclude());
         assertEquals(Status.OK, store.register(RANK0, Layout.of(MODEL, 2, 0, 1, 16, Dtype.UINT8, true)).status);
         assertEquals(Status.OK, store.register(RANK1, Layout.of(MODEL, 2, 1, 1, 16, Dtype.UINT8, true)).status);
         stored(store, RANK0, ChunkKeys.ofIds(1, 2));
