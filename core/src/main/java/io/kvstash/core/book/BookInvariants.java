@@ -22,16 +22,17 @@ final class BookInvariants
      * pending store of a live instance; every pending transfer has a registered owner and a deadline; the slot
      * table agrees with the states (a free slot's word says FREE).
      *
-     * @param slots     slot states.
+     * @param regions   regions and size classes, with the slot states.
      * @param index     key index.
      * @param transfers pending transfers.
      * @param instances registered instances.
      * @return null when every invariant holds, else a description of the first violation.
      */
     static String verify(
-        final SlotStates slots, final ChunkIndex index, final TransferTable transfers, final InstanceTable instances)
+        final SlotRegions regions, final ChunkIndex index, final TransferTable transfers, final InstanceTable instances)
     {
-        final int cut = slots.cutSlots();
+        final SlotStates slots = regions.slots();
+        final int cut = regions.cutSlots();
         final int free = slots.freeCutSlots();
         final int readableChunks = slots.readableChunks();
         final int reservedChunks = slots.reservedChunks();
@@ -49,7 +50,7 @@ final class BookInvariants
             return "index table holds " + index.occupiedEntries() + " entries for " + index.size() + " chunks and " +
                 index.pendingRemovals() + " pending removals";
         }
-        final String classes = verifyClasses(slots);
+        final String classes = verifyClasses(slots, regions);
         if (null != classes)
         {
             return classes;
@@ -62,13 +63,13 @@ final class BookInvariants
         return verifyTransfers(slots, transfers, instances);
     }
 
-    private static String verifyClasses(final SlotStates slots)
+    private static String verifyClasses(final SlotStates slots, final SlotRegions regions)
     {
         final boolean[] seenFree = new boolean[slots.idCapacity()];
         int free = 0;
         int inLru = 0;
         int cut = 0;
-        for (int c = 0; c < slots.classCount(); c++)
+        for (int c = 0; c < regions.classCount(); c++)
         {
             int n = 0;
             for (int id = slots.freeHead(c); id >= 0; id = slots.freeNext(id))
@@ -91,12 +92,12 @@ final class BookInvariants
                 return "eviction order of class " + c + " broken";
             }
             inLru += linked;
-            cut += slots.cutSlots(c);
+            cut += regions.cutSlots(c);
         }
-        if (free != slots.freeCutSlots() || inLru != slots.readableChunks() || cut != slots.cutSlots())
+        if (free != slots.freeCutSlots() || inLru != slots.readableChunks() || cut != regions.cutSlots())
         {
             return "free stacks hold " + free + " of " + slots.freeCutSlots() + ", LRU lists " + inLru + " of " +
-                slots.readableChunks() + " readable, classes " + cut + " of " + slots.cutSlots() + " cut slots";
+                slots.readableChunks() + " readable, classes " + cut + " of " + regions.cutSlots() + " cut slots";
         }
         int uncut = 0;
         for (int id = 0; id < slots.idLimit(); id++)
@@ -105,15 +106,15 @@ final class BookInvariants
             {
                 uncut++;
             }
-            else if (slots.regionClass((int)(slots.offset(id) / slots.regionBytes())) != slots.slotClass(id))
+            else if (regions.regionClass((int)(slots.offset(id) / regions.regionBytes())) != slots.slotClass(id))
             {
                 return "slot " + id + " lies in a region of another class";
             }
         }
-        if (slots.idLimit() - uncut != slots.cutSlots())
+        if (slots.idLimit() - uncut != regions.cutSlots())
         {
             return "ids below " + slots.idLimit() + " name " + (slots.idLimit() - uncut) + " slots, " +
-                slots.cutSlots() + " are cut";
+                regions.cutSlots() + " are cut";
         }
         return null;
     }
@@ -230,15 +231,16 @@ final class BookInvariants
     /**
      * Readable chunk keys from least to most recently used, size class by size class, for tests.
      *
-     * @param slots the book's slots.
-     * @param index the book's key index.
+     * @param regions the book's regions and size classes, with its slots.
+     * @param index   the book's key index.
      * @return {@code [hi, lo]} pairs in LRU order.
      */
-    static long[][] lruOrder(final SlotStates slots, final ChunkIndex index)
+    static long[][] lruOrder(final SlotRegions regions, final ChunkIndex index)
     {
+        final SlotStates slots = regions.slots();
         final long[][] order = new long[slots.readableChunks()][];
         int i = 0;
-        for (int c = 0; c < slots.classCount(); c++)
+        for (int c = 0; c < regions.classCount(); c++)
         {
             for (int id = slots.lruHead(c); id >= 0; id = slots.lruNext(id))
             {

@@ -51,6 +51,7 @@ final class ChainLearner
     private final boolean segmented;
     private final boolean admit;
     private final SlotStates slots;
+    private final SlotRegions regions;
     private final ChunkIndex index;
     private final TransferTable transfers;
     private final KeyHistory history;
@@ -68,13 +69,18 @@ final class ChainLearner
     private short[] chunkKind = new short[0];
 
     ChainLearner(
-        final StoreContext context, final SlotStates slots, final ChunkIndex index, final TransferTable transfers)
+        final StoreContext context,
+        final SlotStates slots,
+        final SlotRegions regions,
+        final ChunkIndex index,
+        final TransferTable transfers)
     {
         final EvictionPolicy policy = context.eviction();
         this.chain = policy.chainAware();
         this.segmented = policy.segmented();
         this.admit = EvictionPolicy.SLRU_ADMIT == policy;
         this.slots = slots;
+        this.regions = regions;
         this.index = index;
         this.transfers = transfers;
         final int hintCount = Integer.highestOneBit(Math.max(MIN_HINTS, context.maxInstances()) - 1) << 1;
@@ -125,7 +131,7 @@ final class ChainLearner
         if (segmented && 0 == (command.flags & (RequestFlags.L2_POLL | RequestFlags.QUIET)))
         {
             history.referenceAll(ns, command.keyHi, command.keyLo, 0, n,
-                (long)HISTORY_WINDOWS * Math.max(1, slots.slotCapacity()));
+                (long)HISTORY_WINDOWS * Math.max(1, regions.slotCapacity()));
         }
         if (hits > 0 && hits < n && lastHit >= 0)
         {
@@ -214,7 +220,7 @@ final class ChainLearner
             parent = -1;
         }
         final double average = (totalReads + 1.0) / (totalStores + 2.0);
-        final int capacity = admit ? Math.max(1, slots.slotCapacity()) : 1;
+        final int capacity = admit ? Math.max(1, regions.slotCapacity()) : 1;
         int coldCursor = -1;
         for (int i = n - 1; i >= 0; i--)
         {

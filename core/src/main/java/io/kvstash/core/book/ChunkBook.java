@@ -25,7 +25,7 @@ import org.agrona.concurrent.AtomicBuffer;
  * <p>
  * Slots: each layout's chunks take slots of its size class, its chunk rounded up to the alignment (or, with a
  * fixed {@link StoreContext#slotBytes()}, one class for every layout). The pool's regions are given to a class
- * on first use ({@link SlotStates}), so layouts of any sizes register in any order. A store takes a free slot
+ * on first use ({@link SlotRegions}), so layouts of any sizes register in any order. A store takes a free slot
  * of its class, else a free region, else evicts its class's first unpinned chunk in eviction order (the least
  * recently used under {@code lru}; {@link ChainLearner} says where other policies enter chunks); a class with
  * none of these empties a region of another class whose chunks are all free or evictable (they count as
@@ -39,7 +39,8 @@ import org.agrona.concurrent.AtomicBuffer;
  * (REGISTER allocates).
  * <p>
  * The book decides; the mechanics are in package-private collaborators it owns and runs on its own thread:
- * {@link SlotStates} (slot states, pins, the free stack, the LRU list and the slot words), {@link KeyLookup}
+ * {@link SlotRegions} (the regions and size classes, and the slots cut in them), {@link SlotStates} (slot
+ * states, pins, the free stack, the LRU list and the slot words), {@link KeyLookup}
  * (LOOKUP, LOOKUP_ALL_RANKS), {@link StoreUndoLog} (all-or-nothing PREPARE_STORE), {@link TransferLeases}
  * (resolving, ending and sweeping pending transfers), {@link Registrar} (REGISTER, UNREGISTER, REAP) and
  * {@link BookInvariants} (the slow structural check for tests).
@@ -64,6 +65,7 @@ public final class ChunkBook
     private final InstanceTable instances;
     private final TransferTable transfers;
     private final ChunkIndex index;
+    private final SlotRegions regions;
     private final SlotStates slots;
     private final TransferLeases leases;
     private final Registrar registrar;
@@ -94,11 +96,12 @@ public final class ChunkBook
         instances = new InstanceTable(context.maxInstances());
         transfers = new TransferTable(context.maxTransfers(), context.maxInstances());
         index = new ChunkIndex(0, context.maxChunksPerRequest());
-        slots = new SlotStates(slotTable, context.poolSizeBytes(), context.alignment(), context.eviction());
+        regions = new SlotRegions(slotTable, context.poolSizeBytes(), context.alignment(), context.eviction());
+        slots = regions.slots();
         leases = new TransferLeases(transfers, slots, index, counters);
-        registrar = new Registrar(context, counters, instances, slots, index, leases, hasher);
+        registrar = new Registrar(context, counters, instances, regions, index, leases, hasher);
         undo = new StoreUndoLog(context.maxChunksPerRequest());
-        learner = new ChainLearner(context, slots, index, transfers);
+        learner = new ChainLearner(context, slots, regions, index, transfers);
         lookup = new KeyLookup(context, counters, slots, index, leases, registrar, hasher, learner);
         scratchIds = new int[context.maxChunksPerRequest()];
         if (context.slotBytes() > 0)
@@ -310,14 +313,14 @@ public final class ChunkBook
             // emptied and the range tried again; nothing left to reclaim is NO_SPACE.
             undo.rollback(slots, index);
             transfers.discard(t);
-            final int region = slots.reclaimableRegion(slotClass);
+            final int region = regions.reclaimableRegion(slotClass);
             if (region < 0)
             {
                 counters.increment(StoreCounters.NO_SPACE);
                 command.fail(Status.NO_SPACE, "not enough space even after evicting every unpinned chunk");
                 return;
             }
-            pendingEvictions += slots.reclaim(region, index);
+            pendingEvictions += regions.reclaim(region, index);
         }
 
         undo.publish(slots);
@@ -327,7 +330,7 @@ public final class ChunkBook
         command.outTransferId = transfers.id(t);
         command.slotCount = reserved;
         command.chunkBytes = instances.chunkBytes(instance);
-        command.slotBytes = slots.classSlotBytes(slotClass);
+        command.slotBytes = regions.classSlotBytes(slotClass);
     }
 
     /**
@@ -355,7 +358,7 @@ public final class ChunkBook
             {
                 continue;
             }
-            if (0 == slots.freeSlots(slotClass) && !slots.acquireFreeRegions(slotClass))
+            if (0 == slots.freeSlots(slotClass) && !regions.acquireFreeRegions(slotClass))
             {
                 final int victim = slots.firstEvictable(slotClass);
                 if (victim < 0)
@@ -485,7 +488,7 @@ public final class ChunkBook
         command.outTransferId = transfers.id(t);
         command.slotCount = n;
         command.chunkBytes = instances.chunkBytes(instance);
-        command.slotBytes = slots.classSlotBytes(instances.slotClass(instance));
+        command.slotBytes = regions.classSlotBytes(instances.slotClass(instance));
     }
 
     private void onCommitRetrieve(final StoreCommand command)
@@ -516,7 +519,7 @@ public final class ChunkBook
             leases.endAll();
         }
         long removed = 0;
-        for (int c = 0; c < slots.classCount(); c++)
+        for (int c = 0; c < regions.classCount(); c++)
         {
             int id = slots.lruHead(c);
             while (id >= 0)
@@ -565,7 +568,7 @@ public final class ChunkBook
         command.slotGeneration[0] = slots.generation(id);
         command.slotCount = 1;
         command.chunkBytes = chunkBytes;
-        command.slotBytes = slots.classSlotBytes(instances.slotClass(instance));
+        command.slotBytes = regions.classSlotBytes(instances.slotClass(instance));
         command.status = Status.OK;
     }
 
@@ -600,8 +603,8 @@ public final class ChunkBook
         counters.set(StoreCounters.READABLE_CHUNKS, slots.readableChunks());
         counters.set(StoreCounters.RESERVED_CHUNKS, slots.reservedChunks());
         counters.set(StoreCounters.PINNED_CHUNKS, slots.pinnedChunks());
-        counters.set(StoreCounters.FREE_SLOTS, slots.freeSlots());
-        counters.set(StoreCounters.SLOT_CAPACITY, slots.slotCapacity());
+        counters.set(StoreCounters.FREE_SLOTS, regions.freeSlots());
+        counters.set(StoreCounters.SLOT_CAPACITY, regions.slotCapacity());
         counters.set(StoreCounters.PENDING_TRANSFERS, transfers.active());
         counters.set(StoreCounters.INSTANCES, instances.size());
     }
@@ -617,9 +620,9 @@ public final class ChunkBook
     public long slotBytes()
     {
         long largest = 0;
-        for (int c = 0; c < slots.classCount(); c++)
+        for (int c = 0; c < regions.classCount(); c++)
         {
-            largest = Math.max(largest, slots.classSlotBytes(c));
+            largest = Math.max(largest, regions.classSlotBytes(c));
         }
         return largest;
     }
@@ -631,7 +634,7 @@ public final class ChunkBook
      */
     public int sizeClasses()
     {
-        return slots.classCount();
+        return regions.classCount();
     }
 
     /**
@@ -642,7 +645,7 @@ public final class ChunkBook
      */
     public int slotCapacity()
     {
-        return slots.slotCapacity();
+        return regions.slotCapacity();
     }
 
     /**
@@ -652,7 +655,7 @@ public final class ChunkBook
      */
     public int freeSlots()
     {
-        return slots.freeSlots();
+        return regions.freeSlots();
     }
 
     /**
@@ -775,7 +778,7 @@ public final class ChunkBook
      */
     public long[][] lruOrder()
     {
-        return BookInvariants.lruOrder(slots, index);
+        return BookInvariants.lruOrder(regions, index);
     }
 
     /**
@@ -789,6 +792,6 @@ public final class ChunkBook
      */
     public String verifyInvariants()
     {
-        return BookInvariants.verify(slots, index, transfers, instances);
+        return BookInvariants.verify(regions, index, transfers, instances);
     }
 }

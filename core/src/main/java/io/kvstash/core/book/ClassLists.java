@@ -11,8 +11,8 @@ import java.util.Arrays;
  */
 final class ClassLists
 {
-    private final int[] head = new int[SlotStates.MAX_CLASSES];
-    private final int[] tail = new int[SlotStates.MAX_CLASSES];
+    private final int[] head = new int[SlotRegions.MAX_CLASSES];
+    private final int[] tail = new int[SlotRegions.MAX_CLASSES];
     private int[] prev = new int[0];
     private int[] next = new int[0];
 

@@ -27,7 +27,7 @@ final class EvictionOrder
     private final int protectedSharePercent;
     private final ClassLists probation = new ClassLists();
     private final ClassLists protectedList = new ClassLists();
-    private final int[] protectedCount = new int[SlotStates.MAX_CLASSES];
+    private final int[] protectedCount = new int[SlotRegions.MAX_CLASSES];
     private byte[] segment = new byte[0];
 
     /**

@@ -26,7 +26,7 @@ final class Registrar
     private final StoreContext context;
     private final StoreCounters counters;
     private final InstanceTable instances;
-    private final SlotStates slots;
+    private final SlotRegions regions;
     private final ChunkIndex index;
     private final TransferLeases leases;
     private final ChunkHasher hasher;
@@ -35,7 +35,7 @@ final class Registrar
         final StoreContext context,
         final StoreCounters counters,
         final InstanceTable instances,
-        final SlotStates slots,
+        final SlotRegions regions,
         final ChunkIndex index,
         final TransferLeases leases,
         final ChunkHasher hasher)
@@ -43,7 +43,7 @@ final class Registrar
         this.context = context;
         this.counters = counters;
         this.instances = instances;
-        this.slots = slots;
+        this.regions = regions;
         this.index = index;
         this.leases = leases;
         this.hasher = hasher;
@@ -122,7 +122,7 @@ final class Registrar
         final int slotClass = classFor(fixedSlotBytes > 0 ? fixedSlotBytes : neededSlotBytes);
         if (slotClass < 0)
         {
-            command.fail(Status.BUSY, "the pool already holds " + SlotStates.MAX_CLASSES + " slot sizes");
+            command.fail(Status.BUSY, "the pool already holds " + SlotRegions.MAX_CLASSES + " slot sizes");
             return;
         }
         final long ns = hasher.namespace(command.model, command.modelLength, command.worldSize, command.rank, 0);
@@ -209,10 +209,10 @@ final class Registrar
      */
     int classFor(final long slotBytes)
     {
-        final int slotClass = slots.classFor(slotBytes);
+        final int slotClass = regions.classFor(slotBytes);
         if (slotClass >= 0)
         {
-            index.grow(slots.idCapacity());
+            index.grow(regions.slots().idCapacity());
         }
         return slotClass;
     }
@@ -239,8 +239,8 @@ final class Registrar
     {
         command.status = Status.OK;
         command.chunkBytes = chunkBytes;
-        command.slotBytes = slots.classSlotBytes(slotClass);
-        command.slotCapacity = slots.classCapacity(slotClass);
+        command.slotBytes = regions.classSlotBytes(slotClass);
+        command.slotCapacity = regions.classCapacity(slotClass);
         command.done = true;
     }
 }

@@ -1,31 +1,25 @@
 package io.kvstash.core.book;
 
 import io.kvstash.core.EvictionPolicy;
-import io.kvstash.wire.SlotGeometry;
 import io.kvstash.wire.file.SlotTableDescriptor;
 import org.agrona.concurrent.AtomicBuffer;
 
 import java.util.Arrays;
 
 /**
- * The slots of the pool and their bookkeeping, per size class. The data region is cut into regions of
- * {@link #REGION_BYTES} (a power of two that divides a mapping segment, so no region straddles a segment end).
- * A size class is a slot size; a free region is given to a class on first use and stays with it until another
- * class reclaims it. A class's slots lie on the grid of its slot size from the start of each segment
- * ({@link SlotGeometry}: slot {@code k} of a segment at {@code k * slotBytes}), and a slot exists (is cut) while
- * every region it touches belongs to its class. So a pool with one class has exactly the slots, offsets and
- * free-stack order of a pool cut whole at that slot size, and a class's chunk never straddles a segment end or
- * memory of another class.
+ * The states of the pool's slots, per chunk id, and their bookkeeping per size class. A chunk id names a slot
+ * {@link SlotRegions} cut (dense, handed out lowest first and reused last freed first).
  * <p>
- * Per cut slot (a chunk id, dense, handed out lowest first and reused last freed first): its state (free,
- * reserved, readable), pins, generation, owning transfer, class and the index of its slot word
- * ({@code offset / alignment}); per class a free stack and the eviction order of its readable chunks
- * ({@link EvictionOrder}: under exact LRU one list, least recently used at the head); the counts the gauges publish; and the slot words workers read.
+ * Per chunk id: its state (free, reserved, readable, or uncut), pins, generation, owning transfer, class and the
+ * index of its slot word ({@code offset / alignment}); per class a free stack, the eviction order of its readable
+ * chunks ({@link EvictionOrder}: under exact LRU one list, least recently used at the head); the counts the
+ * gauges publish; and the slot words workers read. Each class's capacity, which bounds its order's protected
+ * segment, is read from {@link SlotRegions}, which owns the classes.
  * <p>
  * It keeps the structures consistent with each other and decides nothing: which class a store takes from,
- * which chunk to evict, when to publish a word and when to reclaim a region are {@link ChunkBook}'s decisions.
- * Every per-request operation is O(1) except {@link #firstEvictable(int)} (which skips pinned chunks); cutting
- * and reclaiming a region is O(slots of the region), once per region given.
+ * which chunk to evict and when to publish a word are {@link ChunkBook}'s decisions. Every per-request operation
+ * is O(1) except {@link #firstEvictable(int)} (which skips pinned chunks); growing the id space allocates
+ * (REGISTER only).
  * <p>
  * Owner: the reserve stage thread (via {@link ChunkBook}). Not thread safe.
  */
@@ -37,32 +31,15 @@ final class SlotStates
     /** State of a chunk id that names no cut slot. */
     static final byte UNCUT = 3;
 
-    /** Bytes of a region (unless the alignment is bigger): small enough for a 1 GiB pool to hold many classes. */
-    static final long REGION_BYTES = 16L << 20;
-    /** Most slot sizes one pool holds. */
-    static final int MAX_CLASSES = 64;
-
     private final AtomicBuffer slotTable;
-    private final long poolSizeBytes;
     private final int alignmentShift;
-    private final long regionBytes;
-    private final int regionCount;
 
-    private int classCount;
-    private final long[] classSlotBytes = new long[MAX_CLASSES];
-    private final int[] classCapacity = new int[MAX_CLASSES];
-    private final int[] freeCount = new int[MAX_CLASSES];
+    /** Each class's capacity, {@link SlotRegions}'s array: read here, with no hop, on every hit and store. */
+    private final int[] classCapacity;
+    private final int[] freeCount = new int[SlotRegions.MAX_CLASSES];
     /** Each class's free slots (a stack: pushed and taken at the head) and readable chunks in eviction order. */
     private final ClassLists free = new ClassLists();
     private final EvictionOrder order;
-    private final int[] cutCount = new int[MAX_CLASSES];
-
-    private final int[] regionClass;
-    private int freeRegions;
-    private long freeRegionBytes;
-    /** Per region, {@link #stride} entries: the ids of the slots that start in it (-1: not cut). */
-    private int[] regionSlotIds = new int[0];
-    private int stride;
 
     private byte[] state = new byte[0];
     private int[] pins = new int[0];
@@ -73,9 +50,7 @@ final class SlotStates
     private int[] freeIds = new int[0];
     private int freeIdTop;
     private int idLimit;
-    private int[] scratch = new int[0];
 
-    private int cutSlots;
     private int freeSlots;
     private int readableChunks;
     private int reservedChunks;
@@ -83,303 +58,31 @@ final class SlotStates
     private int evictableChunks;
 
     /**
-     * Slots of a pool, no class and no slot until {@link #classFor(long)}.
+     * Slot states with no id until {@link SlotRegions} grows the id space and cuts slots.
      *
      * @param slotTable     slot words, one per alignment unit of the pool.
-     * @param poolSizeBytes pool size.
      * @param alignment     slot alignment, a power of two.
      * @param policy        the eviction policy, which says whether the order has a protected segment and its share.
+     * @param classCapacity each class's capacity, {@link SlotRegions}'s array, which it fills as classes are made.
      */
-    SlotStates(final AtomicBuffer slotTable, final long poolSizeBytes, final int alignment, final EvictionPolicy policy)
+    SlotStates(
+        final AtomicBuffer slotTable, final int alignment, final EvictionPolicy policy, final int[] classCapacity)
     {
         this.order = new EvictionOrder(policy.segmented(), policy.protectedSharePercent());
         this.slotTable = slotTable;
-        this.poolSizeBytes = poolSizeBytes;
         this.alignmentShift = Integer.numberOfTrailingZeros(alignment);
-        this.regionBytes = Math.min(SlotGeometry.SEGMENT_BYTES, Math.max(REGION_BYTES, alignment));
-        this.regionCount = (int)((poolSizeBytes + regionBytes - 1) / regionBytes);
-        regionClass = new int[regionCount];
-        Arrays.fill(regionClass, -1);
-        freeRegions = regionCount;
-        freeRegionBytes = poolSizeBytes;
+        this.classCapacity = classCapacity;
     }
 
-    // ------------------------------------------------------------------------------------------ classes
+    // ------------------------------------------------------------------------------------------ ids
 
     /**
-     * The class of a slot size, created when new (allocates: REGISTER only). The id space and the per-region
-     * tables grow so that every region can hold slots of the smallest class.
+     * Makes room for chunk ids below a capacity; the new ids are uncut (REGISTER only: allocates).
      *
-     * @param slotBytes slot size, aligned, at most a segment and the pool.
-     * @return class index, or -1 when the pool already holds {@link #MAX_CLASSES} slot sizes.
+     * @param capacity ids, at least {@link #idCapacity()}.
      */
-    int classFor(final long slotBytes)
+    void grow(final int capacity)
     {
-        for (int c = 0; c < classCount; c++)
-        {
-            if (classSlotBytes[c] == slotBytes)
-            {
-                return c;
-            }
-        }
-        if (classCount == MAX_CLASSES)
-        {
-            return -1;
-        }
-        final int c = classCount++;
-        classSlotBytes[c] = slotBytes;
-        classCapacity[c] = (int)SlotGeometry.capacity(poolSizeBytes, slotBytes);
-        final int newStride = (int)((regionBytes + slotBytes - 1) / slotBytes);
-        if (newStride > stride)
-        {
-            restride(newStride);
-        }
-        return c;
-    }
-
-    int classCount()
-    {
-        return classCount;
-    }
-
-    long classSlotBytes(final int c)
-    {
-        return classSlotBytes[c];
-    }
-
-    /**
-     * Most slots of a class the pool holds, were every region its own (kept from REGISTER: the policies ask for
-     * the pool's capacity on every LOOKUP and store, and the geometry's division showed in their profile).
-     *
-     * @param c class.
-     * @return slot count.
-     */
-    int classCapacity(final int c)
-    {
-        return classCapacity[c];
-    }
-
-    // ------------------------------------------------------------------------------------------ regions
-
-    /**
-     * Gives free regions to a class, lowest first, until at least one slot of it is cut.
-     *
-     * @param c class whose free stack is empty.
-     * @return true when a slot was cut; false when no free region is left.
-     */
-    boolean acquireFreeRegions(final int c)
-    {
-        for (int r = 0; r < regionCount && freeRegions > 0; r++)
-        {
-            if (regionClass[r] < 0 && acquire(c, r) > 0)
-            {
-                return true;
-            }
-        }
-        return false;
-    }
-
-    /**
-     * Finds a region of another class that can be given to a class: the first whose slots are all free, else
-     * the first whose slots are all free or readable and unpinned.
-     *
-     * @param c the class that needs room.
-     * @return region index, or -1 when every region of another class holds a reserved or pinned chunk.
-     */
-    int reclaimableRegion(final int c)
-    {
-        int evictable = -1;
-        for (int r = 0; r < regionCount; r++)
-        {
-            final int b = regionClass[r];
-            if (b >= 0 && b != c)
-            {
-                final int busy = regionLoad(r);
-                if (0 == busy)
-                {
-                    return r;
-                }
-                if (1 == busy && evictable < 0)
-                {
-                    evictable = r;
-                }
-            }
-        }
-        return evictable;
-    }
-
-    /**
-     * Empties a region and frees it: each readable chunk of its class that touches it is evicted (its key
-     * removed from the index, its word published FREE), each touching slot uncut.
-     *
-     * @param r     a region {@link #reclaimableRegion(int)} returned.
-     * @param index key index.
-     * @return chunks evicted.
-     */
-    int reclaim(final int r, final ChunkIndex index)
-    {
-        final int n = touchingSlots(r);
-        int evicted = 0;
-        for (int i = 0; i < n; i++)
-        {
-            final int id = scratch[i];
-            if (READABLE == state[id])
-            {
-                evict(id);
-                index.remove(id);
-                putSlotWord(id, SlotTableDescriptor.STATE_FREE, generation[id]);
-                evicted++;
-            }
-            uncut(id);
-        }
-        regionClass[r] = -1;
-        freeRegions++;
-        freeRegionBytes += regionLength(r);
-        return evicted;
-    }
-
-    /**
-     * 0 when every cut slot touching a region is free, 1 when each is free or readable and unpinned, 2 otherwise.
-     */
-    private int regionLoad(final int r)
-    {
-        final int n = touchingSlots(r);
-        int load = 0;
-        for (int i = 0; i < n; i++)
-        {
-            final int id = scratch[i];
-            if (RESERVED == state[id] || pins[id] > 0)
-            {
-                return 2;
-            }
-            if (READABLE == state[id])
-            {
-                load = 1;
-            }
-        }
-        return load;
-    }
-
-    private int acquire(final int c, final int r)
-    {
-        regionClass[r] = c;
-        freeRegions--;
-        freeRegionBytes -= regionLength(r);
-        final long s = classSlotBytes[c];
-        final long regionStart = r * regionBytes;
-        final long segmentStart = regionStart - regionStart % SlotGeometry.SEGMENT_BYTES;
-        final long segmentLength = Math.min(SlotGeometry.SEGMENT_BYTES, poolSizeBytes - segmentStart);
-        final long perSegment = segmentLength / s;
-        final long a = regionStart - segmentStart;
-        final long b = Math.min(a + regionBytes, segmentLength);
-        final long kHi = Math.min((b - 1) / s, perSegment - 1);
-        int made = 0;
-        for (long k = a / s; k <= kHi; k++)
-        {
-            final long start = segmentStart + k * s;
-            if (ownsAll(c, start, s))
-            {
-                scratch[made++] = cut(c, start);
-            }
-        }
-        // Pushed highest first, so the lowest offset is taken first, as from a pool cut whole.
-        for (int i = made - 1; i >= 0; i--)
-        {
-            pushFree(scratch[i]);
-        }
-        return made;
-    }
-
-    private boolean ownsAll(final int c, final long start, final long s)
-    {
-        final int last = (int)((start + s - 1) / regionBytes);
-        for (int q = (int)(start / regionBytes); q <= last; q++)
-        {
-            if (regionClass[q] != c)
-            {
-                return false;
-            }
-        }
-        return true;
-    }
-
-    /**
-     * Collects into the scratch array the cut slots of a region's class that touch it.
-     */
-    private int touchingSlots(final int r)
-    {
-        final int c = regionClass[r];
-        final long s = classSlotBytes[c];
-        final long regionStart = r * regionBytes;
-        final long segmentStart = regionStart - regionStart % SlotGeometry.SEGMENT_BYTES;
-        final long segmentLength = Math.min(SlotGeometry.SEGMENT_BYTES, poolSizeBytes - segmentStart);
-        final long a = regionStart - segmentStart;
-        final long b = Math.min(a + regionBytes, segmentLength);
-        final long kHi = Math.min((b - 1) / s, segmentLength / s - 1);
-        int n = 0;
-        for (long k = a / s; k <= kHi; k++)
-        {
-            final int id = slotIdAt(segmentStart + k * s);
-            if (id >= 0)
-            {
-                scratch[n++] = id;
-            }
-        }
-        return n;
-    }
-
-    private int registryEntry(final long start)
-    {
-        final int r = (int)(start / regionBytes);
-        final long regionStart = r * regionBytes;
-        final long s = classSlotBytes[regionClass[r]];
-        final long segmentStart = regionStart - regionStart % SlotGeometry.SEGMENT_BYTES;
-        final long firstStart = ((regionStart - segmentStart + s - 1) / s) * s + segmentStart;
-        return r * stride + (int)((start - firstStart) / s);
-    }
-
-    private int slotIdAt(final long start)
-    {
-        return regionSlotIds[registryEntry(start)];
-    }
-
-    private int cut(final int c, final long start)
-    {
-        final int id = freeIdTop > 0 ? freeIds[--freeIdTop] : idLimit++;
-        state[id] = FREE;
-        pins[id] = 0;
-        slotClass[id] = c;
-        wordIndex[id] = (int)(start >>> alignmentShift);
-        // The word's own generation: a slot cut where another class's slot was moves on from that one's.
-        generation[id] = SlotTableDescriptor.generation(slotWord(id));
-        regionSlotIds[registryEntry(start)] = id;
-        cutCount[c]++;
-        cutSlots++;
-        return id;
-    }
-
-    private void uncut(final int id)
-    {
-        final int c = slotClass[id];
-        removeFree(id);
-        regionSlotIds[registryEntry((long)wordIndex[id] << alignmentShift)] = -1;
-        state[id] = UNCUT;
-        freeIds[freeIdTop++] = id;
-        cutCount[c]--;
-        cutSlots--;
-    }
-
-    private void restride(final int newStride)
-    {
-        final int[] ids = new int[regionCount * newStride];
-        Arrays.fill(ids, -1);
-        for (int r = 0; r < regionCount; r++)
-        {
-            System.arraycopy(regionSlotIds, r * stride, ids, r * newStride, stride);
-        }
-        regionSlotIds = ids;
-        stride = newStride;
-        final int capacity = regionCount * newStride;
         state = Arrays.copyOf(state, capacity);
         Arrays.fill(state, idLimit, capacity, UNCUT);
         pins = Arrays.copyOf(pins, capacity);
@@ -390,8 +93,6 @@ final class SlotStates
         order.grow(capacity);
         free.grow(capacity);
         freeIds = Arrays.copyOf(freeIds, capacity);
-        // A region touches at most the slots that start in it and one that starts before it.
-        scratch = new int[newStride + 2];
     }
 
     /**
@@ -402,6 +103,51 @@ final class SlotStates
     int idCapacity()
     {
         return state.length;
+    }
+
+    /**
+     * Names a new slot of a class: the id uncut last, else the lowest never handed out, free and unpinned, with
+     * the generation its slot word carries. It is on no free stack until {@link #pushFree(int)}.
+     *
+     * @param c      class.
+     * @param offset the slot's offset in the data region.
+     * @return the chunk id.
+     */
+    int cut(final int c, final long offset)
+    {
+        final int id = freeIdTop > 0 ? freeIds[--freeIdTop] : idLimit++;
+        state[id] = FREE;
+        pins[id] = 0;
+        slotClass[id] = c;
+        wordIndex[id] = (int)(offset >>> alignmentShift);
+        // The word's own generation: a slot cut where another class's slot was moves on from that one's.
+        generation[id] = SlotTableDescriptor.generation(slotWord(id));
+        return id;
+    }
+
+    /**
+     * Forgets a free slot: off its class's free stack, its id uncut and the first the next {@link #cut} reuses.
+     *
+     * @param id free chunk id.
+     */
+    void uncut(final int id)
+    {
+        removeFree(id);
+        state[id] = UNCUT;
+        freeIds[freeIdTop++] = id;
+    }
+
+    /**
+     * Pushes a free slot onto the top of its class's free stack.
+     *
+     * @param id free chunk id on no stack.
+     */
+    void pushFree(final int id)
+    {
+        final int c = slotClass[id];
+        free.pushFront(c, id);
+        freeCount[c]++;
+        freeSlots++;
     }
 
     // ------------------------------------------------------------------------------------------ slots
@@ -464,11 +210,11 @@ final class SlotStates
         }
         else if (ENTER_HOT == where)
         {
-            order.appendHot(c, id, classCapacity(c));
+            order.appendHot(c, id, classCapacity[c]);
         }
         else if (where >= 0)
         {
-            order.insertBefore(c, id, where, classCapacity(c));
+            order.insertBefore(c, id, where, classCapacity[c]);
         }
         else
         {
@@ -539,7 +285,7 @@ final class SlotStates
      */
     void touch(final int id)
     {
-        order.touch(slotClass[id], id, classCapacity(slotClass[id]));
+        order.touch(slotClass[id], id, classCapacity[slotClass[id]]);
     }
 
     /**
@@ -670,11 +416,6 @@ final class SlotStates
         return freeCount[c];
     }
 
-    int cutSlots(final int c)
-    {
-        return cutCount[c];
-    }
-
     /**
      * Ids handed out so far: every cut slot's id is below it.
      *
@@ -685,55 +426,9 @@ final class SlotStates
         return idLimit;
     }
 
-    /**
-     * Slots the pool holds now: the cut ones and what the free regions hold. With one class this is the pool
-     * cut whole at its slot size; with several, the free regions count in slots of the largest class.
-     *
-     * @return slot count.
-     */
-    int slotCapacity()
-    {
-        return cutSlots + uncutFreeSlots();
-    }
-
-    /**
-     * Free slots: the free cut ones and what the free regions hold ({@link #slotCapacity()}).
-     *
-     * @return count.
-     */
-    int freeSlots()
-    {
-        return freeSlots + uncutFreeSlots();
-    }
-
-    int cutSlots()
-    {
-        return cutSlots;
-    }
-
     int freeCutSlots()
     {
         return freeSlots;
-    }
-
-    int freeRegions()
-    {
-        return freeRegions;
-    }
-
-    long regionBytes()
-    {
-        return regionBytes;
-    }
-
-    int regionCount()
-    {
-        return regionCount;
-    }
-
-    int regionClass(final int r)
-    {
-        return regionClass[r];
     }
 
     int readableChunks()
@@ -754,37 +449,6 @@ final class SlotStates
     int evictableChunks()
     {
         return evictableChunks;
-    }
-
-    private int uncutFreeSlots()
-    {
-        if (0 == classCount)
-        {
-            return 0;
-        }
-        if (1 == classCount)
-        {
-            return classCapacity(0) - cutSlots;
-        }
-        long largest = 0;
-        for (int c = 0; c < classCount; c++)
-        {
-            largest = Math.max(largest, classSlotBytes[c]);
-        }
-        return (int)(freeRegionBytes / largest);
-    }
-
-    private long regionLength(final int r)
-    {
-        return Math.min(regionBytes, poolSizeBytes - r * regionBytes);
-    }
-
-    private void pushFree(final int id)
-    {
-        final int c = slotClass[id];
-        free.pushFront(c, id);
-        freeCount[c]++;
-        freeSlots++;
     }
 
     private void removeFree(final int id)
