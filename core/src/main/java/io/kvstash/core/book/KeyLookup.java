@@ -25,7 +25,13 @@ final class KeyLookup
     private final ChunkHasher hasher;
     private final ChainLearner learner;
     private final int[] hitIds;
-    private final long[] rankNs = new long[Layout.MAX_WORLD_SIZE];
+    /**
+     * Ranks of a LOOKUP_ALL_RANKS that teach the eviction policy: tensor-parallel groups are far smaller, and the
+     * cap bounds what one request costs the book (its keys counted once per rank learned).
+     */
+    static final int LEARNED_RANKS = 64;
+
+    private final long[] rankNs = new long[LEARNED_RANKS];
 
     KeyLookup(
         final StoreContext context,
@@ -93,7 +99,8 @@ final class KeyLookup
     /**
      * LOOKUP_ALL_RANKS: the readable prefix common to every rank of a (model, world size); needs no
      * registered instance. Under a policy that learns from LOOKUPs each rank's part is one to it (its keys
-     * counted in the rank's namespace, its hint left for the rank's store), since each rank stores its own chunks.
+     * counted in the rank's namespace, its hint left for the rank's store), since each rank stores its own chunks;
+     * for the first {@link #LEARNED_RANKS} ranks.
      *
      * @param command the request.
      */
@@ -106,12 +113,15 @@ final class KeyLookup
             command.fail(Status.INVALID_REQUEST, "world size or model name out of range");
             return;
         }
-        final boolean learns = learner.learns();
+        final int learned = learner.learns() ? Math.min(worldSize, LEARNED_RANKS) : 0;
         int hits = command.chunkCount;
-        for (int rank = 0; rank < worldSize && (hits > 0 || learns); rank++)
+        for (int rank = 0; rank < worldSize && (hits > 0 || rank < learned); rank++)
         {
             final long ns = hasher.namespace(command.model, command.modelLength, worldSize, rank, command.salt);
-            rankNs[rank] = ns;
+            if (rank < learned)
+            {
+                rankNs[rank] = ns;
+            }
             int rankHits = 0;
             while (rankHits < hits)
             {
@@ -124,14 +134,11 @@ final class KeyLookup
             }
             hits = rankHits;
         }
-        if (learns)
+        for (int rank = 0; rank < learned; rank++)
         {
-            for (int rank = 0; rank < worldSize; rank++)
-            {
-                final long ns = rankNs[rank];
-                final int lastHit = hits > 0 ? index.find(ns, command.keyHi[hits - 1], command.keyLo[hits - 1]) : -1;
-                learner.onLookup(ns, command, hits, lastHit);
-            }
+            final long ns = rankNs[rank];
+            final int lastHit = hits > 0 ? index.find(ns, command.keyHi[hits - 1], command.keyLo[hits - 1]) : -1;
+            learner.onLookup(ns, command, hits, lastHit);
         }
         command.hitChunks = hits;
         command.status = Status.OK;
