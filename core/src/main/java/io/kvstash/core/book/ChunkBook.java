@@ -98,7 +98,7 @@ public final class ChunkBook
         index = new ChunkIndex(0, context.maxChunksPerRequest());
         regions = new SlotRegions(slotTable, context.poolSizeBytes(), context.alignment(), context.eviction());
         slots = regions.slots();
-        leases = new TransferLeases(transfers, slots, index, counters);
+        leases = new TransferLeases(transfers, slots, index, counters, context.leaseNs());
         registrar = new Registrar(context, counters, instances, regions, index, leases, hasher);
         undo = new StoreUndoLog(context.maxChunksPerRequest());
         learner = new ChainLearner(context, slots, regions, index, transfers);
@@ -193,7 +193,7 @@ public final class ChunkBook
                 registrar.onUnregister(command);
                 break;
             case RequestType.LOOKUP:
-                lookup.onLookup(command, instanceOrFail(command), deadline(command));
+                lookup.onLookup(command, registrar.instanceOrFail(command), leases.deadlineNs(command));
                 break;
             case RequestType.LOOKUP_ALL_RANKS:
                 lookup.onLookupAllRanks(command);
@@ -242,34 +242,13 @@ public final class ChunkBook
 
     private void onRelease(final StoreCommand command)
     {
-        endTransferOf(command, TransferTable.KIND_LOOKUP, TransferTable.KIND_RETRIEVE);
-    }
-
-    /**
-     * RELEASE and ABORT_STORE: ends the command's transfer when it belongs to the command's instance and is
-     * of one of two kinds (its pins released, its reservations freed and never published), answering OK;
-     * otherwise the command is failed as {@link #instanceOrFail} or {@link TransferLeases#resolveOrFail} failed it.
-     */
-    private void endTransferOf(final StoreCommand command, final int kindA, final int kindB)
-    {
-        final int instance = instanceOrFail(command);
-        if (instance < 0)
-        {
-            return;
-        }
-        final int t = leases.resolveOrFail(command, instance, kindA, kindB);
-        if (t < 0)
-        {
-            return;
-        }
-        leases.end(t);
-        command.status = Status.OK;
-        command.done = true;
+        leases.endOrFail(
+            command, registrar.instanceOrFail(command), TransferTable.KIND_LOOKUP, TransferTable.KIND_RETRIEVE);
     }
 
     private void onPrepareStore(final StoreCommand command)
     {
-        final int instance = instanceOrFail(command);
+        final int instance = registrar.instanceOrFail(command);
         if (instance < 0)
         {
             return;
@@ -325,7 +304,7 @@ public final class ChunkBook
 
         undo.publish(slots);
         learner.onReserved(t, ns, command, firstAbsent, reserved);
-        transfers.activate(t, TransferTable.KIND_STORE, instance, deadline(command));
+        transfers.activate(t, TransferTable.KIND_STORE, instance, leases.deadlineNs(command));
         command.status = Status.OK;
         command.outTransferId = transfers.id(t);
         command.slotCount = reserved;
@@ -388,7 +367,7 @@ public final class ChunkBook
 
     private void onCommitStore(final StoreCommand command)
     {
-        final int instance = instanceOrFail(command);
+        final int instance = registrar.instanceOrFail(command);
         if (instance < 0)
         {
             return;
@@ -424,12 +403,13 @@ public final class ChunkBook
 
     private void onAbortStore(final StoreCommand command)
     {
-        endTransferOf(command, TransferTable.KIND_STORE, TransferTable.KIND_STORE);
+        leases.endOrFail(
+            command, registrar.instanceOrFail(command), TransferTable.KIND_STORE, TransferTable.KIND_STORE);
     }
 
     private void onPrepareRetrieve(final StoreCommand command)
     {
-        final int instance = instanceOrFail(command);
+        final int instance = registrar.instanceOrFail(command);
         if (instance < 0)
         {
             return;
@@ -442,7 +422,7 @@ public final class ChunkBook
             {
                 return;
             }
-            transfers.renew(t, TransferTable.KIND_RETRIEVE, deadline(command));
+            transfers.renew(t, TransferTable.KIND_RETRIEVE, leases.deadlineNs(command));
         }
         else
         {
@@ -467,7 +447,7 @@ public final class ChunkBook
                 }
                 scratchIds[i] = id;
             }
-            t = leases.openPinned(scratchIds, n, TransferTable.KIND_RETRIEVE, instance, deadline(command));
+            t = leases.openPinned(scratchIds, n, TransferTable.KIND_RETRIEVE, instance, leases.deadlineNs(command));
             if (t < 0)
             {
                 command.fail(Status.BUSY, "pending transfer limit reached");
@@ -493,7 +473,7 @@ public final class ChunkBook
 
     private void onCommitRetrieve(final StoreCommand command)
     {
-        final int instance = instanceOrFail(command);
+        final int instance = registrar.instanceOrFail(command);
         if (instance < 0)
         {
             return;
@@ -543,7 +523,7 @@ public final class ChunkBook
 
     private void onData(final StoreCommand command, final int kind)
     {
-        final int instance = instanceOrFail(command);
+        final int instance = registrar.instanceOrFail(command);
         if (instance < 0)
         {
             return;
@@ -582,21 +562,6 @@ public final class ChunkBook
     }
 
     // ------------------------------------------------------------------------------------------ helpers
-
-    private int instanceOrFail(final StoreCommand command)
-    {
-        final int instance = instances.indexOf(command.instanceId);
-        if (instance < 0)
-        {
-            command.fail(Status.UNKNOWN_INSTANCE, "instance not registered");
-        }
-        return instance;
-    }
-
-    private long deadline(final StoreCommand command)
-    {
-        return command.timestampNs + context.leaseNs();
-    }
 
     private void publishGauges()
     {

@@ -176,6 +176,22 @@ final class Registrar
     }
 
     /**
+     * The registered instance a command names.
+     *
+     * @param command the request; failed with UNKNOWN_INSTANCE when its instance is not registered.
+     * @return the instance's index, or -1 when the command was failed.
+     */
+    int instanceOrFail(final StoreCommand command)
+    {
+        final int instance = instances.indexOf(command.instanceId);
+        if (instance < 0)
+        {
+            command.fail(Status.UNKNOWN_INSTANCE, "instance not registered");
+        }
+        return instance;
+    }
+
+    /**
      * The namespace of an instance's keys under a salt; the last salt's namespace is cached per instance.
      *
      * @param instance instance index.

@@ -19,14 +19,31 @@ final class TransferLeases
     private final SlotStates slots;
     private final ChunkIndex index;
     private final StoreCounters counters;
+    private final long leaseNs;
 
     TransferLeases(
-        final TransferTable transfers, final SlotStates slots, final ChunkIndex index, final StoreCounters counters)
+        final TransferTable transfers,
+        final SlotStates slots,
+        final ChunkIndex index,
+        final StoreCounters counters,
+        final long leaseNs)
     {
         this.transfers = transfers;
         this.slots = slots;
         this.index = index;
         this.counters = counters;
+        this.leaseNs = leaseNs;
+    }
+
+    /**
+     * The lease deadline of a transfer a command opens or renews: its time plus the configured lease.
+     *
+     * @param command the request.
+     * @return deadline in nanoseconds on the command clock.
+     */
+    long deadlineNs(final StoreCommand command)
+    {
+        return command.timestampNs + leaseNs;
     }
 
     /**
@@ -56,6 +73,32 @@ final class TransferLeases
             return -1;
         }
         return t;
+    }
+
+    /**
+     * RELEASE and ABORT_STORE: ends the command's transfer when it belongs to the command's instance and is of
+     * one of two kinds (its pins released, its reservations freed and never published), answering OK; otherwise
+     * the command is failed as {@link #resolveOrFail} failed it.
+     *
+     * @param command  the request.
+     * @param instance the command's instance index, or -1 when the command was already failed.
+     * @param kindA    a {@code TransferTable.KIND_*} accepted.
+     * @param kindB    another accepted, or kindA again.
+     */
+    void endOrFail(final StoreCommand command, final int instance, final int kindA, final int kindB)
+    {
+        if (instance < 0)
+        {
+            return;
+        }
+        final int t = resolveOrFail(command, instance, kindA, kindB);
+        if (t < 0)
+        {
+            return;
+        }
+        end(t);
+        command.status = Status.OK;
+        command.done = true;
     }
 
     /**
