@@ -56,11 +56,6 @@ public final class ChunkBook
     private final StoreCounters counters;
     /** The gauges changed since they were last published; {@link #afterAnswer()} publishes them. */
     private boolean gaugesDue;
-    /** The transfer of a COMMIT_STORE answered OK and not yet applied, or -1; {@link #afterAnswer()} applies it. */
-    private int pendingCommit = -1;
-    private int pendingCommitInstance;
-    /** Chunks evicted by PREPARE_STOREs since the count was last added to {@link StoreCounters#EVICTIONS}. */
-    private long pendingEvictions;
     private final ChunkHasher hasher = new ChunkHasher();
     private final InstanceTable instances;
     private final TransferTable transfers;
@@ -69,8 +64,8 @@ public final class ChunkBook
     private final SlotStates slots;
     private final TransferLeases leases;
     private final Registrar registrar;
-    private final StoreUndoLog undo;
     private final KeyLookup lookup;
+    private final StoreReservations stores;
     private final ChainLearner learner;
     private final int[] scratchIds;
 
@@ -100,9 +95,10 @@ public final class ChunkBook
         slots = regions.slots();
         leases = new TransferLeases(transfers, slots, index, counters, context.leaseNs());
         registrar = new Registrar(context, counters, instances, regions, index, leases, hasher);
-        undo = new StoreUndoLog(context.maxChunksPerRequest());
         learner = new ChainLearner(context, slots, regions, index, transfers);
         lookup = new KeyLookup(context, counters, slots, index, leases, registrar, hasher, learner);
+        stores = new StoreReservations(
+            context, counters, instances, transfers, index, regions, leases, registrar, learner);
         scratchIds = new int[context.maxChunksPerRequest()];
         if (context.slotBytes() > 0)
         {
@@ -116,7 +112,7 @@ public final class ChunkBook
      * answer: the index removals of the chunks a PREPARE_STORE evicted (they read table lines of keys no request
      * asked for), the bookkeeping of a COMMIT_STORE already answered OK (its chunks made readable in the book
      * and appended to the recency order, its transfer released, its counts; their slot words went READABLE
-     * before the answer), the eviction count and the gauges.
+     * before the answer), the eviction count (those three kept by {@link StoreReservations}) and the gauges.
      * {@link #reserve} runs it first, so every request is decided on the state all the earlier ones left; a
      * caller that runs every stage on this thread calls this once the answer is on its way, so the work happens
      * while the answer travels, and a reserve stage of its own calls it at the end of a batch. Owner: the reserve
@@ -126,23 +122,7 @@ public final class ChunkBook
      */
     public int afterAnswer()
     {
-        int ops = 0;
-        if (pendingCommit >= 0)
-        {
-            final int t = pendingCommit;
-            pendingCommit = -1;
-            applyCommit(t, pendingCommitInstance);
-            ops++;
-        }
-        if (0 != index.pendingRemovals())
-        {
-            ops += index.runPendingRemovals();
-        }
-        if (0 != pendingEvictions)
-        {
-            counters.add(StoreCounters.EVICTIONS, pendingEvictions);
-            pendingEvictions = 0;
-        }
+        final int ops = stores.afterAnswer();
         if (gaugesDue)
         {
             gaugesDue = false;
@@ -202,13 +182,13 @@ public final class ChunkBook
                 onRelease(command);
                 break;
             case RequestType.PREPARE_STORE:
-                onPrepareStore(command);
+                stores.onPrepareStore(command);
                 break;
             case RequestType.COMMIT_STORE:
-                onCommitStore(command);
+                stores.onCommitStore(command);
                 break;
             case RequestType.ABORT_STORE:
-                onAbortStore(command);
+                stores.onAbortStore(command);
                 break;
             case RequestType.PREPARE_RETRIEVE:
                 onPrepareRetrieve(command);
@@ -244,167 +224,6 @@ public final class ChunkBook
     {
         leases.endOrFail(
             command, registrar.instanceOrFail(command), TransferTable.KIND_LOOKUP, TransferTable.KIND_RETRIEVE);
-    }
-
-    private void onPrepareStore(final StoreCommand command)
-    {
-        final int instance = registrar.instanceOrFail(command);
-        if (instance < 0)
-        {
-            return;
-        }
-        final long ns = registrar.namespace(instance, command.salt);
-        final int n = command.chunkCount;
-        int firstAbsent = -1;
-        for (int i = 0; i < n; i++)
-        {
-            if (index.find(ns, command.keyHi[i], command.keyLo[i]) < 0)
-            {
-                firstAbsent = i;
-                break;
-            }
-        }
-        if (firstAbsent < 0)
-        {
-            // Early return: nothing to reserve, so nothing is recorded and no transfer id exists.
-            counters.increment(StoreCounters.EMPTY_PREPARES);
-            command.status = Status.OK;
-            command.done = true;
-            return;
-        }
-        final int slotClass = instances.slotClass(instance);
-        int t;
-        int reserved;
-        while (true)
-        {
-            t = transfers.allocate();
-            if (t < 0)
-            {
-                command.fail(Status.BUSY, "pending transfer limit reached");
-                return;
-            }
-            reserved = reserveRange(command, ns, firstAbsent, t, slotClass);
-            if (reserved >= 0)
-            {
-                break;
-            }
-            // Out of room in the class: undone whole, then a region of another class whose chunks can all go is
-            // emptied and the range tried again; nothing left to reclaim is NO_SPACE.
-            undo.rollback(slots, index);
-            transfers.discard(t);
-            final int region = regions.reclaimableRegion(slotClass);
-            if (region < 0)
-            {
-                counters.increment(StoreCounters.NO_SPACE);
-                command.fail(Status.NO_SPACE, "not enough space even after evicting every unpinned chunk");
-                return;
-            }
-            pendingEvictions += regions.reclaim(region, index);
-        }
-
-        undo.publish(slots);
-        learner.onReserved(t, ns, command, firstAbsent, reserved);
-        transfers.activate(t, TransferTable.KIND_STORE, instance, leases.deadlineNs(command));
-        command.status = Status.OK;
-        command.outTransferId = transfers.id(t);
-        command.slotCount = reserved;
-        command.chunkBytes = instances.chunkBytes(instance);
-        command.slotBytes = regions.classSlotBytes(slotClass);
-    }
-
-    /**
-     * Reserves the absent chunks of a range for a transfer, in range order, one chunk at a time, as an exact LRU
-     * cache would: a present chunk is skipped; an absent one takes a free slot of its class (a free region is
-     * given to the class when it has none), or evicts the class's least recently used unpinned chunk, which may
-     * be a chunk of this same range that is then found absent and reserved when its turn comes. The chunks
-     * before the first absent one are present and nothing changes before its turn, so the loop starts there
-     * without looking that one up again.
-     *
-     * @return chunks reserved, or -1 when the class ran out of room (the changes are in the undo log).
-     */
-    private int reserveRange(
-        final StoreCommand command, final long ns, final int firstAbsent, final int t, final int slotClass)
-    {
-        undo.clear();
-        final int n = command.chunkCount;
-        int reserved = 0;
-        int evicted = 0;
-        for (int i = firstAbsent; i < n; i++)
-        {
-            final long hi = command.keyHi[i];
-            final long lo = command.keyLo[i];
-            if (i > firstAbsent && index.find(ns, hi, lo) >= 0)
-            {
-                continue;
-            }
-            if (0 == slots.freeSlots(slotClass) && !regions.acquireFreeRegions(slotClass))
-            {
-                final int victim = slots.firstEvictable(slotClass);
-                if (victim < 0)
-                {
-                    return -1;
-                }
-                undo.recordEvict(slots, index, victim);
-                // The victim's slot is popped right below and its key overwritten by this chunk's: its index
-                // entry can go after the answer (see ChunkIndex.removeLater).
-                slots.evict(victim);
-                index.removeLater(victim);
-                evicted++;
-            }
-            final int id = slots.reserve(slotClass, t);
-            index.insert(id, ns, hi, lo);
-            undo.recordReserve(id);
-            transfers.addChunk(t, id);
-            command.slotChunkId[reserved] = id;
-            command.slotOffset[reserved] = slots.offset(id);
-            command.slotRangeIndex[reserved] = i;
-            command.slotGeneration[reserved] = slots.generation(id);
-            reserved++;
-        }
-        pendingEvictions += evicted;
-        return reserved;
-    }
-
-    private void onCommitStore(final StoreCommand command)
-    {
-        final int instance = registrar.instanceOrFail(command);
-        if (instance < 0)
-        {
-            return;
-        }
-        final int t = leases.resolveOrFail(command, instance, TransferTable.KIND_STORE, TransferTable.KIND_STORE);
-        if (t < 0)
-        {
-            return;
-        }
-        // The answer is OK from here on. The slot words say READABLE before it, since a worker that saw the answer
-        // may read its slot's word (PROTOCOL: a writer fences itself on it); the book's own state follows after
-        // the answer, before the next request is decided.
-        final int n = transfers.count(t);
-        for (int i = 0; i < n; i++)
-        {
-            final int id = transfers.chunk(t, i);
-            slots.putSlotWord(id, SlotTableDescriptor.STATE_READABLE, slots.generation(id));
-        }
-        pendingCommit = t;
-        pendingCommitInstance = instance;
-        command.status = Status.OK;
-        command.done = true;
-    }
-
-    private void applyCommit(final int t, final int instance)
-    {
-        final int n = transfers.count(t);
-        learner.commit(t);
-        counters.add(StoreCounters.STORED_CHUNKS, n);
-        counters.add(StoreCounters.BYTES_IN, n * instances.chunkBytes(instance));
-        transfers.release(t);
-    }
-
-    private void onAbortStore(final StoreCommand command)
-    {
-        leases.endOrFail(
-            command, registrar.instanceOrFail(command), TransferTable.KIND_STORE, TransferTable.KIND_STORE);
     }
 
     private void onPrepareRetrieve(final StoreCommand command)
