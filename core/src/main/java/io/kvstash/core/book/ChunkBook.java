@@ -38,12 +38,15 @@ import org.agrona.concurrent.AtomicBuffer;
  * identical outcomes. Expected outcomes are status codes. Allocation-free per request after warm-up
  * (REGISTER allocates).
  * <p>
- * The book decides; the mechanics are in package-private collaborators it owns and runs on its own thread:
- * {@link SlotRegions} (the regions and size classes, and the slots cut in them), {@link SlotStates} (slot
- * states, pins, the free stack, the LRU list and the slot words), {@link KeyLookup}
- * (LOOKUP, LOOKUP_ALL_RANKS), {@link StoreUndoLog} (all-or-nothing PREPARE_STORE), {@link TransferLeases}
- * (resolving, ending and sweeping pending transfers), {@link Registrar} (REGISTER, UNREGISTER, REAP) and
- * {@link BookInvariants} (the slow structural check for tests).
+ * The book dispatches each request and publishes the gauges; the requests are decided in package-private
+ * collaborators it owns and runs on its own thread: {@link Registrar} (REGISTER, UNREGISTER, REAP),
+ * {@link KeyLookup} (LOOKUP, LOOKUP_ALL_RANKS), {@link StoreReservations} (PREPARE_STORE, COMMIT_STORE,
+ * ABORT_STORE, with {@link StoreUndoLog} making a PREPARE_STORE all or nothing), {@link ChunkRetrievals}
+ * (PREPARE_RETRIEVE, COMMIT_RETRIEVE, WRITE_DATA, READ_DATA) and {@link TransferLeases} (resolving, ending and
+ * sweeping pending transfers: RELEASE, SWEEP); over the mechanics of {@link SlotRegions} (the regions and size
+ * classes, and the slots cut in them), {@link SlotStates} (slot states, pins, the free stack, the LRU list and the
+ * slot words) and {@link ChainLearner} (where the eviction policy enters chunks). {@link BookInvariants} is the
+ * slow structural check for tests.
  * <p>
  * Owner: the reserve stage thread. Not thread safe.
  */
@@ -56,7 +59,6 @@ public final class ChunkBook
     private final StoreCounters counters;
     /** The gauges changed since they were last published; {@link #afterAnswer()} publishes them. */
     private boolean gaugesDue;
-    private final ChunkHasher hasher = new ChunkHasher();
     private final InstanceTable instances;
     private final TransferTable transfers;
     private final ChunkIndex index;
@@ -66,8 +68,7 @@ public final class ChunkBook
     private final Registrar registrar;
     private final KeyLookup lookup;
     private final StoreReservations stores;
-    private final ChainLearner learner;
-    private final int[] scratchIds;
+    private final ChunkRetrievals retrievals;
 
     /**
      * A book for a concluded configuration.
@@ -88,6 +89,7 @@ public final class ChunkBook
         {
             throw new IllegalArgumentException("slot table too small for the pool");
         }
+        final ChunkHasher hasher = new ChunkHasher();
         instances = new InstanceTable(context.maxInstances());
         transfers = new TransferTable(context.maxTransfers(), context.maxInstances());
         index = new ChunkIndex(0, context.maxChunksPerRequest());
@@ -95,11 +97,12 @@ public final class ChunkBook
         slots = regions.slots();
         leases = new TransferLeases(transfers, slots, index, counters, context.leaseNs());
         registrar = new Registrar(context, counters, instances, regions, index, leases, hasher);
-        learner = new ChainLearner(context, slots, regions, index, transfers);
+        final ChainLearner learner = new ChainLearner(context, slots, regions, index, transfers);
         lookup = new KeyLookup(context, counters, slots, index, leases, registrar, hasher, learner);
         stores = new StoreReservations(
             context, counters, instances, transfers, index, regions, leases, registrar, learner);
-        scratchIds = new int[context.maxChunksPerRequest()];
+        retrievals = new ChunkRetrievals(
+            context, counters, instances, transfers, index, regions, leases, registrar, learner);
         if (context.slotBytes() > 0)
         {
             registrar.classFor(registrar.alignUp(context.slotBytes()));
@@ -191,19 +194,19 @@ public final class ChunkBook
                 stores.onAbortStore(command);
                 break;
             case RequestType.PREPARE_RETRIEVE:
-                onPrepareRetrieve(command);
+                retrievals.onPrepareRetrieve(command);
                 break;
             case RequestType.COMMIT_RETRIEVE:
-                onCommitRetrieve(command);
+                retrievals.onCommitRetrieve(command);
                 break;
             case RequestType.CLEAR:
                 onClear(command);
                 break;
             case RequestType.WRITE_DATA:
-                onData(command, TransferTable.KIND_STORE);
+                retrievals.onData(command, TransferTable.KIND_STORE);
                 break;
             case RequestType.READ_DATA:
-                onData(command, TransferTable.KIND_RETRIEVE);
+                retrievals.onData(command, TransferTable.KIND_RETRIEVE);
                 break;
             case RequestType.REAP:
                 registrar.onReap(command);
@@ -224,91 +227,6 @@ public final class ChunkBook
     {
         leases.endOrFail(
             command, registrar.instanceOrFail(command), TransferTable.KIND_LOOKUP, TransferTable.KIND_RETRIEVE);
-    }
-
-    private void onPrepareRetrieve(final StoreCommand command)
-    {
-        final int instance = registrar.instanceOrFail(command);
-        if (instance < 0)
-        {
-            return;
-        }
-        final int t;
-        if ((command.flags & RequestFlags.FROM_LOOKUP) != 0)
-        {
-            t = leases.resolveOrFail(command, instance, TransferTable.KIND_LOOKUP, TransferTable.KIND_LOOKUP);
-            if (t < 0)
-            {
-                return;
-            }
-            transfers.renew(t, TransferTable.KIND_RETRIEVE, leases.deadlineNs(command));
-        }
-        else
-        {
-            final long ns = registrar.namespace(instance, command.salt);
-            final int n = command.chunkCount;
-            if (0 == n)
-            {
-                command.status = Status.OK;
-                command.done = true;
-                return;
-            }
-            for (int i = 0; i < n; i++)
-            {
-                final int id = index.find(ns, command.keyHi[i], command.keyLo[i]);
-                if (id < 0 || !slots.isReadable(id))
-                {
-                    counters.increment(StoreCounters.RETRIEVE_MISSES);
-                    command.status = Status.MISS;
-                    command.message = "a chunk of the range is not readable";
-                    command.done = true;
-                    return;
-                }
-                scratchIds[i] = id;
-            }
-            t = leases.openPinned(scratchIds, n, TransferTable.KIND_RETRIEVE, instance, leases.deadlineNs(command));
-            if (t < 0)
-            {
-                command.fail(Status.BUSY, "pending transfer limit reached");
-                return;
-            }
-        }
-        final int n = transfers.count(t);
-        for (int i = 0; i < n; i++)
-        {
-            final int id = transfers.chunk(t, i);
-            command.slotChunkId[i] = id;
-            command.slotOffset[i] = slots.offset(id);
-            command.slotRangeIndex[i] = i;
-            command.slotGeneration[i] = slots.generation(id);
-        }
-        counters.add(StoreCounters.RETRIEVE_HIT_CHUNKS, n);
-        command.status = Status.OK;
-        command.outTransferId = transfers.id(t);
-        command.slotCount = n;
-        command.chunkBytes = instances.chunkBytes(instance);
-        command.slotBytes = regions.classSlotBytes(instances.slotClass(instance));
-    }
-
-    private void onCommitRetrieve(final StoreCommand command)
-    {
-        final int instance = registrar.instanceOrFail(command);
-        if (instance < 0)
-        {
-            return;
-        }
-        final int t = leases.resolveOrFail(command, instance, TransferTable.KIND_RETRIEVE, TransferTable.KIND_RETRIEVE);
-        if (t < 0)
-        {
-            return;
-        }
-        final int n = transfers.count(t);
-        learner.retrieved(t, (command.flags & RequestFlags.QUIET) != 0);
-        counters.add(StoreCounters.RETRIEVED_CHUNKS, n);
-        counters.add(StoreCounters.BYTES_OUT, n * instances.chunkBytes(instance));
-        transfers.release(t);
-        command.status = Status.OK;
-        command.done = true;
     }
 
     private void onClear(final StoreCommand command)
@@ -338,37 +256,6 @@ public final class ChunkBook
         command.removedCount = removed;
         command.status = Status.OK;
         command.done = true;
-    }
-
-    private void onData(final StoreCommand command, final int kind)
-    {
-        final int instance = registrar.instanceOrFail(command);
-        if (instance < 0)
-        {
-            return;
-        }
-        final int t = leases.resolveOrFail(command, instance, kind, kind);
-        if (t < 0)
-        {
-            return;
-        }
-        final long chunkBytes = instances.chunkBytes(instance);
-        if (command.dataChunkIndex < 0 || command.dataChunkIndex >= transfers.count(t) ||
-            command.dataOffset < 0 || command.dataLength < 0 || command.dataLength > command.data.capacity() ||
-            command.dataOffset + command.dataLength > chunkBytes)
-        {
-            command.fail(Status.INVALID_REQUEST, "data range outside the chunk or the message");
-            return;
-        }
-        final int id = transfers.chunk(t, command.dataChunkIndex);
-        command.slotChunkId[0] = id;
-        command.slotOffset[0] = slots.offset(id);
-        command.slotRangeIndex[0] = command.dataChunkIndex;
-        command.slotGeneration[0] = slots.generation(id);
-        command.slotCount = 1;
-        command.chunkBytes = chunkBytes;
-        command.slotBytes = regions.classSlotBytes(instances.slotClass(instance));
-        command.status = Status.OK;
     }
 
     private void onSweep(final StoreCommand command)
