@@ -21,7 +21,7 @@ import java.util.Arrays;
  * to a class cuts its slots there and pushes them onto the class's free stack; reclaiming a region evicts its
  * readable chunks and uncuts its slots.
  * <p>
- * It decides nothing: when to give or reclaim a region is {@link ChunkBook}'s decision. Giving and reclaiming a
+ * It decides nothing: when to give or reclaim a region is {@link StoreReservations}' decision. Giving and reclaiming a
  * region is O(slots of the region), once per region given; creating a class allocates (REGISTER only).
  * <p>
  * Owner: the reserve stage thread (via {@link ChunkBook}). Not thread safe.

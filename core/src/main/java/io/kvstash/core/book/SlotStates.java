@@ -17,7 +17,8 @@ import java.util.Arrays;
  * segment, is read from {@link SlotRegions}, which owns the classes.
  * <p>
  * It keeps the structures consistent with each other and decides nothing: which class a store takes from,
- * which chunk to evict and when to publish a word are {@link ChunkBook}'s decisions. Every per-request operation
+ * which chunk to evict and when to publish a word are the book's decisions ({@link StoreReservations} for a
+ * store, {@link ChunkBook} and its other request classes for the rest). Every per-request operation
  * is O(1) except {@link #firstEvictable(int)} (which skips pinned chunks); growing the id space allocates
  * (REGISTER only).
  * <p>
