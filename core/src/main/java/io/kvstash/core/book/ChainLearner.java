@@ -195,6 +195,19 @@ final class ChainLearner
     }
 
     /**
+     * The id space grew (REGISTER only; allocates): room for a kind per chunk id under {@code slru-admit}.
+     *
+     * @param idCapacity chunk ids the slots may hand out.
+     */
+    void grow(final int idCapacity)
+    {
+        if (admit && chunkKind.length < idCapacity)
+        {
+            chunkKind = Arrays.copyOf(chunkKind, idCapacity);
+        }
+    }
+
+    /**
      * A COMMIT_STORE is applied: makes its chunks readable where the policy enters them.
      *
      * @param t the store's transfer.
@@ -209,10 +222,6 @@ final class ChainLearner
                 slots.makeReadable(transfers.chunk(t, i), SlotStates.ENTER_RECENT);
             }
             return;
-        }
-        if (admit && chunkKind.length < slots.idCapacity())
-        {
-            chunkKind = Arrays.copyOf(chunkKind, slots.idCapacity());
         }
         int parent = transferParent[t];
         if (parent >= 0 && (!slots.isReadable(parent) || slots.generation(parent) != transferGeneration[t]))

@@ -96,8 +96,8 @@ public final class ChunkBook
         regions = new SlotRegions(slotTable, context.poolSizeBytes(), context.alignment(), context.eviction());
         slots = regions.slots();
         leases = new TransferLeases(transfers, slots, index, counters, context.leaseNs());
-        registrar = new Registrar(context, counters, instances, regions, index, leases, hasher);
         final ChainLearner learner = new ChainLearner(context, slots, regions, index, transfers);
+        registrar = new Registrar(context, counters, instances, regions, index, leases, hasher, learner);
         lookup = new KeyLookup(context, counters, slots, index, leases, registrar, hasher, learner);
         stores = new StoreReservations(
             context, counters, instances, transfers, index, regions, leases, registrar, learner);
@@ -176,7 +176,7 @@ public final class ChunkBook
                 registrar.onUnregister(command);
                 break;
             case RequestType.LOOKUP:
-                lookup.onLookup(command, registrar.instanceOrFail(command), leases.deadlineNs(command));
+                lookup.onLookup(command);
                 break;
             case RequestType.LOOKUP_ALL_RANKS:
                 lookup.onLookupAllRanks(command);

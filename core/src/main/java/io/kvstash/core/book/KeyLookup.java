@@ -56,12 +56,11 @@ final class KeyLookup
     /**
      * LOOKUP of the command's instance.
      *
-     * @param command    the request.
-     * @param instance   the command's instance index, or -1 when the command was already failed.
-     * @param deadlineNs lease deadline of a pinning lookup's transfer.
+     * @param command the request; its outcome fields are written.
      */
-    void onLookup(final StoreCommand command, final int instance, final long deadlineNs)
+    void onLookup(final StoreCommand command)
     {
+        final int instance = registrar.instanceOrFail(command);
         if (instance < 0)
         {
             return;
@@ -86,7 +85,7 @@ final class KeyLookup
         command.done = true;
         if ((command.flags & RequestFlags.PIN) != 0 && hits > 0)
         {
-            final int t = leases.openPinned(hitIds, hits, TransferTable.KIND_LOOKUP, instance, deadlineNs);
+            final int t = leases.openPinned(hitIds, hits, TransferTable.KIND_LOOKUP, instance, leases.deadlineNs(command));
             if (t < 0)
             {
                 command.fail(Status.BUSY, "pending transfer limit reached");
@@ -137,7 +136,9 @@ final class KeyLookup
         for (int rank = 0; rank < learned; rank++)
         {
             final long ns = rankNs[rank];
-            final int lastHit = hits > 0 ? index.find(ns, command.keyHi[hits - 1], command.keyLo[hits - 1]) : -1;
+            // A hint is left only where the prefix stops short (ChainLearner.onLookup): its last hit, looked up.
+            final int lastHit = hits > 0 && hits < command.chunkCount ?
+                index.find(ns, command.keyHi[hits - 1], command.keyLo[hits - 1]) : -1;
             learner.onLookup(ns, command, hits, lastHit);
         }
         command.hitChunks = hits;

@@ -30,6 +30,7 @@ final class Registrar
     private final ChunkIndex index;
     private final TransferLeases leases;
     private final ChunkHasher hasher;
+    private final ChainLearner learner;
 
     Registrar(
         final StoreContext context,
@@ -38,8 +39,10 @@ final class Registrar
         final SlotRegions regions,
         final ChunkIndex index,
         final TransferLeases leases,
-        final ChunkHasher hasher)
+        final ChunkHasher hasher,
+        final ChainLearner learner)
     {
+        this.learner = learner;
         this.context = context;
         this.counters = counters;
         this.instances = instances;
@@ -217,8 +220,8 @@ final class Registrar
     }
 
     /**
-     * The size class of a slot size, created when new: the id space and the index grow so that every region
-     * can hold slots of the smallest class (REGISTER only; allocates).
+     * The size class of a slot size, created when new: the id space, the index and the learner's per-chunk room
+     * grow so that every region can hold slots of the smallest class (REGISTER only; allocates).
      *
      * @param slotBytes slot size, already aligned.
      * @return class, or -1 when the pool holds as many slot sizes as it can.
@@ -228,7 +231,9 @@ final class Registrar
         final int slotClass = regions.classFor(slotBytes);
         if (slotClass >= 0)
         {
-            index.grow(regions.slots().idCapacity());
+            final int ids = regions.slots().idCapacity();
+            index.grow(ids);
+            learner.grow(ids);
         }
         return slotClass;
     }
