@@ -7,7 +7,6 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
 
 import java.io.IOException;
-import java.nio.file.Path;
 import java.util.List;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -28,7 +27,7 @@ class PolicyReplayAllRanksTest
     @BeforeAll
     static void readTrace() throws IOException
     {
-        requests = MooncakeTrace.read(Path.of("..", BundledTrace.RELATIVE_PATH)).requests();
+        requests = MooncakeTrace.read(BundledTrace.locate()).requests();
         lru = PolicyReplay.hitChunks(requests, CAPACITY, EvictionPolicy.LRU, false);
         assertEquals(BundledTrace.referenceHitChunks().get(CAPACITY), lru, "the exact-LRU reference");
     }

@@ -23,8 +23,8 @@ import java.util.function.Consumer;
  * The control part of the bench for one wait mode: control pairs against a fresh kvstash server (plain, with
  * its journal on, DEDICATED, each beside the plain run; under the eviction policy of {@code --eviction} when it is
  * not lru, in alternating rounds with lru servers ({@link EvictionRounds})), then the bare ring echo against an
- * echo agent on a thread of this JVM, each measured by the worker JVM ({@link ControlRun}). Runs on the coordinator's thread. The single control and
- * echo runs are shared with {@link ControlRoundsPart}.
+ * echo agent on a thread of this JVM, each measured by the worker JVM ({@link ControlRun}). Runs on the
+ * coordinator's thread. The single control and echo runs are shared with {@link ControlRoundsPart}.
  */
 final class ControlPart
 {

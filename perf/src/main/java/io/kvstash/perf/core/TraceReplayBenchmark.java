@@ -2,6 +2,7 @@ package io.kvstash.perf.core;
 
 import io.kvstash.core.EvictionPolicy;
 import io.kvstash.core.trace.MooncakeTrace;
+import io.kvstash.tools.BundledTrace;
 import io.kvstash.tools.PolicyReplay;
 import org.openjdk.jmh.annotations.Benchmark;
 import org.openjdk.jmh.annotations.BenchmarkMode;
@@ -18,7 +19,6 @@ import org.openjdk.jmh.annotations.TearDown;
 import org.openjdk.jmh.annotations.Warmup;
 
 import java.io.IOException;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
@@ -30,8 +30,8 @@ import java.util.concurrent.TimeUnit;
  * new keys, these are the requests a policy's bookkeeping is for (its key history counts every LOOKUP key), so
  * lru and the default side by side give the policy's cost per request of a real workload. Each operation is the
  * whole trace (3,993 requests, 121,877 chunk references) from a fresh store; the replay's own allocation of keys
- * per request is the same under both policies. The trace is read from {@code traces/} (or {@code ../traces/},
- * or the path in the system property {@code kvstash.trace}).
+ * per request is the same under both policies. The trace is the bundled one ({@link BundledTrace#locate()}), or
+ * the file in the system property {@code kvstash.trace}.
  */
 @BenchmarkMode(Mode.AverageTime)
 @OutputTimeUnit(TimeUnit.MILLISECONDS)
@@ -43,8 +43,6 @@ public class TraceReplayBenchmark
 {
     /** Capacity of the replay, in chunks: where the policies' hit counts differ most. */
     public static final int CAPACITY_CHUNKS = 16_384;
-    /** The trace, relative to the repository's root. */
-    static final String TRACE = "traces/mooncake_synthetic_trace.jsonl";
 
     /** The eviction policy. */
     @Param({ "lru", "slru-admit" })
@@ -89,14 +87,9 @@ public class TraceReplayBenchmark
         return h;
     }
 
-    static Path tracePath()
+    static Path tracePath() throws IOException
     {
         final String property = System.getProperty("kvstash.trace");
-        if (null != property)
-        {
-            return Path.of(property);
-        }
-        final Path here = Path.of(TRACE);
-        return Files.exists(here) ? here : Path.of("..").resolve(TRACE);
+        return null != property ? Path.of(property) : BundledTrace.locate();
     }
 }
