@@ -123,14 +123,15 @@ final class BlockingCalls
      * @param model     model name.
      * @param worldSize world size.
      * @param keys      key range.
+     * @param flags     flags (QUIET the only one the server allows on it).
      * @return the adapter's response.
      */
-    ClientResponse lookupAllRanks(final String model, final int worldSize, final ChunkKeys keys)
+    ClientResponse lookupAllRanks(final String model, final int worldSize, final ChunkKeys keys, final int flags)
     {
-        long correlationId = proxy.sendLookupAllRanks(model, worldSize, keys);
+        long correlationId = proxy.sendLookupAllRanks(model, worldSize, keys, flags);
         if (correlationId < 0)
         {
-            correlationId = responses.sendOrWait(() -> proxy.sendLookupAllRanks(model, worldSize, keys));
+            correlationId = responses.sendOrWait(() -> proxy.sendLookupAllRanks(model, worldSize, keys, flags));
         }
         return responses.await(correlationId, responses.response());
     }

@@ -301,7 +301,25 @@ public final class KvStashClient implements AutoCloseable
      */
     public ClientResponse lookup(final long instanceId, final ChunkKeys keys, final boolean pin)
     {
-        return calls.keyed(RequestType.LOOKUP, instanceId, keys, pin ? RequestFlags.PIN : 0);
+        return lookup(instanceId, keys, pin, false);
+    }
+
+    /**
+     * LOOKUP, saying whether the caller asked about the same request before. An engine's scheduler asks about a
+     * waiting request at every step; asked with {@code quiet}, the answer is the same but the keys are not counted
+     * as referenced again by the eviction policies that keep a history, so a waiting prompt does not read as
+     * popular.
+     *
+     * @param instanceId instance.
+     * @param keys       key range.
+     * @param pin        pin the hit prefix.
+     * @param quiet      a repeated ask: do not count the keys again.
+     * @return response: hit chunks, and a transfer when pinned.
+     */
+    public ClientResponse lookup(final long instanceId, final ChunkKeys keys, final boolean pin, final boolean quiet)
+    {
+        final int flags = (pin ? RequestFlags.PIN : 0) | (quiet ? RequestFlags.QUIET : 0);
+        return calls.keyed(RequestType.LOOKUP, instanceId, keys, flags);
     }
 
     /**
@@ -353,7 +371,23 @@ public final class KvStashClient implements AutoCloseable
      */
     public ClientResponse lookupAllRanks(final String model, final int worldSize, final ChunkKeys keys)
     {
-        return calls.lookupAllRanks(model, worldSize, keys);
+        return lookupAllRanks(model, worldSize, keys, false);
+    }
+
+    /**
+     * LOOKUP_ALL_RANKS, saying whether the caller asked about the same request before (see
+     * {@link #lookup(long, ChunkKeys, boolean, boolean)}).
+     *
+     * @param model     model name.
+     * @param worldSize world size.
+     * @param keys      key range.
+     * @param quiet     a repeated ask: do not count the keys again.
+     * @return response: hit chunks.
+     */
+    public ClientResponse lookupAllRanks(
+        final String model, final int worldSize, final ChunkKeys keys, final boolean quiet)
+    {
+        return calls.lookupAllRanks(model, worldSize, keys, quiet ? RequestFlags.QUIET : 0);
     }
 
     /**

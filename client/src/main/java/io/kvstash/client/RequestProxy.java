@@ -159,9 +159,10 @@ final class RequestProxy
      * @param model     model name.
      * @param worldSize world size.
      * @param keys      key range.
+     * @param flags     flags (QUIET the only one the server allows on it).
      * @return correlation id, or -1 when the request ring is full.
      */
-    long sendLookupAllRanks(final String model, final int worldSize, final ChunkKeys keys)
+    long sendLookupAllRanks(final String model, final int worldSize, final ChunkKeys keys, final int flags)
     {
         final byte[] name = model.getBytes(StandardCharsets.UTF_8);
         final int length = KeyedRequestFlyweight.allRanksLength(name.length, keys.count());
@@ -170,7 +171,7 @@ final class RequestProxy
         {
             return -1;
         }
-        final long correlationId = header(keyedRecord, at, length, 0, 0, keys.salt(), 0, KEY_MODE_HASHES);
+        final long correlationId = header(keyedRecord, at, length, 0, 0, keys.salt(), flags, KEY_MODE_HASHES);
         keyedRecord.putAllRanks(worldSize, name).putHashes(keys);
         requests.commit(length);
         return correlationId;
