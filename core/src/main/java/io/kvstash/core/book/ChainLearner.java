@@ -20,11 +20,12 @@ import java.util.Arrays;
  * <p>
  * History (segmented policies): every LOOKUP key (each rank's, for LOOKUP_ALL_RANKS) is counted in a
  * {@link KeyHistory} aged over {@link #HISTORY_WINDOWS} times the pool's slots of references; a stored chunk whose
- * key was referenced before enters protected. Admission ({@code slru-admit}): each stored chunk is tagged with its kind (continuation of a
- * hit or a new prompt, the store's length class, two per octave ({@link #lengthClass}), whether it is the store's
- * last chunk) and the store counts, per kind, chunks stored and chunks read back (aged by halving every pool's worth
- * of stores); a chunk of a kind read back at under {@link #COLD_PERCENT} % of the average rate enters cold, at the
- * evict-first end of probation.
+ * key was referenced before enters protected. Admission ({@code slru-admit}): each stored chunk is tagged with
+ * its kind (continuation of a hit or a new prompt, the store's length class, two per octave ({@link #lengthClass}),
+ * whether it is the store's last chunk) and the store counts, per kind, chunks stored and chunks read back (aged by
+ * halving every pool's worth of stores); a store's chunks of a kind read back at under {@link #COLD_PERCENT} % of
+ * the average rate (its own chunks counted as stored) enter cold, at the evict-first end of probation, and so does
+ * its last chunk when the others do.
  * <p>
  * O(1) per chunk, no allocation after REGISTER. Owner: the reserve stage thread (via {@link ChunkBook}).
  */
@@ -230,11 +231,18 @@ final class ChainLearner
         }
         final double average = (totalReads + 1.0) / (totalStores + 2.0);
         final int capacity = admit ? Math.max(1, regions.slotCapacity()) : 1;
+        // One verdict for the store's chunks but its last, with all of them counted, and the last is cold when they
+        // are: never a warm chunk behind a cold ancestor, newer than it and read by nobody once the ancestor is
+        // evicted. (Judged chunk by chunk as they were counted, a long store of a kind with little history turned
+        // cold part way and entered with its deepest chunks warm behind a cold head.)
+        final int lastKind = transferKind[t];
+        final boolean othersCold = admit && n > 1 && cold(lastKind + 1, n - 1, average);
+        final boolean lastCold = othersCold || admit && cold(lastKind, 1, average);
         int coldCursor = -1;
         for (int i = n - 1; i >= 0; i--)
         {
             final int id = transfers.chunk(t, i);
-            final int kind = transferKind[t] + Math.min(n - 1 - i, END_PLACES - 1);
+            final int kind = lastKind + Math.min(n - 1 - i, END_PLACES - 1);
             // Before the parent keeps the chain's order; a chunk that is not hot never enters protected, so one
             // whose parent is protected enters probation's recent end (still evicted before its parent).
             int where = parent >= 0 && !slots.isProtected(parent) ? parent : SlotStates.ENTER_RECENT;
@@ -243,7 +251,7 @@ final class ChainLearner
             {
                 where = parent >= 0 ? parent : SlotStates.ENTER_HOT;
             }
-            else if (admit && (kindReads[kind] + average) * 100 < COLD_PERCENT * average * (kindStores[kind] + 1))
+            else if (i == n - 1 ? lastCold : othersCold)
             {
                 where = coldCursor < 0 ? SlotStates.ENTER_COLD : -4 - coldCursor;
                 coldCursor = id;
@@ -353,6 +361,20 @@ final class ChainLearner
     private int hintEntry(final long ns, final long hi, final long lo)
     {
         return (int)(((ns ^ hi ^ lo * GOLDEN) * GOLDEN) >>> hintShift) << 2;
+    }
+
+    /**
+     * Whether a store's chunks of a kind enter cold: the kind's read-back rate, counting those chunks as stored and
+     * not read, with one read at the average rate as a prior, is under {@link #COLD_PERCENT} % of the average.
+     *
+     * @param kind    the kind.
+     * @param chunks  the store's chunks of that kind.
+     * @param average the average rate, reads per chunk stored.
+     * @return true to enter them cold.
+     */
+    private boolean cold(final int kind, final int chunks, final double average)
+    {
+        return (kindReads[kind] + average) * 100 < COLD_PERCENT * average * (kindStores[kind] + chunks);
     }
 
     private void stored(final int id, final int kind, final int capacity)

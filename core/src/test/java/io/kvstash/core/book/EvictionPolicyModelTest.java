@@ -267,6 +267,8 @@ class EvictionPolicyModelTest
             }
             final List<Long> oldProbation = new ArrayList<>(probation);
             final List<Long> oldProtected = new ArrayList<>(protectedList);
+            // The store's undo puts its victims back as they were, kinds included.
+            final Map<Long, Integer> oldKinds = new HashMap<>(kindOf);
             final List<Long> reserved = new ArrayList<>();
             for (int i = firstAbsent; i < range.length; i++)
             {
@@ -284,6 +286,8 @@ class EvictionPolicyModelTest
                         probation.addAll(oldProbation);
                         protectedList.clear();
                         protectedList.addAll(oldProtected);
+                        kindOf.clear();
+                        kindOf.putAll(oldKinds);
                         reservedKeys.removeAll(reserved);
                         return null;
                     }
@@ -328,8 +332,16 @@ class EvictionPolicyModelTest
                 probation.addAll(reserved);
                 return;
             }
-            final long p = parent >= 0 && readable(parent) && incarnation.get(parent) == parentIncarnation ? parent : -1;
+            final long p =
+                parent >= 0 && readable(parent) && incarnation.get(parent) == parentIncarnation ? parent : -1;
             final double average = (totalReads + 1.0) / (totalStores + 2.0);
+            // One verdict for the store's chunks but its last, with all of them counted; the last is cold when they
+            // are, or when its own kind is.
+            final int percent = ChainLearner.COLD_PERCENT;
+            final boolean othersCold = n > 1 &&
+                (kindReads[kindBase + 1] + average) * 100 < percent * average * (kindStores[kindBase + 1] + n - 1);
+            final boolean lastCold = othersCold ||
+                (kindReads[kindBase] + average) * 100 < percent * average * (kindStores[kindBase] + 1);
             long coldCursor = -1;
             for (int i = n - 1; i >= 0; i--)
             {
@@ -346,8 +358,7 @@ class EvictionPolicyModelTest
                         appendHot(key);
                     }
                 }
-                else if (EvictionPolicy.SLRU_ADMIT == policy &&
-                    (kindReads[kind] + average) * 100 < ChainLearner.COLD_PERCENT * average * (kindStores[kind] + 1))
+                else if (EvictionPolicy.SLRU_ADMIT == policy && (i == n - 1 ? lastCold : othersCold))
                 {
                     probation.add(coldCursor < 0 ? 0 : probation.indexOf(coldCursor) + 1, key);
                     coldCursor = key;
