@@ -85,7 +85,8 @@ final class KeyLookup
         command.done = true;
         if ((command.flags & RequestFlags.PIN) != 0 && hits > 0)
         {
-            final int t = leases.openPinned(hitIds, hits, TransferTable.KIND_LOOKUP, instance, leases.deadlineNs(command));
+            final long deadlineNs = leases.deadlineNs(command);
+            final int t = leases.openPinned(hitIds, hits, TransferTable.KIND_LOOKUP, instance, deadlineNs);
             if (t < 0)
             {
                 command.fail(Status.BUSY, "pending transfer limit reached");

@@ -42,7 +42,6 @@ final class Registrar
         final ChunkHasher hasher,
         final ChainLearner learner)
     {
-        this.learner = learner;
         this.context = context;
         this.counters = counters;
         this.instances = instances;
@@ -50,6 +49,7 @@ final class Registrar
         this.index = index;
         this.leases = leases;
         this.hasher = hasher;
+        this.learner = learner;
     }
 
     void onRegister(final StoreCommand command)

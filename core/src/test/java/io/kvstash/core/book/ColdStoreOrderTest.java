@@ -50,7 +50,7 @@ class ColdStoreOrderTest
         }
         assertNull(store.book().verifyInvariants());
         final long[][] order = store.book().lruOrder();
-        final int[] position = new int[1300];
+        final int[] position = new int[100 * (lengths.length + 1)];
         for (int p = 0; p < order.length; p++)
         {
             position[(int)order[p][1]] = p;
