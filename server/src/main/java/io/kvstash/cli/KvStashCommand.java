@@ -25,9 +25,7 @@ import java.util.concurrent.Callable;
  * Reuse: {@link #newCommandLine()} builds the whole command line; another module adds its own subcommands
  * and runs it the same way, e.g. the perf module's launcher:
  * <pre>{@code
- * CommandLine commandLine = KvStashCommand.newCommandLine()
- *     .addSubcommand("bench", new BenchCommand())
- *     .addSubcommand("bench", new BenchCommand());
+ * CommandLine commandLine = KvStashCommand.newCommandLine().addSubcommand("bench", new BenchCommand());
  * System.exit(commandLine.execute(args));
  * }</pre>
  * Added subcommands get the same exception handling and exit codes. Replays spawn their workers with this

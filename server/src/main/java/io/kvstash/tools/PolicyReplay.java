@@ -15,13 +15,12 @@ import java.util.List;
 /**
  * The offline hit chunks of a Mooncake trace under an eviction policy: its requests replayed in file order, in
  * process, through the store core with room for exactly N chunks and the replay semantics of traces/README.md
- * (LOOKUP the prefix, RETRIEVE the hit prefix, STORE the rest), as one worker's replay through a server does.
- * Under {@code lru} it is the exact-LRU figure ({@link LruReference}); under any policy a one-worker
+ * (LOOKUP the prefix, RETRIEVE the hit prefix, STORE the rest), as one worker's replay through a server does. Under
+ * {@code lru} it is the exact-LRU reference figure a replay reports beside its own; under any policy a one-worker
  * {@code kvstash replay --eviction NAME} counts the same hits: it registers the replay workers' model, so its keys
- * have their namespace (the policies' key history hashes it). Slots are 64 bytes, so a large capacity costs
- * little memory. With {@code allRanks} each LOOKUP goes as a LOOKUP_ALL_RANKS of the worker's world (of one), the
- * way the vLLM connector asks, and the retrieve by keys; a policy learns the same from it, so the hits are the
- * same.
+ * have their namespace (the policies' key history hashes it). Slots are 64 bytes, so a large capacity costs little
+ * memory. With {@code allRanks} each LOOKUP goes as a LOOKUP_ALL_RANKS of the worker's world (of one), the way the
+ * vLLM connector asks, and the retrieve by keys; a policy learns the same from it, so the hits are the same.
  */
 public final class PolicyReplay
 {
@@ -91,7 +90,8 @@ public final class PolicyReplay
             hits += k;
             if (k > 0)
             {
-                check(store.commitRetrieve(instance, check(store.prepareRetrieve(instance, keys.range(0, k))).outTransferId));
+                final long retrieve = check(store.prepareRetrieve(instance, keys.range(0, k))).outTransferId;
+                check(store.commitRetrieve(instance, retrieve));
             }
             final long transfer = check(store.prepareStore(instance, keys.range(k, keys.count()))).outTransferId;
             if (0 != transfer)

@@ -181,7 +181,7 @@ final class ReplayCoordinator
                     serverLatency[type] = server.latency().requestTotal(type);
                 }
             }
-            final long lruHits = LruReference.hitChunks(mooncake.requests(), (int)slotCapacity);
+            final long lruHits = PolicyReplay.hitChunks(mooncake.requests(), (int)slotCapacity, EvictionPolicy.LRU);
             final TraceReplay.Report report = new TraceReplay.Report(tracePath, BundledTrace.isBundled(tracePath),
                 replay.workers, replay.payloadBytes, store.poolSizeBytes(), (int)slotCapacity, merged, wallNs, counters,
                 serverLatency, lruHits);
