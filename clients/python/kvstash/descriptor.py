@@ -10,9 +10,9 @@ import struct
 MASK64 = 0xFFFFFFFFFFFFFFFF
 MASK32 = 0xFFFFFFFF
 
-VERSION = 0x00020100                         # 2.1.0: what this client writes into its client file
+VERSION = 0x00020200                         # 2.2.0: what this client writes into its client file
 MAJOR_VERSION = 2
-MINOR_VERSION = 1
+MINOR_VERSION = 2
 
 
 def major(version):
@@ -187,7 +187,7 @@ COUNTER_NAMES = {
     9: "retrieve_hit_chunks", 10: "retrieve_misses", 11: "stored_chunks", 12: "retrieved_chunks",
     13: "evictions", 14: "bytes_in", 15: "bytes_out", 16: "reclaimed_leases", 17: "aborted_chunks",
     18: "no_space", 19: "unregister_unknown", 20: "empty_prepares", 21: "dead_clients",
-    22: "cleared_chunks",
+    22: "cleared_chunks", 23: "cold_chunks",
     32: "copy_bytes_in", 33: "copy_bytes_out",
     48: "wire_records", 49: "wire_malformed", 50: "clients_attached", 51: "clients_detached",
     52: "clients", 53: "responses_dropped", 54: "back_pressure",

@@ -71,6 +71,8 @@ public final class StoreCounters
     public static final int DEAD_CLIENTS = 21;
     /** Readable chunks removed by CLEAR. */
     public static final int CLEARED_CHUNKS = 22;
+    /** Chunks COMMIT_STORE made readable cold: at the evict-first end, by {@code slru-admit}'s admission. */
+    public static final int COLD_CHUNKS = 23;
     /** Copy transport: bytes written into slots through messages. */
     public static final int COPY_BYTES_IN = 32;
     /** Copy transport: bytes read from slots through messages. */
@@ -229,6 +231,9 @@ public final class StoreCounters
         /** Readable chunks removed by CLEAR. */
         CLEARED_CHUNKS(StoreCounters.CLEARED_CHUNKS, "cleared_chunks", TOTAL,
             "Readable chunks removed by CLEAR."),
+        /** Chunks COMMIT_STORE made readable cold (slru-admit's admission). */
+        COLD_CHUNKS(StoreCounters.COLD_CHUNKS, "cold_chunks", TOTAL,
+            "Chunks COMMIT_STORE made readable cold, at the evict-first end (slru-admit's admission)."),
         /** Bytes written into slots by WRITE_DATA (copy transport). */
         COPY_BYTES_IN(StoreCounters.COPY_BYTES_IN, "copy_bytes_in", TOTAL,
             "Bytes written into slots by WRITE_DATA (copy transport)."),

@@ -34,7 +34,7 @@ class StoreCountersTest
                 described++;
             }
         }
-        assertEquals(47, described, "book 23, data 2, wire 7, errors and invalid types 2, l2 13");
+        assertEquals(48, described, "book 24, data 2, wire 7, errors and invalid types 2, l2 13");
         for (final int gauge : new int[]{ StoreCounters.READABLE_CHUNKS, StoreCounters.FREE_SLOTS,
             StoreCounters.INSTANCES, StoreCounters.WIRE_CLIENTS, StoreCounters.L2_STATE,
             StoreCounters.L2_COMPLETED_TICKET })
@@ -54,7 +54,7 @@ class StoreCountersTest
             "pending_transfers", "instances", "lookup_hit_chunks", "lookup_miss_chunks", "retrieve_hit_chunks",
             "retrieve_misses", "stored_chunks", "retrieved_chunks", "evictions", "bytes_in", "bytes_out",
             "reclaimed_leases", "aborted_chunks", "no_space", "unregister_unknown", "empty_prepares",
-            "dead_clients", "cleared_chunks"
+            "dead_clients", "cleared_chunks", "cold_chunks"
         };
         for (int id = 0; id < expected.length; id++)
         {

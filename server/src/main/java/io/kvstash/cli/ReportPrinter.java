@@ -83,7 +83,9 @@ final class ReportPrinter
                 report.workers() > 1 ? "" : hits == policy ? ", identical to the chunk" :
                 ", DIFFERS by " + (hits - policy) + " chunks");
         }
-        out.printf(l, "  %-20s %,d%n", "evictions", report.counter(StoreCounters.EVICTIONS));
+        out.printf(l, "  %-20s %,d%s%n", "evictions", report.counter(StoreCounters.EVICTIONS),
+            EvictionPolicy.SLRU_ADMIT != report.eviction() ? "" : String.format(l, " (%,d chunks stored cold)",
+            report.counter(StoreCounters.COLD_CHUNKS)));
         out.printf(l, "  %-20s %,d of %,d chunks read%s%n", "checksum mismatches",
             r.count(WorkerResult.CHECKSUM_MISMATCHES), r.count(WorkerResult.RETRIEVED_CHUNKS),
             0 == r.count(WorkerResult.CHECKSUM_MISMATCHES) ? " (every chunk read back intact)" : " (CORRUPTION)");

@@ -1,5 +1,6 @@
 package io.kvstash.cli;
 
+import io.kvstash.core.EvictionPolicy;
 import io.kvstash.core.StoreCounters;
 import io.kvstash.server.Sizes;
 import io.kvstash.tools.ControlFileReader;
@@ -166,6 +167,7 @@ public final class StatCommand implements Callable<Integer>
         map.put("chunk_tokens", reader.configInt(ControlFileDescriptor.CHUNK_TOKENS_OFFSET));
         map.put("lease_ms", TimeUnit.NANOSECONDS.toMillis(reader.configLong(ControlFileDescriptor.LEASE_NS_OFFSET)));
         map.put("max_clients", reader.configInt(ControlFileDescriptor.MAX_CLIENTS_OFFSET));
+        map.put("eviction", evictionPolicy(reader));
         map.put("summary", Summary.of(reader, nowMs).toMap());
         final Map<String, Object> counters = new LinkedHashMap<>();
         for (int id = 0; id < reader.counterCount(); id++)
@@ -210,7 +212,11 @@ public final class StatCommand implements Callable<Integer>
         row(out, "hit ratio", 0 == looked ? "no lookups yet" : String.format(Locale.ROOT,
             "%.2f %% of looked-up chunks (%,d of %,d)", 100.0 * summary.lookupHitChunks / looked,
             summary.lookupHitChunks, looked));
-        row(out, "evictions", String.format(Locale.ROOT, "%,d chunks", summary.evictions));
+        final String eviction = evictionPolicy(reader);
+        final boolean admits = summary.coldChunks > 0 || EvictionPolicy.SLRU_ADMIT.label().equals(eviction);
+        final String cold = summary.storedChunks > 0 && admits ? String.format(Locale.ROOT,
+            "; %,d of the %,d chunks stored went in cold (admission)", summary.coldChunks, summary.storedChunks) : "";
+        row(out, "evictions", String.format(Locale.ROOT, "%,d chunks", summary.evictions) + cold);
         row(out, "bytes in/out", Sizes.formatSize(summary.bytesIn) + " stored, " + Sizes.formatSize(summary.bytesOut) +
             " retrieved" + (0 == summary.copyBytesIn + summary.copyBytesOut ? "" : " (through the copy transport: " +
             Sizes.formatSize(summary.copyBytesIn) + " in, " + Sizes.formatSize(summary.copyBytesOut) + " out)"));
@@ -220,7 +226,8 @@ public final class StatCommand implements Callable<Integer>
             " ms)");
         row(out, "config", "alignment " + reader.configInt(ControlFileDescriptor.ALIGNMENT_OFFSET) +
             ", chunk tokens " + reader.configInt(ControlFileDescriptor.CHUNK_TOKENS_OFFSET) + ", lease " +
-            Sizes.formatDuration(reader.configLong(ControlFileDescriptor.LEASE_NS_OFFSET)));
+            Sizes.formatDuration(reader.configLong(ControlFileDescriptor.LEASE_NS_OFFSET)) +
+            (null == eviction ? "" : ", eviction " + eviction));
         if (0 != reader.counter(StoreCounters.L2_STATE))
         {
             row(out, "second tier", secondTierLine(reader));
@@ -319,6 +326,29 @@ public final class StatCommand implements Callable<Integer>
     }
 
     /**
+     * The server's eviction policy as {@code --eviction} names it.
+     *
+     * @param reader mapped control file.
+     * @return the policy's name; null from a server that does not write it.
+     */
+    static String evictionPolicy(final ControlFileReader reader)
+    {
+        final int code = reader.configInt(ControlFileDescriptor.EVICTION_POLICY_OFFSET);
+        if (0 == code)
+        {
+            return null;
+        }
+        try
+        {
+            return EvictionPolicy.ofCode(code - 1).label();
+        }
+        catch (final IllegalArgumentException ex)
+        {
+            return "code " + (code - 1);
+        }
+    }
+
+    /**
      * The summary's figures, read once from the counters.
      */
     static final class Summary
@@ -337,6 +367,8 @@ public final class StatCommand implements Callable<Integer>
         long lookupHitChunks;
         long lookupMissChunks;
         long evictions;
+        long storedChunks;
+        long coldChunks;
         long bytesIn;
         long bytesOut;
         long copyBytesIn;
@@ -360,6 +392,8 @@ public final class StatCommand implements Callable<Integer>
             s.lookupHitChunks = reader.counter(StoreCounters.LOOKUP_HIT_CHUNKS);
             s.lookupMissChunks = reader.counter(StoreCounters.LOOKUP_MISS_CHUNKS);
             s.evictions = reader.counter(StoreCounters.EVICTIONS);
+            s.storedChunks = reader.counter(StoreCounters.STORED_CHUNKS);
+            s.coldChunks = reader.counter(StoreCounters.COLD_CHUNKS);
             s.bytesIn = reader.counter(StoreCounters.BYTES_IN);
             s.bytesOut = reader.counter(StoreCounters.BYTES_OUT);
             s.copyBytesIn = reader.counter(StoreCounters.COPY_BYTES_IN);
@@ -401,6 +435,8 @@ public final class StatCommand implements Callable<Integer>
             final long looked = lookupHitChunks + lookupMissChunks;
             map.put("hit_ratio", 0 == looked ? null : (double)lookupHitChunks / looked);
             map.put("evictions", evictions);
+            map.put("stored_chunks", storedChunks);
+            map.put("cold_chunks", coldChunks);
             map.put("bytes_in", bytesIn);
             map.put("bytes_out", bytesOut);
             map.put("copy_bytes_in", copyBytesIn);

@@ -444,6 +444,7 @@ final class ServerFiles implements AutoCloseable
         control.putInt(c + ControlFileDescriptor.FEATURES_OFFSET,
             null == context.l2Seeds() ? 0 :
             ControlFileDescriptor.FEATURE_SECOND_TIER | ControlFileDescriptor.FEATURE_COMPLETED_TICKET);
+        control.putInt(c + ControlFileDescriptor.EVICTION_POLICY_OFFSET, store.eviction().code() + 1);
 
         final int countersOffset = ControlFileDescriptor.COUNTERS_OFFSET;
         final int errorLogOffset = countersOffset + countersLength;

@@ -529,6 +529,7 @@ public final class TraceReplay
             map.put("payload_bytes", payloadBytes);
             map.put("pool_bytes", poolSizeBytes);
             map.put("evictions", counters[StoreCounters.EVICTIONS]);
+            map.put("cold_chunks", counters[StoreCounters.COLD_CHUNKS]);
             map.put("retrieved_chunks", result.count(WorkerResult.RETRIEVED_CHUNKS));
             map.put("stored_chunks", result.count(WorkerResult.STORED_CHUNKS));
             map.put("skipped_chunks", result.count(WorkerResult.SKIPPED_CHUNKS));

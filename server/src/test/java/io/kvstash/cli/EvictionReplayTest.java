@@ -34,6 +34,9 @@ class EvictionReplayTest
         assertEquals(0L, json.get("checksum_mismatches"));
         assertEquals(0L, json.get("no_space"));
         assertEquals(0L, json.get("other_errors"));
+        // Only the admission stores chunks cold: one-off prompts' tails and new prompts of rarely read lengths.
+        final long cold = (Long)json.get("cold_chunks");
+        assertTrue("default".equals(policy) ? cold > 0 && cold < (Long)json.get("stored_chunks") : 0 == cold, cli.out);
     }
 
     @Test

@@ -3,6 +3,7 @@ package io.kvstash.cli;
 import io.kvstash.client.ClientContext;
 import io.kvstash.client.ClientResponse;
 import io.kvstash.client.KvStashClient;
+import io.kvstash.core.EvictionPolicy;
 import io.kvstash.core.StoreContext;
 import io.kvstash.server.KvStashServer;
 import io.kvstash.server.ServerContext;
@@ -76,6 +77,9 @@ class StatErrorsCommandTest
             assertTrue(stat.out.contains("  chunks         3 readable, 0 being written, 0 pinned; 1 instances"), stat.out);
             assertTrue(stat.out.contains("  hit ratio      no lookups yet"), stat.out);
             assertTrue(stat.out.contains("  errors         none"), stat.out);
+            assertTrue(stat.out.contains("  evictions      0 chunks\n"), stat.out);
+            assertTrue(stat.out.contains(
+                "  config         alignment 4096, chunk tokens 256, lease 30s, eviction lru\n"), stat.out);
             assertTrue(stat.out.matches("(?s).*  pool           8 MiB in pool-\\w+: [0-9.]+ % used \\(3 of [0-9,]+ chunk " +
                 "slots\\), about [0-9.]+ MiB free\\n.*"), stat.out);
             assertTrue(stat.out.indexOf("counters (non-zero)") > stat.out.indexOf("  errors "), stat.out);
@@ -93,6 +97,7 @@ class StatErrorsCommandTest
             assertEquals(1L, summary.get("clients"));
 
             final Map<String, Object> json = Cli.run("stat", "--dir", dir.toString(), "--json").json();
+            assertEquals("lru", json.get("eviction"));
             final Map<?, ?> counters = (Map<?, ?>)json.get("counters");
             assertEquals(3L, counters.get("readable_chunks"));
             assertEquals(1L, counters.get("instances"));
@@ -100,6 +105,40 @@ class StatErrorsCommandTest
             final Cli errors = Cli.run("errors", "--dir", dir.toString());
             assertEquals(0, errors.exitCode, errors.toString());
             assertTrue(errors.out.contains("RUNNING, alive): 0 distinct errors"), errors.out);
+        }
+    }
+
+    @Test
+    void shouldSayThePolicyAndHowManyStoredChunksWentInCold() throws Exception
+    {
+        dir = ShmDirectories.newPath("kvstash-test-cli-stat-cold-");
+        final ServerContext context = new ServerContext()
+            .directory(dir)
+            .storeContext(new StoreContext().poolSizeBytes(8L << 20).eviction(EvictionPolicy.SLRU_ADMIT));
+        try (KvStashServer server = KvStashServer.launch(context);
+            KvStashClient client = KvStashClient.connect(new ClientContext().directory(dir)))
+        {
+            assertEquals(Status.OK, client.register(5, Layout.of("m", 1, 0, 1, 16, Dtype.UINT8, true)).status());
+            // New prompts of a kind with no history: 5 chunks but the last enter cold, 1 enters warm.
+            final ClientResponse cold = client.prepareStore(5, ChunkKeys.ofIds(1, 2, 3, 4, 5, 6));
+            assertEquals(Status.OK, client.commitStore(5, cold.transferId()).status());
+            final ClientResponse warm = client.prepareStore(5, ChunkKeys.ofIds(11, 12));
+            assertEquals(Status.OK, client.commitStore(5, warm.transferId()).status());
+            assertTrue(server.awaitDrained(5000));
+
+            final Cli stat = Cli.run("stat", "--dir", dir.toString());
+            assertEquals(0, stat.exitCode, stat.toString());
+            assertTrue(
+                stat.out.contains("  evictions      0 chunks; 6 of the 8 chunks stored went in cold (admission)\n"),
+                stat.out);
+            assertTrue(stat.out.contains(", eviction slru-admit\n"), stat.out);
+            assertTrue(stat.out.matches("(?s).*cold_chunks +6  Chunks COMMIT_STORE made readable cold.*"), stat.out);
+
+            final Map<String, Object> json = Cli.run("stat", "--dir", dir.toString(), "--json").json();
+            assertEquals("slru-admit", json.get("eviction"));
+            final Map<?, ?> summary = (Map<?, ?>)json.get("summary");
+            assertEquals(6L, summary.get("cold_chunks"));
+            assertEquals(8L, summary.get("stored_chunks"));
         }
     }
 

@@ -18,9 +18,11 @@ public final class WireVersion
     /**
      * Minor version: additions an older reader of the same major can ignore. 1: the LOOKUP flags
      * {@link RequestFlags#L2_WAIT} and {@link RequestFlags#L2_POLL}, the tier's 16 bytes in their answers, and the
-     * control file's Features word ({@link io.kvstash.wire.file.ControlFileDescriptor#FEATURES_OFFSET}).
+     * control file's Features word ({@link io.kvstash.wire.file.ControlFileDescriptor#FEATURES_OFFSET}). 2: the
+     * config's eviction policy word ({@link io.kvstash.wire.file.ControlFileDescriptor#EVICTION_POLICY_OFFSET}) and
+     * the counter {@code cold_chunks}.
      */
-    public static final int MINOR = 1;
+    public static final int MINOR = 2;
     /** Patch version. */
     public static final int PATCH = 0;
     /** The packed version this code writes. */

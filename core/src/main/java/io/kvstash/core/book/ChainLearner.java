@@ -212,8 +212,9 @@ final class ChainLearner
      * A COMMIT_STORE is applied: makes its chunks readable where the policy enters them.
      *
      * @param t the store's transfer.
+     * @return how many of its chunks entered cold.
      */
-    void commit(final int t)
+    int commit(final int t)
     {
         final int n = transfers.count(t);
         if (!chain)
@@ -222,7 +223,7 @@ final class ChainLearner
             {
                 slots.makeReadable(transfers.chunk(t, i), SlotStates.ENTER_RECENT);
             }
-            return;
+            return 0;
         }
         int parent = transferParent[t];
         if (parent >= 0 && (!slots.isReadable(parent) || slots.generation(parent) != transferGeneration[t]))
@@ -239,6 +240,7 @@ final class ChainLearner
         final boolean othersCold = admit && n > 1 && cold(lastKind + 1, n - 1, average);
         final boolean lastCold = othersCold || admit && cold(lastKind, 1, average);
         int coldCursor = -1;
+        int cold = 0;
         for (int i = n - 1; i >= 0; i--)
         {
             final int id = transfers.chunk(t, i);
@@ -255,6 +257,7 @@ final class ChainLearner
             {
                 where = coldCursor < 0 ? SlotStates.ENTER_COLD : -4 - coldCursor;
                 coldCursor = id;
+                cold++;
             }
             slots.makeReadable(id, where);
             if (admit)
@@ -262,6 +265,7 @@ final class ChainLearner
                 stored(id, kind, capacity);
             }
         }
+        return cold;
     }
 
     /**

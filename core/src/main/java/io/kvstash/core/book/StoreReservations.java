@@ -264,8 +264,12 @@ final class StoreReservations
     private void applyCommit(final int t, final int instance)
     {
         final int n = transfers.count(t);
-        learner.commit(t);
+        final int cold = learner.commit(t);
         counters.add(StoreCounters.STORED_CHUNKS, n);
+        if (cold > 0)
+        {
+            counters.add(StoreCounters.COLD_CHUNKS, cold);
+        }
         counters.add(StoreCounters.BYTES_IN, n * instances.chunkBytes(instance));
         transfers.release(t);
     }

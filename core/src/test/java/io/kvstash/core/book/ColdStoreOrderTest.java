@@ -3,6 +3,7 @@ package io.kvstash.core.book;
 import io.kvstash.core.EvictionPolicy;
 import io.kvstash.core.StoreCommand;
 import io.kvstash.core.StoreContext;
+import io.kvstash.core.StoreCounters;
 import io.kvstash.core.store.KvStore;
 import io.kvstash.wire.ChunkKeys;
 import io.kvstash.wire.Status;
@@ -71,5 +72,7 @@ class ColdStoreOrderTest
             assertTrue(position[500 + i] < position[100], "chunk " + i + " of the range of 6 enters cold");
         }
         assertTrue(position[100] < position[201] && position[201] < position[200], "1 and 2 warm, 2 newer");
+        // Ranges of 4 and more (3 or more chunks but the last) enter cold, whole; those of 1 to 3 warm.
+        assertEquals(4 + 6 + 8 + 12, store.counters().get(StoreCounters.COLD_CHUNKS), "chunks counted as stored cold");
     }
 }

@@ -40,6 +40,7 @@ import java.nio.charset.StandardCharsets;
  *  |  Request Ring Capacity (i32)      |  Response Ring Capacity   |  192
  *  |  Max Clients (i32)                |  Heartbeat Interval (ms)  |  200
  *  |  Heartbeat Timeout (ms, i32)      |  Features (i32)           |  208
+ *  |  Eviction Policy (i32)            |                              216
  * Counters (at COUNTERS_OFFSET: StoreCounters layout)
  * Error log (Agrona DistinctErrorLog layout, ERROR_LOG_LENGTH bytes)
  * </pre>
@@ -127,6 +128,12 @@ public final class ControlFileDescriptor
      * major version's baseline. 0 from a server older than minor version 1 (the word was reserved).
      */
     public static final int FEATURES_OFFSET = 212;
+    /**
+     * Offset in the config of the eviction policy (i32): the policy's journal code plus one (1 {@code lru},
+     * 2 {@code chain}, 3 {@code slru}, 4 {@code slru-admit}), for {@code kvstash stat}. 0 from a server that does
+     * not write it (the word was reserved).
+     */
+    public static final int EVICTION_POLICY_OFFSET = 216;
     /**
      * Feature bit: the server runs a second tier, and a LOOKUP may carry {@link io.kvstash.wire.RequestFlags#L2_WAIT}
      * or {@link io.kvstash.wire.RequestFlags#L2_POLL} (the answer then carries the tier's ticket).
