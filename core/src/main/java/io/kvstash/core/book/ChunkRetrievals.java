@@ -130,10 +130,6 @@ final class ChunkRetrievals
     void onCommitRetrieve(final StoreCommand command)
     {
         final int instance = registrar.instanceOrFail(command);
-        if (instance < 0)
-        {
-            return;
-        }
         final int t = leases.resolveOrFail(command, instance, TransferTable.KIND_RETRIEVE, TransferTable.KIND_RETRIEVE);
         if (t < 0)
         {
@@ -158,10 +154,6 @@ final class ChunkRetrievals
     void onData(final StoreCommand command, final int kind)
     {
         final int instance = registrar.instanceOrFail(command);
-        if (instance < 0)
-        {
-            return;
-        }
         final int t = leases.resolveOrFail(command, instance, kind, kind);
         if (t < 0)
         {

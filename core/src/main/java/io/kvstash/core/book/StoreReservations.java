@@ -222,10 +222,6 @@ final class StoreReservations
     void onCommitStore(final StoreCommand command)
     {
         final int instance = registrar.instanceOrFail(command);
-        if (instance < 0)
-        {
-            return;
-        }
         final int t = leases.resolveOrFail(command, instance, TransferTable.KIND_STORE, TransferTable.KIND_STORE);
         if (t < 0)
         {

@@ -51,13 +51,17 @@ final class TransferLeases
      * (before its sweep) is reclaimed now and answered as unknown, so a late commit never acts.
      *
      * @param command  the request; failed with UNKNOWN_TRANSFER when there is no such transfer.
-     * @param instance the command's instance index.
+     * @param instance the command's instance index, or -1 when the command was already failed (left as it is).
      * @param kindA    a {@code TransferTable.KIND_*} accepted.
      * @param kindB    another accepted, or kindA again.
      * @return the transfer's index, or -1 when the command was failed.
      */
     int resolveOrFail(final StoreCommand command, final int instance, final int kindA, final int kindB)
     {
+        if (instance < 0)
+        {
+            return -1;
+        }
         final int t = transfers.resolve(command.transferId);
         if (t < 0 || transfers.instance(t) != instance ||
             (transfers.kind(t) != kindA && transfers.kind(t) != kindB))
@@ -87,10 +91,6 @@ final class TransferLeases
      */
     void endOrFail(final StoreCommand command, final int instance, final int kindA, final int kindB)
     {
-        if (instance < 0)
-        {
-            return;
-        }
         final int t = resolveOrFail(command, instance, kindA, kindB);
         if (t < 0)
         {
