@@ -683,15 +683,22 @@ class Client:
         return self._call(RequestType.ABORT_STORE, instance, _transfer_id(transfer))
 
     def prepare_retrieve(self, instance, keys=None, *, tokens=None, from_chunk=0, to_chunk=-1, salt=None,
-                         lookup=None):
+                         lookup=None, prefix=False):
         """PREPARE_RETRIEVE by keys (all or nothing: MISS pins nothing), or with ``lookup`` = a pinned
-        LOOKUP's transfer id (or its Response) to take over its pins under a new transfer id."""
+        LOOKUP's transfer id (or its Response) to take over its pins under a new transfer id.
+
+        With ``prefix`` (PREFIX, by keys or tokens only) the readable leading chunks of the range are pinned
+        instead: chunk 0 up to the first chunk that is absent or not readable, one slot each (range indices
+        0..k-1; ``len(response.slots)`` may be less than the range). MISS, pinning nothing, only when chunk 0 is
+        not readable."""
         if lookup is not None:
+            if prefix:
+                raise ValueError("prefix retrieves a key range; a lookup's transfer is taken over whole")
             return self._call(RequestType.PREPARE_RETRIEVE, instance, _transfer_id(lookup),
                               flags=d.FLAG_FROM_LOOKUP)
         mode, body = self._key_range(keys, tokens, from_chunk, to_chunk)
-        return self._call(RequestType.PREPARE_RETRIEVE, instance, salt=salt_value(salt), key_mode=mode,
-                          body=body)
+        return self._call(RequestType.PREPARE_RETRIEVE, instance, salt=salt_value(salt),
+                          flags=d.FLAG_PREFIX if prefix else 0, key_mode=mode, body=body)
 
     def commit_retrieve(self, instance, transfer):
         return self._call(RequestType.COMMIT_RETRIEVE, instance, _transfer_id(transfer))
@@ -901,13 +908,15 @@ class Client:
                        from_chunk, to_chunk, salt)
 
     def retrieve_tensors(self, instance, out, keys=None, *, tokens=None, from_chunk=0, to_chunk=-1, salt=None,
-                         lookup=None):
+                         lookup=None, prefix=False):
         """PREPARE_RETRIEVE (keys, tokens, or ``lookup`` = a pinned LOOKUP) + ``read_tensors`` +
-        COMMIT_RETRIEVE. ``out[k]`` receives chunk ``k`` of the range. Returns a ``TensorTransfer``."""
+        COMMIT_RETRIEVE. ``out[k]`` receives chunk ``k`` of the range. Returns a ``TensorTransfer``. With
+        ``prefix`` (keys or tokens only) the readable leading chunks are read and the rest are listed in its
+        ``missing`` (their ``out`` entries are not written)."""
         from . import tensors as t
         state = t.state(self)
         return t.retrieve(self, instance, lambda p, first: state.read(p, _Offset(out, first)), keys, tokens,
-                          from_chunk, to_chunk, salt, lookup)
+                          from_chunk, to_chunk, salt, lookup, prefix)
 
     def write_paged(self, response, paged, block_ids, *, staging_bytes=None, staging_buffers=None):
         """Gathers chunk ``k`` of a PREPARE_STORE's range from blocks ``block_ids[k*n:(k+1)*n]`` of every
@@ -936,15 +945,17 @@ class Client:
         return t.store(self, instance, write, keys, tokens, from_chunk, to_chunk, salt)
 
     def retrieve_paged(self, instance, paged, block_ids, keys=None, *, tokens=None, from_chunk=0, to_chunk=-1,
-                       salt=None, lookup=None, staging_bytes=None, staging_buffers=None):
-        """PREPARE_RETRIEVE + ``read_paged`` + COMMIT_RETRIEVE. Returns a ``TensorTransfer``."""
+                       salt=None, lookup=None, staging_bytes=None, staging_buffers=None, prefix=False):
+        """PREPARE_RETRIEVE + ``read_paged`` + COMMIT_RETRIEVE. Returns a ``TensorTransfer``. With ``prefix``
+        (keys or tokens only) the readable leading chunks are read; the rest are in its ``missing``, and no
+        block of theirs is written."""
         from . import tensors as t
         state, options = t.state(self), t.staging_options(staging_bytes, staging_buffers)
 
         def read(prepare, first):
             return state.read_paged(prepare, paged, t.blocks_from(block_ids, first, paged, self.chunk_tokens),
                                     *options)
-        return t.retrieve(self, instance, read, keys, tokens, from_chunk, to_chunk, salt, lookup)
+        return t.retrieve(self, instance, read, keys, tokens, from_chunk, to_chunk, salt, lookup, prefix)
 
     # ---------------------------------------------------------------------------------------- close
     def close(self):

@@ -10,9 +10,9 @@ import struct
 MASK64 = 0xFFFFFFFFFFFFFFFF
 MASK32 = 0xFFFFFFFF
 
-VERSION = 0x00020200                         # 2.2.0: what this client writes into its client file
+VERSION = 0x00020300                         # 2.3.0: what this client writes into its client file
 MAJOR_VERSION = 2
-MINOR_VERSION = 2
+MINOR_VERSION = 3
 
 
 def major(version):
@@ -162,6 +162,7 @@ FLAG_FROM_LOOKUP = 4
 FLAG_L2_WAIT = 16                            # LOOKUP only: wait for the read-through it starts
 FLAG_L2_POLL = 32                            # LOOKUP only: asked again while waiting; starts no read-through
 FLAG_QUIET = 64                              # COMMIT_RETRIEVE only: the read does not count as a use
+FLAG_PREFIX = 128                            # PREPARE_RETRIEVE by keys only: pin the readable leading chunks
 
 # §6.8 Extra of a LOOKUP answered OK with L2_WAIT or L2_POLL by a server with a second tier
 LOOKUP_TIER_EXTRA = struct.Struct("<qq")     # ticket started (0 none), highest ticket over

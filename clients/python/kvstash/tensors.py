@@ -83,18 +83,24 @@ class TensorTransfer:
     ``done``: range indices moved and good (stored and committed; read and verified). ``failed``: range
     indices whose slot failed its fencing check (a store's reservation ended; a retrieve's slot was
     reclaimed): never committed or trusted, recompute them. ``present``: range indices a store skipped
-    because they were already stored. ``prepare``: the (first) PREPARE response; ``transfer_id`` its
-    transfer; ``parts``: one TensorTransfer per request when a range over the server's limit was split.
+    because they were already stored. ``missing``: range indices a prefix retrieve did not read because the
+    readable prefix ended before them (a chunk absent or not readable), from there to the end of the range;
+    recompute them (every index when its status is MISS; always empty without ``prefix``). ``prepare``: the
+    (first) PREPARE response; ``transfer_id`` its transfer; ``parts``: one TensorTransfer per request when a
+    range over the server's limit was split.
     """
 
-    __slots__ = ("status", "prepare", "done", "failed", "present", "bytes", "seconds", "message", "parts")
+    __slots__ = ("status", "prepare", "done", "failed", "present", "missing", "bytes", "seconds", "message",
+                 "parts")
 
-    def __init__(self, status, prepare=None, done=(), failed=(), present=(), nbytes=0, seconds=0.0, message=""):
+    def __init__(self, status, prepare=None, done=(), failed=(), present=(), nbytes=0, seconds=0.0, message="",
+                 missing=()):
         self.status = status
         self.prepare = prepare
         self.done = list(done)
         self.failed = list(failed)
         self.present = list(present)
+        self.missing = list(missing)
         self.bytes = nbytes
         self.seconds = seconds
         self.message = message
@@ -102,8 +108,8 @@ class TensorTransfer:
 
     @property
     def ok(self):
-        """Every chunk of the range is stored (or was already) / was read intact."""
-        return self.status == Status.OK and not self.failed
+        """Every chunk of the range is stored (or was already) / was read intact (none missing)."""
+        return self.status == Status.OK and not self.failed and not self.missing
 
     @property
     def transfer_id(self):
@@ -115,9 +121,18 @@ class TensorTransfer:
 
     def __repr__(self):
         status = self.status.name if isinstance(self.status, Status) else self.status
-        return "TensorTransfer(%s done=%d failed=%s present=%d bytes=%d %.3f s%s)" % (
-            status, len(self.done), self.failed, len(self.present), self.bytes, self.seconds,
-            (" %r" % self.message) if self.message else "")
+        return "TensorTransfer(%s done=%d failed=%s present=%d%s bytes=%d %.3f s%s)" % (
+            status, len(self.done), self.failed, len(self.present), _missing_repr(self.missing), self.bytes,
+            self.seconds, (" %r" % self.message) if self.message else "")
+
+
+def _missing_repr(missing):
+    """`` missing=...`` for a repr: nothing when none, the indices when few, else the first and the count."""
+    if not missing:
+        return ""
+    if len(missing) <= 8:
+        return " missing=%s" % missing
+    return " missing=%d (%d..%d)" % (len(missing), missing[0], missing[-1])
 
 
 class PagedKV:
@@ -666,22 +681,38 @@ def _store_piece(client, instance, write, keys, tokens, from_chunk, to_chunk, sa
 
 
 def retrieve(client, instance, read, keys=None, tokens=None, from_chunk=0, to_chunk=-1, salt=None,
-             lookup=None):
+             lookup=None, prefix=False):
     """PREPARE_RETRIEVE (by keys, tokens or a pinned lookup), ``read(prepare, first) -> [Status per slot]``,
     COMMIT_RETRIEVE. All or nothing: MISS reads nothing and leaves no pin, also when a range over the
-    server's limit goes as several retrieves (every piece is prepared, and pinned, before any is read)."""
+    server's limit goes as several retrieves (every piece is prepared, and pinned, before any is read).
+
+    With ``prefix`` (keys or tokens only) the readable leading chunks are read instead: each piece is prepared
+    with PREFIX in turn; a piece answered with fewer slots than its chunks, or a MISS on a piece after the
+    first, ends the prefix there (later pieces are not prepared), and the range indices from there on are the
+    result's ``missing``. A MISS on the first piece is the MISS of the whole call (no pin left held)."""
+    if prefix and lookup is not None:
+        raise ValueError("prefix retrieves a key range; a lookup's transfer is taken over whole")
     start = time.perf_counter()
     parts = [(0, None, None, 0, -1)] if lookup is not None else pieces(client, keys, tokens, from_chunk, to_chunk)
+    total = range_chunks(client, keys, tokens, from_chunk, to_chunk) if prefix else 0
     prepared = []
+    end = None                                                      # where the readable prefix ended
     for first, part_keys, part_tokens, part_from, part_to in parts:
         prepare = client.prepare_retrieve(instance, part_keys, tokens=part_tokens, from_chunk=part_from,
-                                          to_chunk=part_to, salt=salt, lookup=lookup)
+                                          to_chunk=part_to, salt=salt, lookup=lookup, prefix=prefix)
+        if prefix and prepare.status == Status.MISS and prepared:
+            end = first                                             # the prefix ended with the piece before
+            break
         if not prepare.ok:
             for _, held in prepared:                                # no pin is left held
                 client.commit_retrieve(instance, held)
-            return TensorTransfer(prepare.status, prepare, message=prepare.message,
+            missing = range(total) if prefix and prepare.status == Status.MISS else ()
+            return TensorTransfer(prepare.status, prepare, message=prepare.message, missing=missing,
                                   seconds=time.perf_counter() - start)
         prepared.append((first, prepare))
+        if prefix and len(prepare.slots) < range_chunks(client, part_keys, part_tokens, part_from, part_to):
+            end = first + len(prepare.slots)
+            break
     results = []
     for first, prepare in prepared:
         piece_start = time.perf_counter()
@@ -700,6 +731,8 @@ def retrieve(client, instance, read, keys=None, tokens=None, from_chunk=0, to_ch
                                               seconds=time.perf_counter() - piece_start, message=commit.message)))
     merged = _merged(results)
     merged.seconds = time.perf_counter() - start
+    if end is not None:
+        merged.missing = list(range(end, total))
     return merged
 
 

@@ -8,6 +8,7 @@ dependency jars printed by ``mvn dependency:build-classpath`` (computed once per
 """
 
 import contextlib
+import itertools
 import os
 import secrets
 import shutil
@@ -254,6 +255,28 @@ def counter(client, counter_id):
     request."""
     client.ping()
     return client.counter(counter_id)
+
+
+READABLE_CHUNKS, RESERVED_CHUNKS, EVICTIONS = 0, 1, 13
+
+
+def evict_least_recent(client, instance, slot_capacity, evict=1, tag=0xE71C7):
+    """Fills the pool with new chunks of ``instance`` (committed unwritten: their bytes do not matter) until
+    exactly ``evict`` chunks were evicted, the least recently used ones under the server's default (LRU) policy.
+    ``slot_capacity``: the REGISTER answer's, the pool holding one slot size. Returns the keys it stored."""
+    free = slot_capacity - counter(client, READABLE_CHUNKS) - counter(client, RESERVED_CHUNKS)
+    before = counter(client, EVICTIONS)
+    keys = [(tag, next(_filler_ids)) for _ in range(free + evict)]
+    for first in range(0, len(keys), client.max_chunks):
+        prepared = client.prepare_store(instance, keys[first:first + client.max_chunks])
+        assert prepared.ok and prepared.transfer_id, prepared
+        assert client.commit_store(instance, prepared).ok
+    evicted = counter(client, EVICTIONS) - before
+    assert evicted == evict, "evicted %d chunks, not %d" % (evicted, evict)
+    return keys
+
+
+_filler_ids = itertools.count(1)
 
 
 class ServerTestCase(__import__("unittest").TestCase):

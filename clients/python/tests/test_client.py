@@ -5,7 +5,7 @@ import itertools
 import os
 import unittest
 
-from support import ServerTestCase, counter, wait_until
+from support import ServerTestCase, counter, evict_least_recent, wait_until
 
 import kvstash
 from kvstash import Status
@@ -234,6 +234,48 @@ class ClientTest(ServerTestCase):
             c.ping()
         self.assertEqual(sorted(f for f in os.listdir(self.server.directory) if not f.startswith("client-")),
                          sorted(["control", "server.lock", "pool-%x" % self.server.incarnation]))
+
+
+class PrefixRetrieveTest(ServerTestCase):
+    """PREPARE_RETRIEVE with ``prefix`` through a real server whose pool (LRU) evicts a chunk mid-range."""
+    SERVER_OPTIONS = {"pool_bytes": 16 << 20, "chunk_tokens": 16}
+    LAYOUT = kvstash.Layout("py-prefix", layers=1, hidden=8, dtype="float16")     # 4 KiB slots: 4,096 of them
+    READABLE, PINNED = 0, 2
+
+    def test_should_read_the_leading_chunks_when_a_chunk_in_the_middle_was_evicted(self):
+        c = self.connect()
+        instance = next(_ids)
+        registered = c.register(instance, self.LAYOUT)
+        self.assertEqual(registered.status, Status.OK, registered)
+        tokens = list(range(31000, 31000 + 6 * 16))
+        prepared = c.prepare_store(instance, tokens=tokens)
+        written = {}
+        for i, entry in enumerate(prepared.slots):
+            data = os.urandom(prepared.chunk_bytes)
+            self.assertEqual(c.write_chunk(prepared, i, data), Status.OK)
+            written[entry.range_index] = digest(data)
+        self.assertEqual(c.commit_store(instance, prepared).status, Status.OK)
+        touched = c.prepare_retrieve(instance, tokens=tokens, to_chunk=2)          # chunks 0, 1 used again
+        self.assertEqual(c.commit_retrieve(instance, touched).status, Status.OK)
+        evict_least_recent(c, instance, registered.slot_capacity)                   # chunk 2: the oldest
+        self.assertEqual(c.lookup(instance, tokens=tokens).hit_chunks, 2)
+        self.assertEqual(c.lookup(instance, tokens=tokens, from_chunk=3).hit_chunks, 3, "chunks 3..5 kept")
+
+        self.assertEqual(c.prepare_retrieve(instance, tokens=tokens).status, Status.MISS, "all or nothing")
+        r = c.prepare_retrieve(instance, tokens=tokens, prefix=True)
+        self.assertEqual(r.status, Status.OK, r)
+        self.assertEqual([e.range_index for e in r.slots], [0, 1])
+        self.assertEqual({e.range_index: digest(c.read_chunk(r, i)) for i, e in enumerate(r.slots)},
+                         {k: written[k] for k in (0, 1)})
+        self.assertEqual(counter(c, self.PINNED), 2)
+        self.assertEqual(c.commit_retrieve(instance, r).status, Status.OK)
+        self.assertEqual(counter(c, self.PINNED), 0)
+
+        gone = c.prepare_retrieve(instance, tokens=tokens, from_chunk=2, prefix=True)   # its chunk 0 is gone
+        self.assertEqual((gone.status, gone.transfer_id, gone.slots), (Status.MISS, 0, []))
+        self.assertEqual(counter(c, self.PINNED), 0)
+        readable = counter(c, self.READABLE)
+        self.assertEqual(c.clear().count, readable, "no pin left: a CLEAR without force removes every chunk")
 
 
 if __name__ == "__main__":

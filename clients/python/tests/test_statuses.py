@@ -85,6 +85,23 @@ class StatusTest(ServerTestCase):
         self.assertEqual(self.c.prepare_retrieve(self.instance, keys).status, Status.MISS)
         self.assertEqual(self.c.abort_store(self.instance, reserved).status, Status.OK)
 
+    def test_should_refuse_prefix_on_another_type_or_with_from_lookup(self):
+        keys = ids(2, 0xC2)
+        self.stored(keys)
+        _, body = self.c._key_range(keys, None, 0, -1)
+        for request_type in (RequestType.LOOKUP, RequestType.PREPARE_STORE, RequestType.COMMIT_RETRIEVE):
+            r = self.c.receive(self.c.send(request_type, self.instance, flags=d.FLAG_PREFIX,
+                                           key_mode=d.KEY_MODE_HASHES, body=body))
+            self.assertEqual((r.status, r.message), (Status.INVALID_REQUEST, "PREFIX is a PREPARE_RETRIEVE flag"))
+        pinned = self.c.lookup(self.instance, keys, pin=True)
+        both = self.c.receive(self.c.send(RequestType.PREPARE_RETRIEVE, self.instance, pinned.transfer_id,
+                                          flags=d.FLAG_PREFIX | d.FLAG_FROM_LOOKUP))
+        self.assertEqual((both.status, both.message), (Status.INVALID_REQUEST, "PREFIX and FROM_LOOKUP together"))
+        with self.assertRaisesRegex(ValueError, "prefix"):
+            self.c.prepare_retrieve(self.instance, lookup=pinned, prefix=True)
+        self.assertEqual(self.c.release(self.instance, pinned).status, Status.OK, "the lookup was not taken over")
+        self.assertEqual(counter(self.c, PINNED), 0)
+
     def test_should_reserve_nothing_when_there_is_no_space(self):
         too_many = self.c.prepare_store(self.instance, ids(600, 0xD1))             # more than 512 slots
         self.assertEqual((too_many.status, too_many.transfer_id), (Status.NO_SPACE, 0))

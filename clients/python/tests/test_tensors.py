@@ -13,7 +13,7 @@ import textwrap
 import time
 import unittest
 
-from support import CLIENT_ROOT, ServerTestCase, counter, wait_until
+from support import CLIENT_ROOT, READABLE_CHUNKS, ServerTestCase, counter, evict_least_recent, wait_until
 
 import kvstash
 from kvstash import Status
@@ -287,6 +287,119 @@ class LongRangeTest(ServerTestCase):
                                             tokens=longer).status, Status.MISS)
         self.assertEqual(counter(c, PINNED), 0)
         self.assertEqual(c.clear().count, chunks)
+
+
+@unittest.skipIf(torch is None, NO_TORCH)
+class PrefixTensorTest(ServerTestCase):
+    """``prefix=True`` through a real server whose pool (LRU, 4 KiB slots) evicts one chunk of a stored range: the
+    leading chunks come back exactly, ``missing`` lists the rest, nothing of theirs is written, no pin is left."""
+    SERVER_OPTIONS = {"pool_bytes": 16 << 20, "chunk_tokens": C}
+    LAYOUT = kvstash.Layout("t-prefix", layers=1, hidden=16, dtype="float16")     # 1 KiB chunks, 4 KiB slots
+    _next = [90_000]
+
+    def setUp(self):
+        self.c = self.connect()
+        self.c.clear(force=True)                    # one test's chunks never stand in the LRU order of another's
+        self._next[0] += 1
+        self.worker = self._next[0]
+        registered = self.c.register(self.worker, self.LAYOUT)
+        self.assertEqual(registered.status, Status.OK, registered)
+        self.capacity = registered.slot_capacity
+
+    def stored_with_a_gap(self, chunks, gap, store):
+        """Stores ``chunks`` chunks with ``store(keys)``, then evicts chunk ``gap`` only: the chunks before it are
+        read again (most recently used), new chunks fill the pool, the least recently used goes."""
+        keys = [(self.worker, k) for k in range(chunks)]
+        stored = store(keys)
+        self.assertTrue(stored.ok, stored)
+        for first in range(0, gap, self.c.max_chunks):
+            touched = self.c.prepare_retrieve(self.worker, keys[first:min(gap, first + self.c.max_chunks)])
+            self.assertEqual(self.c.commit_retrieve(self.worker, touched).status, Status.OK)
+        evict_least_recent(self.c, self.worker, self.capacity)
+        self.assertEqual(self.c.lookup(self.worker, keys[gap:gap + 1]).hit_chunks, 0, "chunk %d evicted" % gap)
+        if gap + 1 < chunks:
+            self.assertEqual(self.c.lookup(self.worker, keys[gap + 1:gap + 2]).hit_chunks, 1, "only it")
+        return keys
+
+    def assert_nothing_held(self):
+        self.assertEqual(counter(self.c, PINNED), 0)
+        readable = counter(self.c, READABLE_CHUNKS)
+        self.assertEqual(self.c.clear().count, readable, "no pin left: a CLEAR without force removes every chunk")
+        self.assertEqual(counter(self.c, READABLE_CHUNKS), 0)
+
+    def test_should_read_the_leading_chunks_and_list_the_rest_as_missing(self):
+        source = random_tensor((8,) + self.LAYOUT.shape(C), "float16", seed=81)
+        keys = self.stored_with_a_gap(8, 3, lambda k: self.c.store_tensors(self.worker, source, k))
+        out = torch.zeros_like(source)
+        miss = self.c.retrieve_tensors(self.worker, out, keys)
+        self.assertEqual((miss.status, miss.missing), (Status.MISS, []), "without prefix: all or nothing, as before")
+        got = self.c.retrieve_tensors(self.worker, out, keys, prefix=True)
+        self.assertEqual(got.status, Status.OK, got)
+        self.assertFalse(got.ok, "chunks are missing")
+        self.assertEqual((got.done, got.failed, got.missing), ([0, 1, 2], [], [3, 4, 5, 6, 7]))
+        self.assertEqual(got.bytes, 3 * self.LAYOUT.chunk_bytes(C))
+        self.assertIn("missing=[3, 4, 5, 6, 7]", repr(got))
+        self.assertTrue(torch.equal(out[:3].view(torch.uint8), source[:3].view(torch.uint8)))
+        self.assertEqual(int(out[3:].view(torch.uint8).count_nonzero()), 0, "no missing chunk written")
+        self.assertEqual(counter(self.c, PINNED), 0)
+        whole = self.c.retrieve_tensors(self.worker, out, keys[:3], prefix=True)
+        self.assertTrue(whole.ok, whole)
+        self.assertEqual(whole.missing, [])
+        gone = self.c.retrieve_tensors(self.worker, out, keys[3:], prefix=True)    # its chunk 0 is the gap
+        self.assertEqual((gone.status, gone.done, gone.missing), (Status.MISS, [], [0, 1, 2, 3, 4]))
+        self.assertFalse(gone.ok)
+        self.assert_nothing_held()
+
+    def test_should_write_no_block_of_a_missing_chunk_when_paged(self):
+        blocks = 8 * N + 3
+        src = [random_tensor(paged_shape("kv_blocks", blocks), "float16", seed=31 + layer) for layer in range(1)]
+        paged = kvstash.PagedKV(src)
+        self.assertEqual(paged.layout("t-prefix"), self.LAYOUT)
+        table = list(range(8 * N))
+        keys = self.stored_with_a_gap(6, 2, lambda k: self.c.store_paged(self.worker, paged, table, k))
+        dst = [torch.zeros_like(t) for t in src]
+        out_table = [blocks - 1 - b for b in range(6 * N)]
+        got = self.c.retrieve_paged(self.worker, kvstash.PagedKV(dst, "kv_blocks"), out_table, keys, prefix=True)
+        self.assertEqual((got.status, got.done, got.missing), (Status.OK, [0, 1], [2, 3, 4, 5]), got)
+        for k in range(6 * N):
+            written = block_bytes(dst[0], "kv_blocks", out_table[k])
+            if k < 2 * N:
+                self.assertTrue(torch.equal(written, block_bytes(src[0], "kv_blocks", table[k])), "block %d" % k)
+            else:
+                self.assertEqual(int(written.count_nonzero()), 0, "block %d of missing chunk %d" % (k, k // N))
+        self.assert_nothing_held()
+
+    def test_should_end_the_prefix_within_a_piece_of_a_range_over_the_servers_limit(self):
+        chunks, gap = 2500, 1500                # pieces of 1,024: the gap in the second one
+        src = [random_tensor(paged_shape("kv_blocks", chunks * N), "float16", seed=41)]
+        paged = kvstash.PagedKV(src)
+        table = list(range(chunks * N))
+        keys = self.stored_with_a_gap(chunks, gap, lambda k: self.c.store_paged(self.worker, paged, table, k))
+        dst = [torch.zeros_like(src[0])]
+        got = self.c.retrieve_paged(self.worker, kvstash.PagedKV(dst, "kv_blocks"), table, keys, prefix=True)
+        self.assertEqual(got.status, Status.OK, got)
+        self.assertEqual((got.done, got.failed, got.missing), (list(range(gap)), [], list(range(gap, chunks))))
+        self.assertEqual(len(got.parts), 2, "the third piece is not prepared")
+        self.assertEqual([len(p.prepare.slots) for p in got.parts], [1024, gap - 1024])
+        bits, expected = dst[0].view(torch.int16), src[0].view(torch.int16)       # random bits: NaNs compare unequal
+        self.assertTrue(torch.equal(bits[:, :gap * N], expected[:, :gap * N]))
+        self.assertEqual(int(bits[:, gap * N:].count_nonzero()), 0, "no block of a missing chunk written")
+        self.assert_nothing_held()
+
+    def test_should_end_the_prefix_at_a_piece_that_misses_over_the_servers_limit(self):
+        chunks, gap = 2100, 1024                # the gap is chunk 0 of the second piece: that piece is a MISS
+        source = random_tensor((chunks,) + self.LAYOUT.shape(C), "float16", seed=42)
+        keys = self.stored_with_a_gap(chunks, gap, lambda k: self.c.store_tensors(self.worker, source, k))
+        out = torch.zeros_like(source)
+        got = self.c.retrieve_tensors(self.worker, out, keys, prefix=True)
+        self.assertEqual(got.status, Status.OK, got)
+        self.assertEqual((got.done, got.missing), (list(range(gap)), list(range(gap, chunks))))
+        self.assertFalse(got.ok)
+        self.assertIn("missing=%d (%d..%d)" % (chunks - gap, gap, chunks - 1), repr(got))
+        self.assertTrue(torch.equal(out[:gap].view(torch.uint8), source[:gap].view(torch.uint8)))
+        self.assertEqual(int(out[gap:].view(torch.uint8).count_nonzero()), 0)
+        self.assertEqual(self.c.retrieve_tensors(self.worker, out, keys).status, Status.MISS)
+        self.assert_nothing_held()
 
 
 @unittest.skipIf(torch is None, NO_TORCH)

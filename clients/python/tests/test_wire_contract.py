@@ -447,6 +447,7 @@ DESCRIPTOR_MAP = {
     "FLAG_L2_WAIT": "RequestFlags.L2_WAIT",
     "FLAG_L2_POLL": "RequestFlags.L2_POLL",
     "FLAG_QUIET": "RequestFlags.QUIET",
+    "FLAG_PREFIX": "RequestFlags.PREFIX",
     "LOOKUP_TIER_TICKET": "ResponseFlyweight.LOOKUP_TIER_TICKET_OFFSET",
     "LOOKUP_TIER_COMPLETED": "ResponseFlyweight.LOOKUP_TIER_COMPLETED_OFFSET",
     "LOOKUP_TIER_EXTRA_LENGTH": "ResponseFlyweight.LOOKUP_TIER_EXTRA_LENGTH",
@@ -600,6 +601,21 @@ class DescriptorConstantsTest(unittest.TestCase):
         self.assertEqual(unmapped, [], "descriptor.py constants with no Java counterpart in DESCRIPTOR_MAP")
         stale = sorted((set(DESCRIPTOR_MAP) | set(UNMAPPED)) - names)
         self.assertEqual(stale, [], "map entries for names descriptor.py no longer has")
+
+    def test_should_have_a_flag_for_every_flag_a_client_may_send(self):
+        # Every single-bit constant of RequestFlags inside CLIENT_MASK is a FLAG_<name> of descriptor.py, and the
+        # FLAG_ constants together are exactly CLIENT_MASK (a flag added in Java and not here fails this).
+        java = sources().public_constants("io.kvstash.wire.RequestFlags")
+        mask = java["CLIENT_MASK"]
+        client_flags = {name: value for name, value in java.items()
+                        if value > 0 and value & (value - 1) == 0 and value & mask}
+        python = {name[len("FLAG_"):]: value for name, value in vars(d).items() if name.startswith("FLAG_")}
+        self.assertEqual(python, client_flags)
+        combined = 0
+        for value in python.values():
+            combined |= value
+        self.assertEqual(combined, mask)
+        self.assertNotIn("REAPED", python, "the server's own flag is never sent")
 
     def test_should_unpack_the_version_as_the_server_packs_it(self):
         s = sources()

@@ -462,7 +462,23 @@ public final class KvStashClient implements AutoCloseable
      */
     public ClientResponse prepareRetrieve(final long instanceId, final ChunkKeys keys)
     {
-        return calls.keyed(RequestType.PREPARE_RETRIEVE, instanceId, keys, 0);
+        return prepareRetrieve(instanceId, keys, false);
+    }
+
+    /**
+     * PREPARE_RETRIEVE by key range, saying whether to load what is there. With {@code prefix} the answer pins the
+     * readable leading chunks of the range, chunk 0 up to the first chunk that is absent or not readable, and
+     * has one slot per pinned chunk (range indices 0..k-1, k possibly less than the range); it is a MISS only when
+     * chunk 0 is not readable. Without it the range is all or nothing.
+     *
+     * @param instanceId instance.
+     * @param keys       key range.
+     * @param prefix     pin the readable leading chunks rather than all or nothing.
+     * @return response: transfer and slots (with {@code prefix} as many as the readable prefix), or MISS.
+     */
+    public ClientResponse prepareRetrieve(final long instanceId, final ChunkKeys keys, final boolean prefix)
+    {
+        return calls.keyed(RequestType.PREPARE_RETRIEVE, instanceId, keys, prefix ? RequestFlags.PREFIX : 0);
     }
 
     /**

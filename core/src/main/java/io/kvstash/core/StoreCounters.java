@@ -45,7 +45,10 @@ public final class StoreCounters
     public static final int LOOKUP_MISS_CHUNKS = 8;
     /** Chunks pinned by successful PREPARE_RETRIEVE. */
     public static final int RETRIEVE_HIT_CHUNKS = 9;
-    /** PREPARE_RETRIEVE answered MISS. */
+    /**
+     * PREPARE_RETRIEVE by keys answered without its whole range: MISS, or OK with
+     * {@link io.kvstash.wire.RequestFlags#PREFIX} and fewer chunks than the range.
+     */
     public static final int RETRIEVE_MISSES = 10;
     /** Chunks made readable by COMMIT_STORE. */
     public static final int STORED_CHUNKS = 11;
@@ -192,9 +195,9 @@ public final class StoreCounters
         /** Chunks handed out by successful PREPARE_RETRIEVE. */
         RETRIEVE_HIT_CHUNKS(StoreCounters.RETRIEVE_HIT_CHUNKS, "retrieve_hit_chunks", TOTAL,
             "Chunks handed out by successful PREPARE_RETRIEVE."),
-        /** PREPARE_RETRIEVE answered MISS. */
+        /** PREPARE_RETRIEVE answered without its whole range: MISS, or a PREFIX answer short of it. */
         RETRIEVE_MISSES(StoreCounters.RETRIEVE_MISSES, "retrieve_misses", TOTAL,
-            "PREPARE_RETRIEVE answered MISS."),
+            "PREPARE_RETRIEVE answered without its whole range: MISS, or a PREFIX answer short of it."),
         /** Chunks made readable by COMMIT_STORE. */
         STORED_CHUNKS(StoreCounters.STORED_CHUNKS, "stored_chunks", TOTAL,
             "Chunks made readable by COMMIT_STORE."),

@@ -62,7 +62,7 @@ class BadRequestTest
     void shouldAnswerInvalidRequestWhenFlagsAreUnknown()
     {
         populate();
-        for (final int flags : new int[]{ 256, 1 << 31, -1, 128 | RequestFlags.PIN })
+        for (final int flags : new int[]{ 256, 1 << 31, -1, 512 | RequestFlags.PIN })
         {
             final StoreCommand lookup = h.raw(RequestType.LOOKUP, A);
             lookup.flags = flags;
@@ -75,6 +75,31 @@ class BadRequestTest
             clear.flags = flags | RequestFlags.FORCE;
             assertEquals(Status.INVALID_REQUEST, h.store.execute(clear).status);
         }
+        assertUntouched();
+    }
+
+    @Test
+    void shouldAnswerInvalidRequestWhenPrefixIsOnAnotherTypeOrWithFromLookup()
+    {
+        populate();
+        for (final int type : new int[]{ RequestType.LOOKUP, RequestType.PREPARE_STORE, RequestType.LOOKUP_ALL_RANKS,
+            RequestType.COMMIT_RETRIEVE, RequestType.RELEASE, RequestType.CLEAR })
+        {
+            final StoreCommand c = h.raw(type, A);
+            c.flags = RequestFlags.PREFIX;
+            c.chunkCount = 1;
+            c.keyLo[0] = 1;
+            c.transferId = pending;
+            assertEquals(Status.INVALID_REQUEST, h.store.execute(c).status, RequestType.name(type));
+            assertEquals("PREFIX is a PREPARE_RETRIEVE flag", c.message);
+        }
+        final long lookup = h.pinned(A, ids(1, 2), 2);
+        final StoreCommand takeOver = h.raw(RequestType.PREPARE_RETRIEVE, A);
+        takeOver.flags = RequestFlags.PREFIX | RequestFlags.FROM_LOOKUP;
+        takeOver.transferId = lookup;
+        assertEquals(Status.INVALID_REQUEST, h.store.execute(takeOver).status);
+        assertEquals("PREFIX and FROM_LOOKUP together", takeOver.message);
+        assertEquals(Status.OK, h.store.release(A, lookup).status, "the lookup is not taken over");
         assertUntouched();
     }
 

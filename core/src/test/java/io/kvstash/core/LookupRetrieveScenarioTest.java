@@ -1,5 +1,6 @@
 package io.kvstash.core;
 
+import io.kvstash.wire.RequestFlags;
 import io.kvstash.wire.Status;
 import io.kvstash.wire.hash.ChunkHasher;
 import org.junit.jupiter.api.Test;
@@ -15,7 +16,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 
 /**
- * LOOKUP / LOOKUP_ALL_RANKS / RELEASE / PREPARE_RETRIEVE / COMMIT_RETRIEVE and key
+ * LOOKUP / LOOKUP_ALL_RANKS / RELEASE / PREPARE_RETRIEVE (with and without PREFIX) / COMMIT_RETRIEVE and key
  * namespaces, one edge case per test.
  */
 class LookupRetrieveScenarioTest
@@ -261,6 +262,103 @@ class LookupRetrieveScenarioTest
         assertEquals(Status.UNKNOWN_TRANSFER, h.store.commitRetrieve(A, retrieve).status);
         assertEquals(0, h.pins(A, 1));
         assertArrayEquals(lru, h.lru(), "a late commit does not touch recency");
+        h.assertEmptyOfTransfers();
+    }
+
+    @Test
+    void shouldPinTheReadablePrefixUpToTheGapWhenPrepareRetrieveWithPrefixFindsAChunkAbsent()
+    {
+        h.register(A, RANK0);
+        final StoreCommand store = h.store.prepareStore(A, ids(1, 2, 4, 5));
+        final int[] slots = java.util.Arrays.copyOf(store.slotChunkId, 2);
+        final int[] generations = java.util.Arrays.copyOf(store.slotGeneration, 2);
+        assertEquals(Status.OK, h.store.commitStore(A, store.outTransferId).status);
+        final long[] lru = h.lru();
+        assertEquals(Status.MISS, h.store.prepareRetrieve(A, ids(1, 2, 3, 4, 5)).status, "all or nothing without it");
+        assertEquals(1, h.counter(StoreCounters.RETRIEVE_MISSES));
+
+        final StoreCommand c = h.store.prepareRetrieve(A, ids(1, 2, 3, 4, 5), RequestFlags.PREFIX);
+        assertEquals(Status.OK, c.status, c.message);
+        assertNotEquals(0, c.outTransferId);
+        assertEquals(2, c.slotCount, "chunks 0 and 1 of the range, up to the absent chunk 2");
+        assertArrayEquals(new int[]{ 0, 1 }, java.util.Arrays.copyOf(c.slotRangeIndex, 2));
+        assertArrayEquals(slots, java.util.Arrays.copyOf(c.slotChunkId, 2));
+        assertArrayEquals(generations, java.util.Arrays.copyOf(c.slotGeneration, 2));
+        assertEquals(StoreHarness.CHUNK_BYTES, c.chunkBytes);
+        assertEquals(1, h.pins(A, 1));
+        assertEquals(1, h.pins(A, 2));
+        assertEquals(0, h.pins(A, 4), "after the gap nothing is pinned");
+        assertEquals(0, h.pins(A, 5));
+        assertEquals(-1, h.pins(A, 3));
+        assertEquals(2, h.book().pinnedChunks());
+        assertEquals(2, h.counter(StoreCounters.RETRIEVE_HIT_CHUNKS));
+        assertEquals(2, h.counter(StoreCounters.RETRIEVE_MISSES), "a range answered short counts a retrieve miss");
+        assertArrayEquals(lru, h.lru(), "PREPARE_RETRIEVE leaves recency alone");
+
+        assertEquals(Status.OK, h.store.commitRetrieve(A, c.outTransferId).status);
+        assertEquals(0, h.pins(A, 1));
+        assertEquals(0, h.pins(A, 2));
+        assertEquals(2, h.counter(StoreCounters.RETRIEVED_CHUNKS));
+        assertArrayEquals(new long[]{ 4, 5, 1, 2 }, h.lru(), "only the prefix is used; the chunks after the gap stay");
+        assertEquals(2, h.hits(A, ids(4, 5)), "the chunks after the gap are still there");
+        h.assertInvariants();
+        h.assertEmptyOfTransfers();
+    }
+
+    @Test
+    void shouldEndThePrefixAtAReservedChunkWhenPrepareRetrieveWithPrefix()
+    {
+        h.register(A, RANK0);
+        h.stored(A, ids(1, 2));
+        final long pending = h.prepared(A, ids(3));
+        h.stored(A, ids(4));
+        final StoreCommand c = h.store.prepareRetrieve(A, ids(1, 2, 3, 4), RequestFlags.PREFIX);
+        assertEquals(Status.OK, c.status, c.message);
+        assertEquals(2, c.slotCount, "a reserved chunk is not readable");
+        assertEquals(0, h.pins(A, 4));
+        assertEquals(Status.OK, h.store.release(A, c.outTransferId).status);
+        assertEquals(Status.OK, h.store.commitStore(A, pending).status);
+        h.assertInvariants();
+        h.assertEmptyOfTransfers();
+    }
+
+    @Test
+    void shouldMissAndPinNothingWhenPrepareRetrieveWithPrefixFindsChunkZeroAbsent()
+    {
+        h.register(A, RANK0);
+        h.stored(A, ids(2, 3));
+        final StoreCommand c = h.store.prepareRetrieve(A, ids(1, 2, 3), RequestFlags.PREFIX);
+        assertEquals(Status.MISS, c.status);
+        assertEquals("a chunk of the range is not readable", c.message, "the MISS of a range without the flag");
+        assertEquals(0, c.outTransferId);
+        assertEquals(0, c.slotCount);
+        assertEquals(0, h.pins(A, 2));
+        assertEquals(0, h.pins(A, 3));
+        assertEquals(1, h.counter(StoreCounters.RETRIEVE_MISSES));
+        assertEquals(0, h.counter(StoreCounters.RETRIEVE_HIT_CHUNKS));
+        h.assertInvariants();
+        h.assertEmptyOfTransfers();
+    }
+
+    @Test
+    void shouldAnswerAsWithoutTheFlagWhenPrepareRetrieveWithPrefixFindsEveryChunk()
+    {
+        h.register(A, RANK0);
+        h.stored(A, ids(1, 2, 3));
+        final StoreCommand plain = h.store.prepareRetrieve(A, ids(3, 1, 2));
+        final int[] chunks = java.util.Arrays.copyOf(plain.slotChunkId, 3);
+        assertEquals(Status.OK, h.store.commitRetrieve(A, plain.outTransferId).status);
+        final StoreCommand c = h.store.prepareRetrieve(A, ids(3, 1, 2), RequestFlags.PREFIX);
+        assertEquals(Status.OK, c.status, c.message);
+        assertEquals(3, c.slotCount);
+        assertArrayEquals(chunks, java.util.Arrays.copyOf(c.slotChunkId, 3));
+        assertEquals(0, h.counter(StoreCounters.RETRIEVE_MISSES), "the whole range: no miss");
+        assertEquals(6, h.counter(StoreCounters.RETRIEVE_HIT_CHUNKS));
+        assertEquals(Status.OK, h.store.commitRetrieve(A, c.outTransferId).status);
+        final StoreCommand empty = h.store.prepareRetrieve(A, ids(), RequestFlags.PREFIX);
+        assertEquals(Status.OK, empty.status);
+        assertEquals(0, empty.outTransferId);
+        h.assertInvariants();
         h.assertEmptyOfTransfers();
     }
 

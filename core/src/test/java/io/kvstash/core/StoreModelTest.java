@@ -168,8 +168,9 @@ class StoreModelTest
                 case LOOKUP_ALL_RANKS:
                     return "LOOKUP_ALL_RANKS " + ALL_RANKS_MODELS[layout] + "/" + ALL_RANKS_WORLDS[layout] + " " + range;
                 case PREPARE_STORE:
-                case PREPARE_RETRIEVE:
                     return kind + " inst=" + instance + " " + range;
+                case PREPARE_RETRIEVE:
+                    return kind + " inst=" + instance + " " + range + (flag ? " prefix" : "");
                 case RELEASE:
                 case COMMIT_STORE:
                 case ABORT_STORE:
@@ -234,7 +235,8 @@ class StoreModelTest
             "PREPARE_STORE/OK/evicted", "PREPARE_STORE/OK/partial", "COMMIT_STORE/OK", "COMMIT_STORE/UNKNOWN_TRANSFER",
             "COMMIT_STORE/expired", "ABORT_STORE/OK", "LOOKUP/OK/pinned", "LOOKUP/OK/partial", "LOOKUP/BUSY", "PREPARE_RETRIEVE/BUSY",
             "LOOKUP_ALL_RANKS/OK/hit", "LOOKUP_ALL_RANKS/INVALID_REQUEST", "RELEASE/OK", "RELEASE/expired",
-            "PREPARE_RETRIEVE/OK", "PREPARE_RETRIEVE/MISS", "RETRIEVE_FROM_LOOKUP/OK", "COMMIT_RETRIEVE/OK",
+            "PREPARE_RETRIEVE/OK", "PREPARE_RETRIEVE/MISS", "PREPARE_RETRIEVE/OK/prefix",
+            "PREPARE_RETRIEVE/MISS/prefix", "RETRIEVE_FROM_LOOKUP/OK", "COMMIT_RETRIEVE/OK",
             "COMMIT_RETRIEVE/expired", "WRITE_DATA/OK", "WRITE_DATA/INVALID_REQUEST", "READ_DATA/OK/checked",
             "REGISTER/OK", "REGISTER/LAYOUT_MISMATCH", "REGISTER/INVALID_LAYOUT", "REGISTER/BUSY",
             "UNREGISTER/OK/ended", "UNREGISTER/OK/unknown", "CLEAR/OK/force", "CLEAR/OK/removed", "SWEEP/OK/reclaimed",
@@ -622,8 +624,9 @@ class StoreModelTest
                 }
                 case BAD_FLAGS:
                 {
-                    // QUIET (64, refused on every type but COMMIT_RETRIEVE, LOOKUP and LOOKUP_ALL_RANKS) or a bit
-                    // above every flag a client or the server may set.
+                    // QUIET (64, refused on every type but COMMIT_RETRIEVE, LOOKUP and LOOKUP_ALL_RANKS), PREFIX
+                    // (128, refused on every type but PREPARE_RETRIEVE) or a bit above every flag a client or the
+                    // server may set.
                     final int shift = a.pick % 12;
                     final int[] types = 0 == shift ? new int[]{ RequestType.CLEAR, RequestType.PREPARE_STORE } :
                         new int[]{ RequestType.LOOKUP, RequestType.CLEAR, RequestType.PREPARE_STORE };
@@ -1146,7 +1149,8 @@ class StoreModelTest
 
         private void prepareRetrieve(final Action a)
         {
-            final StoreCommand c = store.prepareRetrieve(a.instance, chunkKeys(a));
+            // a.flag: PREFIX, the readable leading chunks rather than all or nothing.
+            final StoreCommand c = store.prepareRetrieve(a.instance, chunkKeys(a), a.flag ? RequestFlags.PREFIX : 0);
             if (overlong(a, c))
             {
                 return;
@@ -1164,13 +1168,14 @@ class StoreModelTest
                 assertEquals(0, c.outTransferId);
                 return;
             }
-            if (readablePrefix(keys) < keys.size())
+            final int readable = readablePrefix(keys);
+            if (readable < keys.size() && (!a.flag || 0 == readable))
             {
                 expected[StoreCounters.RETRIEVE_MISSES]++;
                 assertEquals(Status.name(Status.MISS), Status.name(c.status), a.describe());
                 assertEquals(0, c.outTransferId);
                 assertEquals(0, c.slotCount);
-                cover(a, "MISS");
+                cover(a, a.flag ? "MISS/prefix" : "MISS");
                 return;
             }
             if (pending.size() == maxTransfers)
@@ -1179,9 +1184,10 @@ class StoreModelTest
                 return;
             }
             expectStatus(a, Status.OK, c);
-            newTransfer(c, KIND_RETRIEVE, a.instance, keys);
+            final List<Key> pinned = keys.subList(0, readable);
+            newTransfer(c, KIND_RETRIEVE, a.instance, new ArrayList<>(pinned));
             final List<Chunk> slots = new ArrayList<>();
-            for (final Key key : keys)
+            for (final Key key : pinned)
             {
                 final Chunk chunk = chunks.get(key);
                 chunk.pins++;
@@ -1191,7 +1197,12 @@ class StoreModelTest
             {
                 assertEquals(i, c.slotRangeIndex[i]);
             }
-            expected[StoreCounters.RETRIEVE_HIT_CHUNKS] += keys.size();
+            if (readable < keys.size())
+            {
+                expected[StoreCounters.RETRIEVE_MISSES]++;
+                cover(a, "OK/prefix");
+            }
+            expected[StoreCounters.RETRIEVE_HIT_CHUNKS] += readable;
             checkSlots(a, c, slots, SlotTableDescriptor.STATE_READABLE, layout.chunkBytes(CHUNK_TOKENS));
         }
 

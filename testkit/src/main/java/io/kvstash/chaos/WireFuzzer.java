@@ -258,6 +258,28 @@ final class WireFuzzer
     }
 
     /**
+     * Flags of a valid request: mostly none, PIN or FORCE; sometimes FROM_LOOKUP or PREFIX (each refused on most
+     * types), rarely both (refused on every type).
+     */
+    private static int validFlags(final SplittableRandom random)
+    {
+        final int pick = random.nextInt(16);
+        if (pick < 2)
+        {
+            return RequestFlags.FROM_LOOKUP;
+        }
+        if (pick < 4)
+        {
+            return RequestFlags.PREFIX;
+        }
+        if (4 == pick)
+        {
+            return RequestFlags.PREFIX | RequestFlags.FROM_LOOKUP;
+        }
+        return random.nextInt(3);
+    }
+
+    /**
      * A valid request of a type, with plausible values.
      */
     private static byte[] valid(final SplittableRandom random, final int type, final long correlationId)
@@ -268,8 +290,7 @@ final class WireFuzzer
         b.putLong(correlationId).putLong(1 + random.nextInt(2)).putLong(random.nextInt(4) == 0 ? random.nextLong() :
             ((long)(1 + random.nextInt(3)) << 32) | random.nextInt(8));
         b.putLong(random.nextInt(4) == 0 ? random.nextLong() : 0);
-        final int flags = random.nextInt(8) == 0 ? RequestFlags.FROM_LOOKUP : random.nextInt(3);
-        b.putInt(flags);
+        b.putInt(validFlags(random));
         switch (type)
         {
             case RequestType.REGISTER:

@@ -37,10 +37,17 @@ public final class RequestFlags
      * each step while a request waits).
      */
     public static final int QUIET = 64;
+    /**
+     * PREPARE_RETRIEVE by keys or tokens only: load what is there. Instead of all or nothing, the readable leading
+     * chunks of the range (chunk 0 up to, not including, the first chunk that is absent or not readable) are pinned
+     * and answered OK with one slot per chunk of that prefix (range indices 0..k-1); a range whose chunk 0 is not
+     * readable is a MISS, exactly as without the flag. Refused on any other type and with {@link #FROM_LOOKUP}.
+     */
+    public static final int PREFIX = 128;
     /** The flags that only a LOOKUP may carry: on any other type, or both at once, they are refused. */
     public static final int LOOKUP_ONLY = L2_WAIT | L2_POLL;
     /** Every flag a client's request may carry. */
-    public static final int CLIENT_MASK = PIN | FORCE | FROM_LOOKUP | L2_WAIT | L2_POLL | QUIET;
+    public static final int CLIENT_MASK = PIN | FORCE | FROM_LOOKUP | L2_WAIT | L2_POLL | QUIET | PREFIX;
 
     private RequestFlags()
     {
@@ -48,8 +55,9 @@ public final class RequestFlags
 
     /**
      * Why a request's known flags do not fit its type: L2_WAIT or L2_POLL on anything but a LOOKUP, or both at
-     * once; QUIET on anything but a COMMIT_RETRIEVE, LOOKUP or LOOKUP_ALL_RANKS. (Other known flags on a type that
-     * does not use them are ignored.)
+     * once; QUIET on anything but a COMMIT_RETRIEVE, LOOKUP or LOOKUP_ALL_RANKS; PREFIX on anything but a
+     * PREPARE_RETRIEVE, or together with FROM_LOOKUP. (Other known flags on a type that does not use them are
+     * ignored.)
      *
      * @param type  the request type.
      * @param flags the request's flags.
@@ -73,6 +81,17 @@ public final class RequestFlags
             RequestType.LOOKUP_ALL_RANKS != type)
         {
             return "QUIET is a COMMIT_RETRIEVE, LOOKUP and LOOKUP_ALL_RANKS flag";
+        }
+        if ((flags & PREFIX) != 0)
+        {
+            if (RequestType.PREPARE_RETRIEVE != type)
+            {
+                return "PREFIX is a PREPARE_RETRIEVE flag";
+            }
+            if ((flags & FROM_LOOKUP) != 0)
+            {
+                return "PREFIX and FROM_LOOKUP together";
+            }
         }
         return null;
     }

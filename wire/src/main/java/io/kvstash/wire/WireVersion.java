@@ -20,9 +20,10 @@ public final class WireVersion
      * {@link RequestFlags#L2_WAIT} and {@link RequestFlags#L2_POLL}, the tier's 16 bytes in their answers, and the
      * control file's Features word ({@link io.kvstash.wire.file.ControlFileDescriptor#FEATURES_OFFSET}). 2: the
      * config's eviction policy word ({@link io.kvstash.wire.file.ControlFileDescriptor#EVICTION_POLICY_OFFSET}) and
-     * the counter {@code cold_chunks}.
+     * the counter {@code cold_chunks}. 3: the PREPARE_RETRIEVE flag {@link RequestFlags#PREFIX} (the readable leading
+     * chunks of a range, instead of all or nothing).
      */
-    public static final int MINOR = 2;
+    public static final int MINOR = 3;
     /** Patch version. */
     public static final int PATCH = 0;
     /** The packed version this code writes. */

@@ -8,7 +8,8 @@ import io.kvstash.wire.Status;
 
 /**
  * The retrieve path and the data requests: PREPARE_RETRIEVE (the chunks of a range pinned under a retrieve
- * transfer, all readable or a MISS, or a pinning LOOKUP's transfer taken over), COMMIT_RETRIEVE (the pins
+ * transfer, all readable or a MISS; with {@link RequestFlags#PREFIX} its readable leading chunks; or a pinning
+ * LOOKUP's transfer taken over), COMMIT_RETRIEVE (the pins
  * released, the chunks used in the eviction order), and WRITE_DATA / READ_DATA (where one chunk of a pending
  * store or retrieve lies). Each answers slot ids with their generations; the bytes are moved by later stages.
  * <p>
@@ -53,7 +54,9 @@ final class ChunkRetrievals
     /**
      * PREPARE_RETRIEVE: with RequestFlags.FROM_LOOKUP takes over the pins of the command's lookup transfer as a
      * retrieve with a new lease; else pins the command's range under a new retrieve transfer when every chunk of
-     * it is readable (MISS otherwise). Answers where the chunks lie.
+     * it is readable (MISS otherwise), or with RequestFlags.PREFIX its readable leading chunks up to the first one
+     * that is not (MISS when chunk 0 is not). Answers where the chunks lie. A range answered without all of its
+     * chunks counts one retrieve miss: a MISS, or an OK of PREFIX that pins part of it.
      *
      * @param command the request; its outcome fields are written.
      */
@@ -84,24 +87,25 @@ final class ChunkRetrievals
                 command.done = true;
                 return;
             }
-            for (int i = 0; i < n; i++)
+            final int readable = readablePrefix(ns, command, n);
+            if (readable < n && (0 == readable || (command.flags & RequestFlags.PREFIX) == 0))
             {
-                final int id = index.find(ns, command.keyHi[i], command.keyLo[i]);
-                if (id < 0 || !slots.isReadable(id))
-                {
-                    counters.increment(StoreCounters.RETRIEVE_MISSES);
-                    command.status = Status.MISS;
-                    command.message = "a chunk of the range is not readable";
-                    command.done = true;
-                    return;
-                }
-                scratchIds[i] = id;
+                counters.increment(StoreCounters.RETRIEVE_MISSES);
+                command.status = Status.MISS;
+                command.message = "a chunk of the range is not readable";
+                command.done = true;
+                return;
             }
-            t = leases.openPinned(scratchIds, n, TransferTable.KIND_RETRIEVE, instance, leases.deadlineNs(command));
+            t = leases.openPinned(
+                scratchIds, readable, TransferTable.KIND_RETRIEVE, instance, leases.deadlineNs(command));
             if (t < 0)
             {
                 command.fail(Status.BUSY, "pending transfer limit reached");
                 return;
+            }
+            if (readable < n)
+            {
+                counters.increment(StoreCounters.RETRIEVE_MISSES);
             }
         }
         final int n = transfers.count(t);
@@ -119,6 +123,28 @@ final class ChunkRetrievals
         command.slotCount = n;
         command.chunkBytes = instances.chunkBytes(instance);
         command.slotBytes = regions.classSlotBytes(instances.slotClass(instance));
+    }
+
+    /**
+     * The readable leading chunks of the command's range, their slot ids in {@code scratchIds}.
+     *
+     * @param ns      the instance's namespace for the command's salt.
+     * @param command the request, its keys decoded.
+     * @param n       chunks in the range.
+     * @return how many: the index of the first chunk that is absent or not readable, or {@code n}.
+     */
+    private int readablePrefix(final long ns, final StoreCommand command, final int n)
+    {
+        for (int i = 0; i < n; i++)
+        {
+            final int id = index.find(ns, command.keyHi[i], command.keyLo[i]);
+            if (id < 0 || !slots.isReadable(id))
+            {
+                return i;
+            }
+            scratchIds[i] = id;
+        }
+        return n;
     }
 
     /**

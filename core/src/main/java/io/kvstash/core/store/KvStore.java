@@ -343,7 +343,23 @@ public final class KvStore
      */
     public StoreCommand prepareRetrieve(final long instanceId, final ChunkKeys keys)
     {
-        return execute(withKeys(begin(RequestType.PREPARE_RETRIEVE, instanceId), keys));
+        return prepareRetrieve(instanceId, keys, 0);
+    }
+
+    /**
+     * PREPARE_RETRIEVE by key range with flags: with {@link io.kvstash.wire.RequestFlags#PREFIX} it pins the
+     * readable leading chunks of the range (MISS only when chunk 0 is not readable).
+     *
+     * @param instanceId instance.
+     * @param keys       key range.
+     * @param flags      request flags.
+     * @return outcome: transfer id and slots, or MISS.
+     */
+    public StoreCommand prepareRetrieve(final long instanceId, final ChunkKeys keys, final int flags)
+    {
+        final StoreCommand c = withKeys(begin(RequestType.PREPARE_RETRIEVE, instanceId), keys);
+        c.flags = flags;
+        return execute(c);
     }
 
     /**

@@ -1,6 +1,7 @@
 package io.kvstash.pipeline.journal;
 
 import io.kvstash.core.StoreCommand;
+import io.kvstash.wire.RequestFlags;
 import io.kvstash.wire.RequestType;
 import io.kvstash.wire.Status;
 import org.agrona.concurrent.UnsafeBuffer;
@@ -229,7 +230,7 @@ class RecordCodecTest
     {
         final StoreCommand c = new StoreCommand(MAX_CHUNKS, MAX_INLINE).reset();
         c.type = type;
-        c.flags = random.nextBoolean() ? 0 : random.nextInt(8);
+        c.flags = random.nextBoolean() ? 0 : random.nextInt(RequestFlags.CLIENT_MASK + 1);
         c.correlationId = random.nextBoolean() ? random.nextLong(1, 1_000_000) : random.nextLong();
         c.instanceId = random.nextInt(4) == 0 ? 0 : random.nextLong();
         c.transferId = random.nextInt(3) == 0 ? 0 : random.nextLong();

@@ -160,6 +160,34 @@ class RequestDecoderTest
     }
 
     @Test
+    void shouldTakePrefixOnAPrepareRetrieveByKeysAndRefuseItOnEveryOtherTypeOrWithFromLookup()
+    {
+        final int length = writePrepare(0, 2, 2);
+        buffer.putInt(WireDescriptor.FLAGS_OFFSET, RequestFlags.PREFIX, LE);
+        StoreCommand c = event.reset();
+        assertTrue(decoder.decode(RequestType.PREPARE_RETRIEVE, buffer, 0, length, event));
+        assertEquals(0, event.decodeStatus, c.message);
+        assertEquals(RequestFlags.PREFIX, c.flags);
+        assertEquals(2, c.chunkCount, "the keys are decoded");
+        for (int type = 0; type < RequestType.COUNT; type++)
+        {
+            if (RequestType.PREPARE_RETRIEVE == type || RequestType.SWEEP == type || RequestType.REAP == type)
+            {
+                continue;
+            }
+            c = event.reset();
+            assertTrue(decoder.decode(type, buffer, 0, length, event));
+            assertEquals(Status.INVALID_REQUEST, event.decodeStatus, RequestType.name(type));
+            assertEquals("PREFIX is a PREPARE_RETRIEVE flag", c.message, RequestType.name(type));
+        }
+        buffer.putInt(WireDescriptor.FLAGS_OFFSET, RequestFlags.PREFIX | RequestFlags.FROM_LOOKUP, LE);
+        c = event.reset();
+        assertTrue(decoder.decode(RequestType.PREPARE_RETRIEVE, buffer, 0, length, event));
+        assertEquals(Status.INVALID_REQUEST, event.decodeStatus);
+        assertEquals("PREFIX and FROM_LOOKUP together", c.message);
+    }
+
+    @Test
     void shouldReserveRoomForTheTierTicketsOfAWaitingLookup()
     {
         final int length = writePrepare(0, MAX_CHUNKS, MAX_CHUNKS);
