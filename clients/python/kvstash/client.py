@@ -5,6 +5,7 @@ One ``Client`` per process and thread: it is not thread-safe and must not be sha
 loads and stores used for shared words are release/acquire accesses on x86-64, and what ARM would need.
 """
 
+import contextlib
 import fcntl
 import mmap
 import os
@@ -160,6 +161,7 @@ class Client:
                                "set KVSTASH_ALLOW_WEAK_MEMORY=1 to run it anyway")
         self.directory = os.path.abspath(directory or default_directory())
         self.timeout = float(timeout)
+        self.deadline = None                # time.monotonic() past which no wait goes on (see bounded())
         self.copy_transport = bool(copy_transport)
         self.pretouch = bool(pretouch)
         self._closed = False
@@ -432,17 +434,18 @@ class Client:
                                       salt & d.MASK64, flags, key_mode) + body
         if self._request.offer(msg_type, part1, data):
             return correlation
-        deadline = time.monotonic() + self.timeout
-        next_check = time.monotonic() + LIVENESS_CHECK_INTERVAL_S
+        start = time.monotonic()
+        deadline = self._deadline_from(start)
+        next_check = min(start + LIVENESS_CHECK_INTERVAL_S, deadline)
         while not self._request.offer(msg_type, part1, data):
             if not self._drain():
                 os.sched_yield()
             now = time.monotonic()
             if now >= next_check:
                 self.check_connection()
-                next_check = now + LIVENESS_CHECK_INTERVAL_S
-                if now > deadline:
-                    raise KvStashTimeoutError("no room in the request ring for %.1f s" % self.timeout)
+                next_check = min(now + LIVENESS_CHECK_INTERVAL_S, deadline)
+                if now >= deadline:
+                    raise KvStashTimeoutError("no room in the request ring within %.3f s" % (now - start))
         return correlation
 
     def _drain(self):
@@ -477,8 +480,8 @@ class Client:
 
     def _wait_for(self, correlation):
         start = time.monotonic()
-        next_check = start + LIVENESS_CHECK_INTERVAL_S
-        deadline = start + self.timeout
+        deadline = self._deadline_from(start)
+        next_check = min(start + LIVENESS_CHECK_INTERVAL_S, deadline)
         yield_until = start + YIELD_PHASE_S
         pause = SLEEP_MIN_S
         while True:
@@ -501,10 +504,28 @@ class Client:
                 pause = min(pause * 2, SLEEP_MAX_S)
             if now >= next_check:
                 self.check_connection()
-                next_check = now + LIVENESS_CHECK_INTERVAL_S
-                if now > deadline:
-                    raise KvStashTimeoutError("no response to request %d within %.1f s"
-                                              % (correlation, self.timeout))
+                next_check = min(now + LIVENESS_CHECK_INTERVAL_S, deadline)
+                if now >= deadline:
+                    raise KvStashTimeoutError("no response to request %d within %.3f s"
+                                              % (correlation, now - start))
+
+    def _deadline_from(self, start):
+        """When a wait that starts at ``start`` gives up: ``timeout`` later, or at ``deadline`` if that is sooner."""
+        end = start + self.timeout
+        return end if self.deadline is None else min(end, self.deadline)
+
+    @contextlib.contextmanager
+    def bounded(self, seconds):
+        """Within the block, every wait of this client (for ring room and for responses) ends at most ``seconds``
+        from now, whatever ``timeout`` says; the block ends with the earlier bound restored. A wait past it raises
+        KvStashTimeoutError. For callers that owe one bound to a whole sequence of calls (an engine's request)."""
+        previous = self.deadline
+        end = time.monotonic() + max(0.0, float(seconds))
+        self.deadline = end if previous is None else min(previous, end)
+        try:
+            yield self
+        finally:
+            self.deadline = previous
 
     def _call(self, msg_type, instance=0, transfer=0, salt=0, flags=0, key_mode=0, body=b"", data=None):
         correlation = self._send(msg_type, instance, transfer, salt, flags, key_mode, body, data)

@@ -40,17 +40,23 @@ class Reconnecting:
         self.reconnects = 0
         self.last_error = ""
 
-    def get(self):
-        """The connected client, or None while the server is unavailable (not tried again before its time)."""
+    def get(self, bound_s=None):
+        """The connected client, or None while the server is unavailable (not tried again before its time).
+        ``bound_s``: at most this long for a new connection (what is left of a caller's own bound); none is tried
+        when it is 0 or less."""
         if self.client is not None:
             return self.client
         if time.monotonic() < self.next_try:
             return None
+        timeout = self.timeout_s if bound_s is None else min(self.timeout_s, bound_s)
+        if timeout <= 0:
+            return None
         client = None
         try:
-            client = connect(self.directory, timeout=self.timeout_s, copy_transport=self.copy_transport)
+            client = connect(self.directory, timeout=timeout, copy_transport=self.copy_transport)
             if self.on_connect is not None:
                 self.on_connect(client)
+            client.timeout = self.timeout_s         # the bound was this attempt's; later calls have their own
         except (KvStashError, OSError, RuntimeError, ValueError) as ex:
             if client is not None:
                 close_quietly(client)
