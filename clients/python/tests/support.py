@@ -123,6 +123,10 @@ class Server:
         if self.process is None:
             return
         try:
+            self.process.send_signal(signal.SIGCONT)             # a paused server could not shut down
+        except OSError:
+            pass
+        try:
             self.process.stdin.close()
         except OSError:
             pass
@@ -148,6 +152,14 @@ class Server:
         self.process.send_signal(signal.SIGKILL)
         self.process.wait()
         self._release_pipes()
+
+    def pause(self):
+        """SIGSTOP: the server stops answering (and its heartbeat stops) while its process lives."""
+        self.process.send_signal(signal.SIGSTOP)
+
+    def resume(self):
+        """SIGCONT after pause()."""
+        self.process.send_signal(signal.SIGCONT)
 
     def close(self):
         """Stops the server and removes its directory."""

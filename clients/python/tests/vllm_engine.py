@@ -2,13 +2,23 @@
 
 vLLM's real ``Scheduler``, ``Request`` and block hasher on a CPU device config (a small Llama config written
 to a temporary directory: no hub, no weights), one ``KvStashConnector`` worker per tensor-parallel rank with
-CPU caches in vLLM's own layout, and a stand-in forward pass that writes each scheduled token's K and V as a
-function of (token, position, layer, rank), so that every loaded block can be checked bit for bit.
+CPU caches in vLLM's own layout, and a stand-in forward pass. The step follows vLLM's model runner and engine
+core: the handshake metadata goes from the workers to the scheduler's connector once the caches are registered;
+each step binds the metadata, starts the loads (before the forward when the step has synchronous loads, after it
+otherwise), runs the forward, waits for the saves, and collects finished transfers, load errors and worker metadata
+from every rank the way vLLM's output aggregator does (a transfer is finished once every rank says so).
+
+The stand-in model behaves like attention where it matters here: the K and V it writes at a position depend on the
+token, the position, the layer, the rank and a digest of the whole previous block **as it is in the cache** (every
+rank, every layer). A block holding wrong KV therefore makes every later block the forward computes wrong too, as
+in a real model, and the right KV of any block is a function of the token prefix alone (``KvModel.expected``), so
+every loaded, computed or stored byte can be checked.
 
 Run as a script it plays one engine process and prints one JSON line (the two-engine test):
 ``python vllm_engine.py DIR store|load TOKENS_JSON``.
 """
 
+import collections
 import json
 import os
 import sys
@@ -29,10 +39,11 @@ from vllm.v1.core.kv_cache_utils import get_request_block_hasher, init_none_hash
 from vllm.v1.core.sched.scheduler import Scheduler                    # noqa: E402
 from vllm.v1.kv_cache_interface import FullAttentionSpec, KVCacheConfig, KVCacheGroupSpec  # noqa: E402
 from vllm.v1.outputs import KVConnectorOutput, ModelRunnerOutput     # noqa: E402
-from vllm.v1.request import Request                                   # noqa: E402
+from vllm.v1.request import Request, RequestStatus                    # noqa: E402
 from vllm.v1.structured_output import StructuredOutputManager         # noqa: E402
 
-from kvstash.vllm import KvStashConnector                             # noqa: E402
+import kvstash                                                        # noqa: E402
+from kvstash.vllm import KvStashConnector, chunk_key                  # noqa: E402
 
 BLOCK = 16
 LAYERS, HEADS, HEAD = 2, 2, 16
@@ -40,27 +51,28 @@ MODEL_CONFIG = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "h
                 "intermediate_size": 128, "num_attention_heads": 4, "num_key_value_heads": HEADS, "head_dim": HEAD,
                 "num_hidden_layers": LAYERS, "vocab_size": 32000, "max_position_embeddings": 8192,
                 "rms_norm_eps": 1e-6, "torch_dtype": "bfloat16"}
-_model_dir = None
+_model_dirs = {}
 
 
-def model_dir():
-    """A directory holding a small Llama config.json (vLLM reads the architecture from it, nothing else)."""
-    global _model_dir
-    if _model_dir is None:
-        _model_dir = tempfile.mkdtemp(prefix="kvstash-vllm-model-")
-        with open(os.path.join(_model_dir, "config.json"), "w") as f:
-            json.dump(MODEL_CONFIG, f)
-    return _model_dir
+def model_dir(config=None):
+    """A fresh temporary directory (one per process and config) holding a small Llama config.json: vLLM reads the
+    architecture from it, and kvstash the checkpoint's identity (equal configs in two directories are one
+    checkpoint)."""
+    text = json.dumps(config or MODEL_CONFIG, sort_keys=True)
+    if text not in _model_dirs:
+        directory = tempfile.mkdtemp(prefix="kvstash-vllm-model-")
+        with open(os.path.join(directory, "config.json"), "w") as f:
+            f.write(text)
+        _model_dirs[text] = directory
+    return _model_dirs[text]
 
 
-def vllm_config(directory, role="kv_both", tp=1, rank=0, extra=None, batched_tokens=8192):
-    # The model directory is a fresh temporary one per process: name the model, as engines that share
-    # a store serve the same model name.
-    extra_config = {"dir": directory, "timeout_s": 2.0, "reconnect_s": 0.2, "log_interval_s": 0,
-                    "model": "kvstash-test/tiny-llama"}
+def vllm_config(directory, role="kv_both", tp=1, rank=0, extra=None, batched_tokens=8192, model_config=None):
+    extra_config = {"dir": directory, "timeout_s": 2.0, "reconnect_s": 0.2, "log_interval_s": 0}
     extra_config.update(extra or {})
     return VllmConfig(
-        model_config=ModelConfig(model=model_dir(), skip_tokenizer_init=True, dtype="bfloat16", max_model_len=8192),
+        model_config=ModelConfig(model=model_dir(model_config), skip_tokenizer_init=True, dtype="bfloat16",
+                                 max_model_len=8192),
         scheduler_config=SchedulerConfig(max_num_seqs=16, max_num_batched_tokens=batched_tokens, max_model_len=8192,
                                          is_encoder_decoder=False, enable_chunked_prefill=True),
         cache_config=CacheConfig(block_size=BLOCK, cache_dtype="auto", enable_prefix_caching=True),
@@ -71,20 +83,60 @@ def vllm_config(directory, role="kv_both", tp=1, rank=0, extra=None, batched_tok
         device_config=DeviceConfig("cpu"))
 
 
-def kv_value(token, position, layer, kv, rank):
-    """The stand-in model's K (kv=0) or V (kv=1) of one token: a deterministic bf16 vector."""
-    base = float((token * 131 + position * 31 + layer * 7 + kv * 3 + rank * 5) % 997) / 8.0
-    return (torch.arange(HEADS * HEAD, dtype=torch.float32) / 64.0 + base).to(torch.bfloat16).view(HEADS, HEAD)
+class KvModel:
+    """The stand-in model's KV (see the module doc): K/V at position p of layer l on rank r are a bf16 vector that
+    depends on (token p, p, l, r, digest of block p // BLOCK - 1 over every rank and layer)."""
+
+    def __init__(self, tp):
+        self.tp = tp
+        gen = torch.Generator().manual_seed(7)
+        self.weights = torch.randint(1, 1 << 20, (tp, LAYERS, HEADS, BLOCK, 2 * HEAD), generator=gen,
+                                     dtype=torch.int64)
+        self.ramp = torch.arange(HEADS * HEAD, dtype=torch.float32) / 64.0
+        self._memo = {}
+
+    def digest(self, block):
+        """A 61-bit digest of one block's KV, ``[tp, layers, heads, BLOCK, 2 * head]`` bf16."""
+        return int((block.view(torch.int16).to(torch.int64) * self.weights).sum()) & ((1 << 61) - 1)
+
+    def values(self, digest, tokens, positions, layer, kv, rank):
+        """``[len(tokens), heads, head]`` bf16: K (kv 0) or V (kv 1) of the tokens at the positions."""
+        base = torch.tensor([((digest * 1000003 + t * 131 + p * 31 + layer * 7 + kv * 3 + rank * 5) % 997) / 8.0
+                             for t, p in zip(tokens, positions)], dtype=torch.float32)
+        return (self.ramp[None, :] + base[:, None]).to(torch.bfloat16).view(len(tokens), HEADS, HEAD)
+
+    def block(self, digest, tokens, first_position):
+        """The whole right block after a block of ``digest``: ``[tp, layers, heads, BLOCK, 2 * head]``."""
+        out = torch.empty((self.tp, LAYERS, HEADS, BLOCK, 2 * HEAD), dtype=torch.bfloat16)
+        positions = range(first_position, first_position + BLOCK)
+        for rank in range(self.tp):
+            for layer in range(LAYERS):
+                for kv in (0, 1):
+                    out[rank, layer, :, :, kv * HEAD:(kv + 1) * HEAD] = \
+                        self.values(digest, tokens, positions, layer, kv, rank).permute(1, 0, 2)
+        return out
+
+    def expected(self, tokens, blocks):
+        """The right KV of the first ``blocks`` full blocks of ``tokens``, a list of block tensors."""
+        out, digest = [], 0
+        for b in range(blocks):
+            key = (digest, tuple(tokens[b * BLOCK:(b + 1) * BLOCK]))
+            block = self._memo.get(key)
+            if block is None:
+                block = self._memo[key] = self.block(digest, key[1], b * BLOCK)
+            out.append(block)
+            digest = self.digest(block)
+        return out
 
 
 class Engine:
     """One engine: a scheduler and one worker connector per tensor-parallel rank (see the module doc)."""
 
     def __init__(self, directory, role="kv_both", tp=1, num_blocks=512, extra=None, saving_ranks=None,
-                 batched_tokens=8192):
+                 batched_tokens=8192, model_config=None, handshake=True):
         init_none_hash(sha256)
         self.num_blocks = num_blocks
-        self.configs = [vllm_config(directory, role, tp, r, extra, batched_tokens) for r in range(tp)]
+        self.configs = [vllm_config(directory, role, tp, r, extra, batched_tokens, model_config) for r in range(tp)]
         config = self.configs[0]
         self.kv_cache_config = KVCacheConfig(
             num_blocks=num_blocks, kv_cache_tensors=[],
@@ -95,6 +147,7 @@ class Engine:
         self.scheduler = Scheduler(config, self.kv_cache_config, StructuredOutputManager(config), block_size=BLOCK,
                                    log_stats=True)
         self.hasher = get_request_block_hasher(BLOCK, sha256)
+        self.model = KvModel(tp)
         self.workers, self.caches = [], []
         for r in range(tp):
             worker = KvStashConnector(self.configs[r], KVConnectorRole.WORKER, self.kv_cache_config)
@@ -104,6 +157,9 @@ class Engine:
             worker.register_kv_caches(caches)
             self.workers.append(worker)
             self.caches.append(list(caches.values()))
+        if handshake:                           # what EngineCore does once the workers registered their caches
+            self.scheduler.connector.set_xfer_handshake_metadata_pp_aware(
+                {(0, r): w.get_handshake_metadata() for r, w in enumerate(self.workers)})
         self.saving_ranks = set(range(tp)) if saving_ranks is None else set(saving_ranks)
         self.blocks = {}
         self.requests = {}
@@ -111,6 +167,10 @@ class Engine:
         self.mismatched_blocks = 0
         self.checked_blocks = 0
         self.invalid = set()
+        self.finished_sending = set()
+        self.saved = {}                         # (key, salt) -> the token prefix of every chunk a save named
+        self.bad_reads = []                     # (request, block index, block id): wrong KV a forward read
+        self._reads = []
 
     @property
     def connector(self):
@@ -124,12 +184,21 @@ class Engine:
         self.scheduler.add_request(request)
         return request
 
-    def step(self, before_load=None):
-        """One scheduler step: load, check what was loaded, the stand-in forward, save, update."""
+    def abort(self, req_id):
+        self.scheduler.finish_requests(req_id, RequestStatus.FINISHED_ABORTED)
+
+    def step(self, before_load=None, after_forward=None):
+        """One engine step (see the module doc); ``before_load(meta)`` and ``after_forward(meta)`` are the test's
+        moments to break something. Returns (scheduler output, block ids reported as failed loads)."""
         out = self.scheduler.schedule()
         meta = out.kv_connector_metadata
         if before_load is not None:
             before_load(meta)
+        chunk = self.workers[0]._chunk_tokens
+        for save in getattr(meta, "saves", ()):
+            tokens = self.requests[save.req_id].all_token_ids
+            for i, key in enumerate(save.keys):
+                self.saved[(key, save.salt)] = tuple(tokens[:(save.first_chunk + i + 1) * chunk])
         for new in out.scheduled_new_reqs:
             self.blocks[new.req_id] = list(new.block_ids[0])
             self.first_computed.setdefault(new.req_id, new.num_computed_tokens)
@@ -140,34 +209,55 @@ class Engine:
                 self.blocks[req_id] = list(new_blocks[0])
             elif new_blocks is not None:
                 self.blocks[req_id].extend(new_blocks[0])
-        invalid = set()
+        sync = out.has_sync_kv_loads
         for worker in self.workers:
             worker.bind_connector_metadata(meta)
-            worker.start_load_kv(None)
-            invalid |= worker.get_block_ids_with_load_errors()
-        self.invalid |= invalid
-        self._check_loads(meta, invalid)
+            if sync:
+                worker.start_load_kv(None)
         starts = {new.req_id: new.num_computed_tokens for new in out.scheduled_new_reqs}
         starts.update(zip(cached.req_ids, cached.num_computed_tokens))
-        for req_id, count in out.num_scheduled_tokens.items():
-            self._forward(req_id, starts[req_id], count)
+        self._forward({req_id: (starts[req_id], count) for req_id, count in out.num_scheduled_tokens.items()})
+        if after_forward is not None:
+            after_forward(meta)
+        invalid, reported, worker_meta = set(), collections.Counter(), None
         for rank, worker in enumerate(self.workers):
-            if rank in self.saving_ranks:
-                worker.wait_for_save()
+            if not sync:
+                worker.start_load_kv(None)
+            if rank not in self.saving_ranks:           # a rank that never stores still finishes its transfers
+                worker.bind_connector_metadata(type(meta)(loads=meta.loads, saves=[], finish=meta.finish))
+            worker.wait_for_save()
+            results = worker.get_transfer_results(out.finished_req_ids)
+            reported.update(results.finished_sending)
+            invalid |= worker.get_block_ids_with_load_errors()
+            mine = worker.build_connector_worker_meta()
+            if mine is not None:
+                worker_meta = mine if worker_meta is None else worker_meta.aggregate(mine)
             worker.clear_connector_metadata()
+        self.invalid |= invalid
+        self._check_loads(meta, invalid)
+        # A forward may read wrong KV behind a block that failed to load in this very step: vLLM throws away what
+        # the request computed from there and recomputes it. Any other wrong block it reads is KV the engine trusted.
+        self.bad_reads.extend((req_id, index, block) for req_id, index, block, right in self._reads
+                              if not right and not invalid.intersection(self.blocks[req_id][:index + 1]))
+        self._reads = []
+        finished = {req_id for req_id, n in reported.items() if n == len(self.workers)}
+        self.finished_sending |= finished
         ids = list(out.num_scheduled_tokens)
         sampled = []
         for req_id in ids:
             request = self.requests[req_id]
             done_prefill = starts[req_id] + out.num_scheduled_tokens[req_id] >= request.num_tokens
             sampled.append([7 + len(request.output_token_ids)] if done_prefill else [])
+        connector_output = KVConnectorOutput(finished_sending=finished or None, invalid_block_ids=invalid,
+                                             kv_connector_worker_meta=worker_meta)
         mro = ModelRunnerOutput(req_ids=ids, req_id_to_index={r: i for i, r in enumerate(ids)},
-                                sampled_token_ids=sampled, kv_connector_output=KVConnectorOutput(invalid_block_ids=invalid))
+                                sampled_token_ids=sampled,
+                                kv_connector_output=None if connector_output.is_empty() else connector_output)
         self.scheduler.update_from_output(out, mro)
         return out, invalid
 
     def run(self, max_steps=50, before_load=None):
-        """Steps until every request has finished."""
+        """Steps until every request has finished and vLLM has freed its blocks."""
         for _ in range(max_steps):
             if not self.scheduler.has_requests():
                 return
@@ -175,15 +265,39 @@ class Engine:
             before_load = None
         raise AssertionError("requests still running after %d steps" % max_steps)
 
-    def _forward(self, req_id, start, count):
-        request = self.requests[req_id]
-        tokens = request.all_token_ids
-        for p in range(start, start + count):
-            block, offset = self.blocks[req_id][p // BLOCK], p % BLOCK
-            for rank, caches in enumerate(self.caches):
-                for layer, cache in enumerate(caches):
-                    cache[block, :, offset, :HEAD] = kv_value(tokens[p], p, layer, 0, rank)
-                    cache[block, :, offset, HEAD:] = kv_value(tokens[p], p, layer, 1, rank)
+    def _forward(self, work):
+        """The stand-in forward over ``{req_id: (first position, tokens)}``: block by block in position order over
+        every request, so that a block another request writes in this step is written before a later block reads
+        it (as attention reads the KV written earlier in the same layer)."""
+        by_block = collections.defaultdict(list)
+        for req_id, (start, count) in work.items():
+            p = start
+            while p < start + count:
+                end = min(start + count, (p // BLOCK + 1) * BLOCK)
+                by_block[p // BLOCK].append((req_id, p, end))
+                p = end
+        for b in sorted(by_block):
+            for req_id, lo, hi in by_block[b]:
+                table = self.blocks[req_id]
+                digest = 0
+                if b > 0:
+                    previous = self.block_kv(table[b - 1])
+                    digest = self.model.digest(previous)
+                    tokens = self.requests[req_id].all_token_ids
+                    self._reads.append((req_id, b - 1, table[b - 1],
+                                        torch.equal(previous, self.model.expected(tokens, b)[b - 1])))
+                tokens = self.requests[req_id].all_token_ids[lo:hi]
+                positions = range(lo, hi)
+                block = table[b]
+                for rank, caches in enumerate(self.caches):
+                    for layer, cache in enumerate(caches):
+                        for kv in (0, 1):
+                            cache[block, :, lo - b * BLOCK:hi - b * BLOCK, kv * HEAD:(kv + 1) * HEAD] = \
+                                self.model.values(digest, tokens, positions, layer, kv, rank).permute(1, 0, 2)
+
+    def block_kv(self, block):
+        """One block of the cache as the model sees it: ``[tp, layers, heads, BLOCK, 2 * head]``."""
+        return torch.stack([torch.stack([cache[block] for cache in caches]) for caches in self.caches])
 
     def _check_loads(self, meta, invalid):
         """Every block loaded without a reported error holds what the stand-in model computes there."""
@@ -198,18 +312,18 @@ class Engine:
                     self.mismatched_blocks += 1
 
     def block_matches(self, tokens, index, block):
-        for rank, caches in enumerate(self.caches):
-            for layer, cache in enumerate(caches):
-                for offset in range(BLOCK):
-                    p = index * BLOCK + offset
-                    if not (torch.equal(cache[block, :, offset, :HEAD], kv_value(tokens[p], p, layer, 0, rank)) and
-                            torch.equal(cache[block, :, offset, HEAD:], kv_value(tokens[p], p, layer, 1, rank))):
-                        return False
-        return True
+        return torch.equal(self.block_kv(block), self.model.expected(tokens, index + 1)[index])
 
     def request_blocks_match(self, req_id, tokens):
         """Every full block of a finished request's prompt holds the right K and V (after any recompute)."""
         return all(self.block_matches(tokens, i, b) for i, b in enumerate(self.blocks[req_id][:len(tokens) // BLOCK]))
+
+    def chunk_keys(self, tokens, salt=None):
+        """The kvstash keys of the whole chunks of ``tokens`` (vLLM's block hashes, as the connector names them)."""
+        request = Request(request_id="keys", prompt_token_ids=list(tokens), sampling_params=SamplingParams(),
+                          pooling_params=None, block_hasher=self.hasher, cache_salt=salt)
+        per = self.workers[0]._chunk_tokens // BLOCK
+        return [chunk_key(request.block_hashes[(k + 1) * per - 1]) for k in range(len(tokens) // (per * BLOCK))]
 
     def free_blocks(self):
         return self.scheduler.kv_cache_manager.block_pool.get_num_free_blocks()
@@ -218,6 +332,76 @@ class Engine:
         for worker in self.workers:
             worker.shutdown()
         self.connector.shutdown()
+
+
+class StoreChecker:
+    """The store as an engine would read it: one kvstash instance per rank, registered with that worker's own
+    layout and model name, reads chunks back by key into a scratch cache and compares them block by block with the
+    model's KV of their token prefix. Each call connects anew (the server may have been restarted)."""
+
+    def __init__(self, engine, directory):
+        self.engine = engine
+        self.directory = directory
+        self.per = engine.workers[0]._chunk_tokens // BLOCK
+        self.scratch = kvstash.PagedKV({"layer.%d" % i: torch.zeros((self.per, HEADS, BLOCK, 2 * HEAD),
+                                                                    dtype=torch.bfloat16) for i in range(LAYERS)})
+
+    def _clients(self):
+        clients = []
+        for rank, worker in enumerate(self.engine.workers):
+            client = kvstash.connect(self.directory, timeout=5.0)
+            instance = 0x5EED0000 + rank
+            r = client.register(instance, self.scratch.layout(worker.model_name, len(self.engine.workers), rank))
+            if not r.ok:
+                client.close()
+                raise AssertionError("the checker could not register rank %d: %s" % (rank, r))
+            clients.append((client, instance))
+        return clients
+
+    def mismatches(self, known):
+        """``known``: {(key, salt): token prefix}. Returns (chunks read, [(key, salt, rank) of wrong chunks])."""
+        read, wrong = 0, []
+        clients = self._clients()
+        try:
+            for (key, salt), prefix in known.items():
+                k = len(prefix) // (self.per * BLOCK) - 1
+                expected = None
+                for rank, (client, instance) in enumerate(clients):
+                    result = client.retrieve_paged(instance, self.scratch, list(range(self.per)), [key], salt=salt)
+                    if not result.ok:
+                        continue                                    # evicted (or never stored): not wrong
+                    read += 1
+                    if expected is None:
+                        expected = self.engine.model.expected(list(prefix), (k + 1) * self.per)[k * self.per:]
+                    for j in range(self.per):
+                        actual = torch.stack([cache[j] for cache in self.scratch.caches])
+                        if not torch.equal(actual, expected[j][rank]):
+                            wrong.append((key, salt, rank))
+                            break
+        finally:
+            for client, instance in clients:
+                client.unregister(instance)
+                client.close()
+        return read, wrong
+
+    def store(self, tokens, chunks, salt=None):
+        """Stores the right KV of the chunks ``chunks`` (indices) of ``tokens`` for every rank, as an engine would."""
+        keys = self.engine.chunk_keys(tokens, salt)
+        clients = self._clients()
+        try:
+            for k in chunks:
+                expected = self.engine.model.expected(list(tokens), (k + 1) * self.per)[k * self.per:]
+                for rank, (client, instance) in enumerate(clients):
+                    for j in range(self.per):
+                        for layer, cache in enumerate(self.scratch.caches):
+                            cache[j].copy_(expected[j][rank][layer])
+                    result = client.store_paged(instance, self.scratch, list(range(self.per)), [keys[k]], salt=salt)
+                    if not result.ok:
+                        raise AssertionError("storing chunk %d for rank %d: %s" % (k, rank, result))
+        finally:
+            for client, instance in clients:
+                client.unregister(instance)
+                client.close()
 
 
 def main():
@@ -229,7 +413,8 @@ def main():
     print(json.dumps({"first_computed": engine.first_computed["r"], "checked_blocks": engine.checked_blocks,
                       "mismatched_blocks": engine.mismatched_blocks, "invalid": len(engine.invalid),
                       "worker": worker.stats, "scheduler": engine.connector.stats, "mode": mode,
-                      "free_blocks": engine.free_blocks(), "num_blocks": engine.num_blocks}), flush=True)
+                      "model_name": worker.model_name, "free_blocks": engine.free_blocks(),
+                      "num_blocks": engine.num_blocks}), flush=True)
     engine.close()
 
 
