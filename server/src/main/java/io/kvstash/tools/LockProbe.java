@@ -1,4 +1,4 @@
-package io.kvstash.testkit;
+package io.kvstash.tools;
 
 import java.io.IOException;
 import java.nio.channels.FileChannel;
