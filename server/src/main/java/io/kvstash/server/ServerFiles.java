@@ -267,7 +267,17 @@ final class ServerFiles implements AutoCloseable
                     channel.close();
                     throw alreadyRunning(owner);
                 }
-                final String owner = writeLockOwner(channel, incarnation);
+                final String owner;
+                try
+                {
+                    owner = writeLockOwner(channel, incarnation);
+                }
+                catch (final IOException | RuntimeException ex)
+                {
+                    acquired.release();
+                    channel.close();
+                    throw ex;
+                }
                 if (before.equals(fileKeyOrNull(lockPath)))
                 {
                     LOCKED_IN_THIS_JVM.put(before, owner);
