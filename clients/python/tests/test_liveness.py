@@ -16,6 +16,24 @@ from kvstash import Status
 from kvstash.client import Client
 
 LAYOUT = kvstash.Layout("py-live", layers=2, hidden=64, dtype="float16")
+
+LOCK_PROBE = textwrap.dedent("""
+    import fcntl, os, sys
+    fd = os.open(sys.argv[1], os.O_RDWR)
+    try:
+        fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        print("FREE")
+    except OSError:
+        print("HELD")
+    finally:
+        os.close(fd)
+""")
+
+
+def _probe_lock(path):
+    """HELD or FREE: whether a process other than this one finds the file's POSIX lock taken."""
+    return subprocess.run([sys.executable, "-c", LOCK_PROBE, path], stdout=subprocess.PIPE, text=True,
+                          check=True, timeout=30).stdout.strip()
 RESERVED, PINNED, DEAD_CLIENTS, CLIENTS = 1, 2, 21, 52
 
 WORKER = textwrap.dedent("""
@@ -71,6 +89,20 @@ class DeadWorkerTest(ServerTestCase):
                 worker.kill()
                 worker.wait()
             worker.stdout.close()
+
+    def test_should_hold_its_file_lock_from_connect_to_close_as_another_process_sees_it(self):
+        # A POSIX lock falls when its process closes ANY descriptor of the file: only another process can tell
+        # whether the client still holds it.
+        c = self.connect()
+        self.assertEqual(_probe_lock(c.client_file), "HELD")
+        self.assertEqual(c.register(4713, LAYOUT).status, Status.OK)
+        stored = c.prepare_store(4713, [(9, k) for k in range(2)])
+        c.commit_store(4713, stored)
+        self.assertEqual(c.ping().status, Status.OK)
+        self.assertEqual(_probe_lock(c.client_file), "HELD")
+        path = c.client_file
+        c.close()
+        self.assertTrue(wait_until(lambda: not os.path.exists(path), 2.0), "reaped, so the next test counts 1")
 
     def test_should_keep_an_idle_client(self):
         c = self.connect()

@@ -82,6 +82,13 @@ final class ClientConductor implements Agent
      * found each (server clock, ms).
      */
     private final Map<String, Long> unsettledSinceMs = new HashMap<>();
+    /**
+     * The descriptors of the client files left unattached (not yet published, or rejected), by name, kept open
+     * until the file leaves the directory or is attached. A POSIX lock belongs to the process and falls when the
+     * process closes ANY descriptor of the file: the second tier's client runs in this process, so closing a
+     * descriptor of its file while it connects would release its lock.
+     */
+    private final Map<String, FileChannel> heldOpen = new HashMap<>();
     private final long[] reapSequence;
     /** Indices of the sessions that are not FREE, dense: the receiver visits these, not every slot. */
     private final int[] active;
@@ -148,6 +155,11 @@ final class ClientConductor implements Agent
     @Override
     public void onClose()
     {
+        for (final FileChannel channel : heldOpen.values())
+        {
+            closeQuietly(channel);
+        }
+        heldOpen.clear();
         if (null != watcher)
         {
             try
@@ -299,12 +311,41 @@ final class ClientConductor implements Agent
             // Forget rejected files their clients have deleted, so the set stays as small as the directory.
             knownFiles.retainAll(presentFiles);
             unsettledSinceMs.keySet().retainAll(presentFiles);
+            closeGone();
         }
         catch (final IOException ex)
         {
             errorHandler.onError(ex);
         }
         return attachedNow;
+    }
+
+    /**
+     * Closes the descriptors held open of client files no longer in the directory: their clients let go of them.
+     */
+    private void closeGone()
+    {
+        heldOpen.entrySet().removeIf((entry) ->
+        {
+            if (presentFiles.contains(entry.getKey()))
+            {
+                return false;
+            }
+            closeQuietly(entry.getValue());
+            return true;
+        });
+    }
+
+    private static void closeQuietly(final FileChannel channel)
+    {
+        try
+        {
+            channel.close();
+        }
+        catch (final IOException ignore)
+        {
+            // Nothing else to release.
+        }
     }
 
     /**
@@ -320,13 +361,17 @@ final class ClientConductor implements Agent
         {
             return false;
         }
-        try (FileChannel channel = FileChannel.open(file, StandardOpenOption.READ, StandardOpenOption.WRITE))
+        final FileChannel channel = heldOpen.get(name);
+        try
         {
-            if (!ClientSession.isLockFree(channel))
+            if (null == channel || !ClientSession.isLockFree(channel))
             {
                 return false;
             }
             Files.deleteIfExists(file);
+            // Nobody holds its lock: this descriptor is closed without releasing anybody's.
+            heldOpen.remove(name);
+            closeQuietly(channel);
             unsettledSinceMs.remove(name);
             return true;
         }
@@ -343,15 +388,19 @@ final class ClientConductor implements Agent
      */
     private boolean tryAttach(final Path file)
     {
-        FileChannel channel = null;
+        final String name = file.getFileName().toString();
+        FileChannel channel = heldOpen.remove(name);
         MappedByteBuffer mapped = null;
         try
         {
-            channel = FileChannel.open(file, StandardOpenOption.READ, StandardOpenOption.WRITE);
+            if (null == channel)
+            {
+                channel = FileChannel.open(file, StandardOpenOption.READ, StandardOpenOption.WRITE);
+            }
             final long size = channel.size();
             if (size < ClientFileDescriptor.HEADER_LENGTH)
             {
-                channel.close();
+                heldOpen.put(name, channel);
                 return false;
             }
             mapped = channel.map(FileChannel.MapMode.READ_WRITE, 0, size);
@@ -360,19 +409,21 @@ final class ClientConductor implements Agent
             if (0 == version)
             {
                 IoUtil.unmap(mapped);
-                channel.close();
+                heldOpen.put(name, channel);
                 return false;
             }
             final int reason = check(header, version, size);
             if (0 != reason)
             {
-                reject(header, reason, mapped, channel);
+                reject(header, reason, mapped);
+                heldOpen.put(name, channel);
                 return true;
             }
             final ClientSession free = freeSession();
             if (null == free)
             {
-                reject(header, ClientFileDescriptor.REJECT_TOO_MANY_CLIENTS, mapped, channel);
+                reject(header, ClientFileDescriptor.REJECT_TOO_MANY_CLIENTS, mapped);
+                heldOpen.put(name, channel);
                 return true;
             }
             free.attach(file, channel, mapped, context.requestRingCapacity(), context.responseRingCapacity(),
@@ -390,16 +441,9 @@ final class ClientConductor implements Agent
             {
                 IoUtil.unmap(mapped);
             }
-            try
+            if (null != channel)
             {
-                if (null != channel)
-                {
-                    channel.close();
-                }
-            }
-            catch (final IOException ignore)
-            {
-                // Nothing else to release.
+                heldOpen.put(name, channel);
             }
             if (Files.exists(file))
             {
@@ -421,14 +465,11 @@ final class ClientConductor implements Agent
         return null;
     }
 
-    private static void reject(
-        final UnsafeBuffer header, final int reason, final MappedByteBuffer mapped, final FileChannel channel)
-        throws IOException
+    private static void reject(final UnsafeBuffer header, final int reason, final MappedByteBuffer mapped)
     {
         header.putInt(ClientFileDescriptor.REJECT_REASON_OFFSET, reason);
         header.putIntRelease(ClientFileDescriptor.ATTACH_STATE_OFFSET, ClientFileDescriptor.ATTACH_REJECTED);
         IoUtil.unmap(mapped);
-        channel.close();
     }
 
     private int check(final UnsafeBuffer header, final int version, final long size)

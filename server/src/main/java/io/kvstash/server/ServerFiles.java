@@ -26,9 +26,12 @@ import java.nio.file.LinkOption;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.nio.file.StandardOpenOption;
+import java.nio.file.attribute.BasicFileAttributes;
 import java.util.ArrayList;
 import java.util.Comparator;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 
 /**
  * The server's files in its directory: the {@code server.lock} file it locks for its whole life (a second
@@ -40,6 +43,11 @@ import java.util.List;
  * A start that fails or is interrupted (a signal while the pool is prepared) removes everything it made, the lock
  * file included, and the directory when it created it. The pool must fit the free space of the directory's file
  * system, checked before anything is written.
+ * <p>
+ * A second server on a live directory is refused before it changes anything: it deletes, truncates and renames
+ * nothing. The lock is a POSIX ({@code fcntl}) lock, which belongs to the process and falls when the process closes
+ * ANY descriptor of the file: this process never opens the lock file again while it holds the lock, and a clean
+ * shutdown deletes only the files this server made (see {@link #close()}).
  */
 final class ServerFiles implements AutoCloseable
 {
@@ -48,13 +56,28 @@ final class ServerFiles implements AutoCloseable
     static final int DEAD_CONTROLS_KEPT = 3;
     /** Times a start opens the lock file again when the one it locked was removed meanwhile. */
     static final int LOCK_ATTEMPTS = 3;
+    /** How long a refused start waits for the owner line of a server that has just taken the lock. */
+    static final long OWNER_WAIT_MS = 1_000;
     /** File system types whose files live in memory: a pool elsewhere is written back to disk. */
     static final java.util.Set<String> IN_MEMORY_FILE_SYSTEMS = java.util.Set.of("tmpfs", "hugetlbfs", "ramfs");
 
+    /**
+     * The lock files this JVM holds, by file key (device and inode), with the owner line written in each. A POSIX
+     * lock belongs to the process, and closing ANY descriptor of the file releases it: a second server started in
+     * this JVM must learn that the lock file is held here without opening it.
+     */
+    private static final Map<Object, String> LOCKED_IN_THIS_JVM = new HashMap<>();
+    /**
+     * Descriptors of a lock file that this JVM locks through another descriptor, never closed: closing one would
+     * release that lock. Only a lock taken outside this class (nothing in kvstash does) can put one here.
+     */
+    private static final List<FileChannel> NEVER_CLOSED = new ArrayList<>();
+
     private final ServerContext context;
     private final Path directory;
-    private final FileChannel lockChannel;
-    private final FileLock lock;
+    private final Path lockPath;
+    private final LockedFile locked;
+    private Object controlKey;
     private final Path controlPath;
     private final Path poolPath;
     private FileChannel poolChannel;
@@ -87,46 +110,8 @@ final class ServerFiles implements AutoCloseable
             log("kvstash: warning: " + directory + " is on a " + fileSystem + " file system, not in memory " +
                 "(tmpfs): the pool's pages will be written back to disk; a directory under /dev/shm is the usual place");
         }
-        final Path lockPath = directory.resolve(LOCK_FILE);
-        FileChannel channel = null;
-        FileLock acquired = null;
-        // A server whose start failed removes the lock file while it holds the lock; a server that opened the
-        // file before that would lock a file no longer in the directory. Locking the path's current file is
-        // checked by reading back the owner written after the lock: a stale file is given up and the path opened
-        // again.
-        for (int attempt = 0; null == acquired; attempt++)
-        {
-            channel = openLockFile(lockPath);
-            try
-            {
-                acquired = channel.tryLock();
-            }
-            catch (final OverlappingFileLockException ex)
-            {
-                acquired = null;
-            }
-            if (null == acquired)
-            {
-                final String owner = readLockOwner(channel);
-                channel.close();
-                throw new IllegalStateException("a kvstash server is already running on " + directory +
-                    (owner.isEmpty() ? "" : " (" + owner + ")"));
-            }
-            final byte[] owner = writeLockOwner(channel);
-            if (!isCurrentLockFile(lockPath, owner))
-            {
-                acquired.release();
-                channel.close();
-                acquired = null;
-                if (attempt >= LOCK_ATTEMPTS)
-                {
-                    throw new IllegalStateException("could not lock " + lockPath + ": it was replaced " +
-                        LOCK_ATTEMPTS + " times while locking");
-                }
-            }
-        }
-        lockChannel = channel;
-        lock = acquired;
+        lockPath = directory.resolve(LOCK_FILE);
+        locked = lock(lockPath, context.incarnation());
         controlPath = directory.resolve(ControlFileDescriptor.FILE_NAME);
         poolPath = directory.resolve(PoolFileDescriptor.fileName(context.incarnation()));
         try
@@ -144,20 +129,23 @@ final class ServerFiles implements AutoCloseable
         }
         catch (final IOException | RuntimeException ex)
         {
-            removeAfterFailedStart(lockPath, directoryExisted);
+            removeAfterFailedStart(directoryExisted);
             throw ex;
         }
     }
 
     /**
-     * A failed or interrupted start leaves nothing: its files, the lock file (removed while still locked, see the
-     * constructor), and the directory when this start created it and nothing else is in it.
+     * A failed or interrupted start leaves nothing: its files, the lock file (removed while still locked, see
+     * {@link #lock(Path, long)}), and the directory when this start created it and nothing else is in it.
      */
-    private void removeAfterFailedStart(final Path lockPath, final boolean directoryExisted)
+    private void removeAfterFailedStart(final boolean directoryExisted)
     {
         try
         {
-            Files.deleteIfExists(lockPath);
+            if (isCurrentLockFile())
+            {
+                Files.deleteIfExists(lockPath);
+            }
         }
         catch (final IOException ignore)
         {
@@ -236,10 +224,94 @@ final class ServerFiles implements AutoCloseable
         }
     }
 
-    private static FileChannel openLockFile(final Path lockPath) throws IOException
+    /**
+     * Locks the path's current lock file for the life of this server, or refuses: another process or another
+     * server in this JVM holds it. A server whose start failed removes the lock file while it holds the lock, so a
+     * server that opened the file before that would lock a file no longer in the directory: the file locked is
+     * checked to be the path's file, by the device and inode that the path names before the open and after the
+     * lock (a stat opens no descriptor), and a stale one is given up and the path opened again. While this process
+     * holds the lock, the lock file is never opened again and no other descriptor of it is closed: closing any
+     * descriptor of a file releases every POSIX lock of the process on it.
+     */
+    private LockedFile lock(final Path lockPath, final long incarnation) throws IOException
     {
-        if (!Files.exists(lockPath))
+        synchronized (LOCKED_IN_THIS_JVM)
         {
+            for (int attempt = 0; ; attempt++)
+            {
+                final Object before = createdFileKey(lockPath);
+                final String heldHere = LOCKED_IN_THIS_JVM.get(before);
+                if (null != heldHere)
+                {
+                    throw alreadyRunning(heldHere);
+                }
+                final FileChannel channel = FileChannel.open(lockPath, StandardOpenOption.READ, StandardOpenOption.WRITE);
+                FileLock acquired = null;
+                try
+                {
+                    acquired = channel.tryLock();
+                }
+                catch (final OverlappingFileLockException ex)
+                {
+                    NEVER_CLOSED.add(channel);
+                    throw alreadyRunning(readLockOwner(channel, 0));
+                }
+                catch (final IOException | RuntimeException ex)
+                {
+                    channel.close();
+                    throw ex;
+                }
+                if (null == acquired)
+                {
+                    final String owner = readLockOwner(channel, OWNER_WAIT_MS);
+                    channel.close();
+                    throw alreadyRunning(owner);
+                }
+                final String owner;
+                try
+                {
+                    owner = writeLockOwner(channel, incarnation);
+                }
+                catch (final IOException | RuntimeException ex)
+                {
+                    acquired.release();
+                    channel.close();
+                    throw ex;
+                }
+                if (before.equals(fileKeyOrNull(lockPath)))
+                {
+                    LOCKED_IN_THIS_JVM.put(before, owner);
+                    return new LockedFile(channel, acquired, before);
+                }
+                acquired.release();
+                channel.close();
+                if (attempt >= LOCK_ATTEMPTS)
+                {
+                    throw new IllegalStateException("could not lock " + lockPath + ": it was replaced " +
+                        LOCK_ATTEMPTS + " times while locking");
+                }
+            }
+        }
+    }
+
+    private IllegalStateException alreadyRunning(final String owner)
+    {
+        return new IllegalStateException("a kvstash server is already running on " + directory +
+            (owner.isEmpty() ? "" : " (" + owner + ")") + "; stop it first, or use another directory");
+    }
+
+    /**
+     * The file key of the lock file, created when absent.
+     */
+    private static Object createdFileKey(final Path lockPath) throws IOException
+    {
+        for (int attempt = 0; ; attempt++)
+        {
+            final Object key = fileKeyOrNull(lockPath);
+            if (null != key)
+            {
+                return key;
+            }
             try
             {
                 SecureDirectory.createFile(lockPath);
@@ -248,43 +320,93 @@ final class ServerFiles implements AutoCloseable
             {
                 // Another server is starting too: the lock decides.
             }
+            if (attempt >= LOCK_ATTEMPTS)
+            {
+                throw new IOException("could not create " + lockPath + ": it was removed " + LOCK_ATTEMPTS +
+                    " times meanwhile");
+            }
         }
-        return FileChannel.open(lockPath, StandardOpenOption.READ, StandardOpenOption.WRITE);
     }
 
-    private static boolean isCurrentLockFile(final Path lockPath, final byte[] owner)
+    /**
+     * The device and inode a path names now (from a stat, which opens no descriptor), or null when it names none.
+     */
+    private static Object fileKeyOrNull(final Path path)
     {
         try
         {
-            return java.util.Arrays.equals(owner, Files.readAllBytes(lockPath));
+            return Files.readAttributes(path, BasicFileAttributes.class).fileKey();
         }
         catch (final IOException ex)
         {
-            return false;
+            return null;
         }
     }
 
-    private static String readLockOwner(final FileChannel channel)
+    /**
+     * Whether the directory's lock file is still the one this server locked (nobody removed it by hand).
+     */
+    private boolean isCurrentLockFile()
     {
+        return locked.key.equals(fileKeyOrNull(lockPath));
+    }
+
+    /**
+     * The owner line of a lock file that another process holds, read through the descriptor that failed to lock
+     * it (this process holds no lock on it: closing that descriptor afterwards releases nothing). A server that
+     * has just locked the file writes its line right after: an empty file is read again for a while.
+     */
+    private static String readLockOwner(final FileChannel channel, final long waitMs)
+    {
+        final long deadlineNs = System.nanoTime() + java.util.concurrent.TimeUnit.MILLISECONDS.toNanos(waitMs);
+        final java.nio.ByteBuffer bytes = java.nio.ByteBuffer.allocate(128);
         try
         {
-            final java.nio.ByteBuffer bytes = java.nio.ByteBuffer.allocate(128);
-            final int n = channel.read(bytes, 0);
-            return n <= 0 ? "" : new String(bytes.array(), 0, n, StandardCharsets.US_ASCII).trim();
+            while (true)
+            {
+                bytes.clear();
+                final int n = Math.max(0, channel.read(bytes, 0));
+                if ((n > 0 && '\n' == bytes.get(n - 1)) || System.nanoTime() - deadlineNs >= 0)
+                {
+                    return new String(bytes.array(), 0, n, StandardCharsets.US_ASCII).trim();
+                }
+                Thread.sleep(10);
+            }
         }
         catch (final IOException ex)
         {
             return "";
         }
+        catch (final InterruptedException ex)
+        {
+            Thread.currentThread().interrupt();
+            return "";
+        }
     }
 
-    private byte[] writeLockOwner(final FileChannel channel) throws IOException
+    private static String writeLockOwner(final FileChannel channel, final long incarnation) throws IOException
     {
-        final byte[] owner = ("pid " + ProcessHandle.current().pid() + " incarnation " +
-            Long.toHexString(context.incarnation()) + "\n").getBytes(StandardCharsets.US_ASCII);
+        final String owner = "pid " + ProcessHandle.current().pid() + " incarnation " + Long.toHexString(incarnation);
         channel.truncate(0);
-        channel.write(java.nio.ByteBuffer.wrap(owner), 0);
+        channel.write(java.nio.ByteBuffer.wrap((owner + "\n").getBytes(StandardCharsets.US_ASCII)), 0);
         return owner;
+    }
+
+    /**
+     * The lock this server holds on its directory's lock file: the one descriptor of that file in this process.
+     */
+    private static final class LockedFile
+    {
+        private final FileChannel channel;
+        private final FileLock lock;
+        private final Object key;
+
+        LockedFile(final FileChannel channel, final FileLock lock, final Object key)
+        {
+            this.channel = channel;
+            this.lock = lock;
+            this.key = key;
+        }
     }
 
     /**
@@ -465,6 +587,7 @@ final class ServerFiles implements AutoCloseable
         control.putInt(ControlFileDescriptor.ERROR_LOG_SECTION_OFFSET, errorLogOffset);
         control.putInt(ControlFileDescriptor.ERROR_LOG_SECTION_OFFSET + 4, context.errorLogLength());
         control.putIntRelease(ControlFileDescriptor.VERSION_OFFSET, ControlFileDescriptor.VERSION);
+        controlKey = Files.readAttributes(staging, BasicFileAttributes.class).fileKey();
         Files.move(staging, controlPath, StandardCopyOption.ATOMIC_MOVE);
     }
 
@@ -540,7 +663,8 @@ final class ServerFiles implements AutoCloseable
     }
 
     /**
-     * Marks the control file CLOSED, deletes every file of this server and releases the lock.
+     * Marks the control file CLOSED, deletes every file of this server (never another server's, see
+     * {@link #removeOwnFiles()}) and releases the lock.
      */
     @Override
     public void close()
@@ -575,25 +699,7 @@ final class ServerFiles implements AutoCloseable
         {
             control.putIntRelease(ControlFileDescriptor.STATE_OFFSET, ControlFileDescriptor.STATE_CLOSED);
         }
-        try
-        {
-            if (null != controlMapped)
-            {
-                Files.deleteIfExists(controlPath);
-            }
-            Files.deleteIfExists(poolPath);
-            try (DirectoryStream<Path> files = Files.newDirectoryStream(directory, ClientFileDescriptor.FILE_PREFIX + "*"))
-            {
-                for (final Path file : files)
-                {
-                    Files.deleteIfExists(file);
-                }
-            }
-        }
-        catch (final IOException ignore)
-        {
-            // Best effort: the next start reclaims whatever is left.
-        }
+        removeOwnFiles();
         for (final MappedByteBuffer segment : poolSegments)
         {
             IoUtil.unmap(segment);
@@ -613,12 +719,57 @@ final class ServerFiles implements AutoCloseable
             {
                 poolChannel.close();
             }
-            lock.release();
-            lockChannel.close();
         }
         catch (final IOException ignore)
         {
-            // Closing releases the lock in any case.
+            // Nothing else to release.
+        }
+        synchronized (LOCKED_IN_THIS_JVM)
+        {
+            try
+            {
+                locked.lock.release();
+                locked.channel.close();
+            }
+            catch (final IOException ignore)
+            {
+                // Closing releases the lock in any case.
+            }
+            LOCKED_IN_THIS_JVM.remove(locked.key);
+        }
+    }
+
+    /**
+     * Deletes this server's files, and only its own: its control file when the path still names the file it
+     * created, and the client files only while the lock file is still the one it locked. When the lock file was
+     * removed by hand, another server may have taken the directory: its control and client files stay.
+     */
+    private void removeOwnFiles()
+    {
+        try
+        {
+            if (null != controlKey && controlKey.equals(fileKeyOrNull(controlPath)))
+            {
+                Files.deleteIfExists(controlPath);
+            }
+            Files.deleteIfExists(poolPath);
+            if (!isCurrentLockFile())
+            {
+                log("kvstash: warning: " + lockPath + " is no longer the lock file this server locked (removed by " +
+                    "hand?): the client files in " + directory + " are left to the server that owns it now");
+                return;
+            }
+            try (DirectoryStream<Path> files = Files.newDirectoryStream(directory, ClientFileDescriptor.FILE_PREFIX + "*"))
+            {
+                for (final Path file : files)
+                {
+                    Files.deleteIfExists(file);
+                }
+            }
+        }
+        catch (final IOException ignore)
+        {
+            // Best effort: the next start reclaims whatever is left.
         }
     }
 }

@@ -20,7 +20,9 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
 import java.nio.MappedByteBuffer;
+import java.nio.channels.FileChannel;
 import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
 import java.util.List;
 
@@ -104,7 +106,11 @@ class AgentInvokerServerTest
         {
             final AgentInvoker invoker = server.invoker();
             final KvStashClient client = InvokedServer.connectAndRegister(invoker, dir, null);
-            final MappedByteBuffer mapped = IoUtil.mapExistingFile(client.clientFile().toFile(), "client");
+            // Kept open until the client has closed: closing a descriptor of the client's file in the client's
+            // process would release the client's lock on it (IoUtil.mapExistingFile closes the one it opens).
+            final FileChannel channel = FileChannel.open(client.clientFile(), StandardOpenOption.READ,
+                StandardOpenOption.WRITE);
+            final MappedByteBuffer mapped = channel.map(FileChannel.MapMode.READ_WRITE, 0, channel.size());
             try
             {
                 // The request ring as the client's file holds it: the head the server publishes, then the records.
@@ -135,6 +141,7 @@ class AgentInvokerServerTest
             {
                 IoUtil.unmap(mapped);
                 client.close();
+                channel.close();
             }
         }
     }

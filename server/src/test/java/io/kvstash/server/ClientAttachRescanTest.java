@@ -1,6 +1,8 @@
 package io.kvstash.server;
 
 import io.kvstash.client.KvStashClient;
+import io.kvstash.tools.ChildJvm;
+import io.kvstash.tools.LockProbe;
 import io.kvstash.tools.ShmDirectories;
 import io.kvstash.wire.file.ClientFileDescriptor;
 import org.agrona.IoUtil;
@@ -24,9 +26,10 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
  * A client file the server finds before its client published it is attached at a rescan a scan interval later,
- * not at the next full scan a second later; one that stays unpublished with its lock free is deleted. The server's clock is the test's, so the test controls when its
- * timers fire; the client file is written by hand, the way {@code KvStashClient} writes it, so the test decides
- * when it is published.
+ * not at the next full scan a second later; one that stays unpublished with its lock free is deleted; the server
+ * never releases the lock of a client in its own process by closing a descriptor of its file. The server's clock
+ * is the test's, so the test controls when its timers fire; the client file is written by hand, the way
+ * {@code KvStashClient} writes it, so the test decides when it is published.
  */
 @Timeout(60)
 class ClientAttachRescanTest
@@ -141,6 +144,77 @@ class ClientAttachRescanTest
                 assertTrue(Files.exists(slow), "a locked file was deleted");
                 assertEquals(ClientFileDescriptor.ATTACH_PENDING, readAttachState(channel));
             }
+        }
+    }
+
+    @Test
+    void shouldKeepTheLockOfAClientInTheServersOwnProcessWhenItSeesItsFileUnpublishedAndRejectsIt() throws Exception
+    {
+        // The second tier's client runs in the server's process: a descriptor of its file that the server closes
+        // would release its lock (POSIX locks fall when the process closes any descriptor of the file).
+        final ServerContext context = serverContext("own-process-client");
+        try (KvStashServer server = KvStashServer.launch(context))
+        {
+            final AgentInvoker invoker = started(server);
+            final int length = ClientFileDescriptor.fileLength(context.requestRingCapacity(),
+                context.responseRingCapacity());
+            final Path file = dir.resolve(ClientFileDescriptor.fileName(ProcessHandle.current().pid(), 7));
+            Files.createFile(file);
+            try (FileChannel channel = FileChannel.open(file, StandardOpenOption.READ, StandardOpenOption.WRITE);
+                FileLock lock = channel.lock())
+            {
+                assertTrue(lock.isValid());
+                channel.write(ByteBuffer.wrap(new byte[1]), length - 1);
+                cycles(invoker, 1_001);
+                for (int i = 0; i < 5; i++)
+                {
+                    Thread.sleep(20);
+                    cycles(invoker, 11);
+                }
+                assertEquals(LockProbe.HELD, probe(file), "after the server saw the file unpublished");
+
+                final MappedByteBuffer mapped = channel.map(FileChannel.MapMode.READ_WRITE, 0, length);
+                try
+                {
+                    final UnsafeBuffer header = new UnsafeBuffer(mapped, 0, ClientFileDescriptor.HEADER_LENGTH);
+                    header.putLong(ClientFileDescriptor.MAGIC_OFFSET, ClientFileDescriptor.MAGIC);
+                    header.putInt(ClientFileDescriptor.HEADER_LENGTH_OFFSET, ClientFileDescriptor.HEADER_LENGTH);
+                    header.putLong(ClientFileDescriptor.PID_OFFSET, ProcessHandle.current().pid());
+                    header.putLong(ClientFileDescriptor.INCARNATION_OFFSET, KvStashClient.currentIncarnation(dir) + 1);
+                    header.putInt(ClientFileDescriptor.REQUEST_CAPACITY_OFFSET, context.requestRingCapacity());
+                    header.putInt(ClientFileDescriptor.RESPONSE_CAPACITY_OFFSET, context.responseRingCapacity());
+                    header.putIntRelease(ClientFileDescriptor.VERSION_OFFSET, ClientFileDescriptor.VERSION);
+                    long waitedMs = 0;
+                    while (ClientFileDescriptor.ATTACH_REJECTED !=
+                        header.getIntVolatile(ClientFileDescriptor.ATTACH_STATE_OFFSET) && waitedMs < 2_000)
+                    {
+                        cycles(invoker, 11);
+                        waitedMs += 11;
+                    }
+                    assertEquals(ClientFileDescriptor.ATTACH_REJECTED,
+                        header.getIntVolatile(ClientFileDescriptor.ATTACH_STATE_OFFSET));
+                }
+                finally
+                {
+                    IoUtil.unmap(mapped);
+                }
+                assertEquals(LockProbe.HELD, probe(file), "after the server rejected the file");
+            }
+            Files.delete(file);
+            cycles(invoker, 1_001);
+        }
+    }
+
+    /**
+     * Whether another process finds the file's lock held: only another process can tell.
+     */
+    private static String probe(final Path file) throws Exception
+    {
+        try (ChildJvm probe = ChildJvm.start(LockProbe.class, file.toString()))
+        {
+            final String answer = probe.poll(30_000);
+            assertEquals(0, probe.exitCode(30_000));
+            return answer;
         }
     }
 

@@ -192,19 +192,6 @@ class RealProcessTest
     }
 
     @Test
-    void shouldRefuseASecondServerOnALiveDirectory() throws Exception
-    {
-        dir = ShmDirectories.newPath("kvstash-test-second-");
-        try (KvStashServer server = KvStashServer.launch(serverContext(dir)))
-        {
-            final IllegalStateException refused =
-                assertThrows(IllegalStateException.class, () -> KvStashServer.launch(serverContext(dir)));
-            assertTrue(refused.getMessage().contains("already running"), refused.getMessage());
-            assertTrue(Files.exists(server.poolPath()));
-        }
-    }
-
-    @Test
     void shouldUseMode0700And0600AndRefuseUnsafeDirectories() throws Exception
     {
         dir = ShmDirectories.newPath("kvstash-test-modes-");
