@@ -10,8 +10,10 @@ stand-in forward pass (tests/vllm_engine.py) in place of the model.
 import importlib.util
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 import unittest
 
@@ -28,7 +30,10 @@ STORED_CHUNKS = 11                      # counter id (docs/PROTOCOL.md §2.3)
 if HAS_VLLM:
     import torch
     torch.set_num_threads(1)            # see test_tensors: the server holds the other core
-    from vllm_engine import BLOCK, Engine
+    from vllm.distributed.kv_transfer.kv_connector.v1.base import KVConnectorRole
+    from vllm_engine import BLOCK, HEAD, HEADS, LAYERS, MODEL_CONFIG, Engine, StoreChecker, model_dir, vllm_config
+    from kvstash.options import OptionError
+    from kvstash.vllm import KvStashConnector
 
 
 def prompt(seed, chunks, extra=0):
@@ -52,6 +57,17 @@ class ConnectorTest(ServerTestCase):
         self.assertEqual(engine.connector._trackers, {})
         self.assertEqual(engine.connector._matched, {})
         self.assertEqual(engine.connector._asked, set())
+        self.assertEqual(engine.connector._held, {})
+        self.assertEqual(engine.connector._spent, {})
+
+    def assertStoreRight(self, *engines):
+        """Every chunk any of ``engines`` asked to save is absent from the store or holds its tokens' KV."""
+        read = 0
+        for engine in engines:
+            n, wrong = StoreChecker(engine, self.server.directory).mismatches(engine.saved)
+            self.assertEqual(wrong, [], "chunks in the store differ from their tokens' KV")
+            read += n
+        return read
 
     def test_should_load_a_prefix_another_engine_process_stored_bit_for_bit(self):
         stored = prompt(1, 3, extra=5)                                         # 3 chunks and a partial one
@@ -228,6 +244,185 @@ class ConnectorTest(ServerTestCase):
         self.assertEqual(b.first_computed["same"], 2 * C)
         self.assertEqual(b.first_computed["other"], 0)
 
+    # ------------------------------------------------------------------------------ only verified KV is stored
+    def test_should_never_store_the_chunks_of_a_load_that_failed(self):
+        # The prefix is gone between the scheduler's lookup and the worker's load: the blocks it was to fill hold
+        # no KV of it, and the blocks computed after them in the same step were computed from them. None of it may
+        # reach the store; once vLLM has recomputed them, they are stored right.
+        tokens = prompt(30, 3, extra=5)
+        a = self.engine()
+        a.add("a", tokens)
+        a.run()
+        b = self.engine()
+        longer = tokens[:3 * C] + prompt(31, 2, extra=3)
+
+        def evict(meta):
+            self.assertTrue(meta.loads)
+            with kvstash.connect(self.server.directory) as admin:
+                admin.clear()
+        b.add("b", longer)
+        b.run(before_load=evict)
+        self.assertGreater(len(b.invalid), 0)
+        self.assertGreaterEqual(self.assertStoreRight(a, b), 5)           # all five chunks, stored after recompute
+        c = self.engine()
+        c.add("c", longer + [5])
+        c.run()
+        self.assertEqual(c.first_computed["c"], 5 * C)
+        self.assertEqual(c.mismatched_blocks, 0)
+        self.assertEmpty(b)
+        self.assertEmpty(c)
+
+    def test_should_save_the_chunks_computed_with_a_load_in_the_next_step_and_never_the_chunks_loaded(self):
+        tokens = prompt(32, 3, extra=5)
+        a = self.engine()
+        a.add("a", tokens)
+        a.run()
+        b = self.engine()
+        longer = tokens[:3 * C] + prompt(33, 1, extra=2)
+        saves = []
+        b.add("b", longer)                                   # loads 3 chunks, computes the 4th, finishes at once
+        for _ in range(10):
+            if not b.scheduler.has_requests():
+                break
+            b.step(before_load=lambda meta: saves.extend((s.first_chunk, len(s.keys)) for s in meta.saves))
+        # The step that loads saves nothing; the next one (the request's blocks held for it) saves the 4th chunk,
+        # with the last chunk loaded ahead of it to name the chain; the chunks loaded are never sent again.
+        self.assertEqual(saves, [(2, 2)])
+        self.assertEqual(b.workers[0].stats["loaded_chunks"], 3)
+        self.assertEqual(b.workers[0].stats["stored_chunks"], 1)
+        self.assertEqual(b.finished_sending, {"b"})
+        self.assertStoreRight(a, b)
+        self.assertEmpty(b)
+
+    def test_should_load_the_readable_leading_chunks_when_one_in_the_middle_is_gone(self):
+        tokens = prompt(34, 4, extra=5)
+        a = self.engine()
+        a.add("a", tokens)
+        a.run()
+        b = self.engine()
+
+        def hole(meta):
+            self.assertEqual(len(meta.loads[0].keys), 4)
+            with kvstash.connect(self.server.directory) as admin:
+                admin.clear()
+            StoreChecker(b, self.server.directory).store(tokens, [0, 1, 3])     # chunk 2 is gone
+        b.add("b", tokens)
+        b.run(before_load=hole)
+        self.assertEqual(b.workers[0].stats["loaded_chunks"], 2)
+        self.assertEqual(len(b.invalid), 2 * C // BLOCK)                 # chunks 2 and 3 recomputed
+        self.assertEqual(b.mismatched_blocks, 0)
+        self.assertGreater(b.checked_blocks, 0)
+        self.assertTrue(b.request_blocks_match("b", tokens))
+        self.assertStoreRight(a, b)
+        self.assertEmpty(b)
+
+    # ------------------------------------------------------------------------------ a key means one thing
+    def test_should_share_one_checkpoint_at_two_paths_and_never_two_checkpoints_under_one_name(self):
+        tokens = prompt(35, 2, extra=3)
+        a = self.engine()
+        a.add("a", tokens)
+        a.run()
+        copy = tempfile.mkdtemp(prefix="kvstash-vllm-copy-")
+        self.addCleanup(shutil.rmtree, copy, True)
+        shutil.copy(os.path.join(model_dir(), "config.json"), copy)
+        same = self.engine(model_path=copy)                              # the same files elsewhere: shares
+        fine_tune = self.engine(model_config=dict(MODEL_CONFIG, rms_norm_eps=1e-5))    # other files: never
+        for engine in (same, fine_tune):
+            engine.add("x", tokens + [9])
+            engine.run()
+        self.assertEqual(same.workers[0].model_name, a.workers[0].model_name)
+        self.assertNotEqual(fine_tune.workers[0].model_name, a.workers[0].model_name)
+        self.assertEqual(same.first_computed["x"], 2 * C)
+        self.assertEqual(same.mismatched_blocks, 0)
+        self.assertEqual(fine_tune.first_computed["x"], 0)
+
+    def test_should_keep_apart_checkpoints_named_by_the_operator(self):
+        tokens = prompt(36, 2, extra=3)
+        first = self.engine(extra={"checkpoint": "acme/llama-ft@1"})
+        first.add("a", tokens)
+        first.run()
+        other = self.engine(extra={"checkpoint": "acme/llama-ft@2"})
+        again = self.engine(extra={"checkpoint": "acme/llama-ft@1"})
+        for engine in (other, again):
+            engine.add("x", tokens + [9])
+            engine.run()
+        self.assertEqual(other.first_computed["x"], 0)
+        self.assertEqual(again.first_computed["x"], 2 * C)
+
+    def test_should_register_a_bigger_model_under_a_name_of_its_own(self):
+        # A model with more layers under the same served name used to meet LAYOUT_MISMATCH for the server's life.
+        tokens = prompt(37, 2, extra=3)
+        small = self.engine()
+        small.add("s", tokens)
+        small.run()
+        big = self.engine(layers=LAYERS + 1)
+        big.add("b", tokens)
+        big.run()
+        self.assertEqual(big.workers[0].stats["stored_chunks"], 2)
+        again = self.engine(layers=LAYERS + 1)
+        again.add("b", tokens + [9])
+        again.run()
+        self.assertEqual(again.first_computed["b"], 2 * C)
+        self.assertEqual(again.mismatched_blocks, 0)
+        self.assertStoreRight(small, big)
+
+    def test_should_name_every_layout_meaning_apart(self):
+        # Caches with the same bytes that mean different things: another element order, another attention
+        # backend, another KV dtype. Each registers a model name of its own.
+        names = {}
+        shapes = {"blocks_heads": (8, HEADS, BLOCK, 2 * HEAD), "kv_blocks": (2, 8, BLOCK, HEADS, HEAD),
+                  "blocks_kv": (8, 2, BLOCK, HEADS, HEAD)}
+        for kind, shape in shapes.items():
+            names[kind] = self.worker_name({"layer.%d" % i: torch.zeros(shape, dtype=torch.bfloat16)
+                                            for i in range(LAYERS)})
+        for backend in ("FLASH_ATTN", "TRITON_ATTN"):
+            names[backend] = self.worker_name({"layer.%d" % i: torch.zeros(shapes["blocks_heads"], dtype=torch.bfloat16)
+                                               for i in range(LAYERS)}, backend=backend)
+        names["fp16"] = self.worker_name({"layer.%d" % i: torch.zeros(shapes["blocks_heads"], dtype=torch.float16)
+                                          for i in range(LAYERS)})
+        self.assertEqual(len(set(names.values())), len(names), names)
+        for name in names.values():
+            self.assertLessEqual(len(name.encode()), 255)
+        self.assertEqual(names["blocks_heads"], self.worker_name(
+            {"layer.%d" % i: torch.zeros(shapes["blocks_heads"], dtype=torch.bfloat16) for i in range(LAYERS)}))
+
+    def worker_name(self, caches, backend=None):
+        config = vllm_config(self.server.directory)
+        if backend is not None:
+            class Backend:
+                @staticmethod
+                def get_name():
+                    return backend
+
+            class Layer:
+                attn_backend = Backend
+            config.compilation_config.static_forward_context = {name: Layer() for name in caches}
+        worker = KvStashConnector(config, KVConnectorRole.WORKER, None)
+        self.addCleanup(worker.shutdown)
+        worker.register_kv_caches(caches)
+        return worker.model_name
+
+    # ------------------------------------------------------------------------------ options
+    def test_should_refuse_a_bad_option_in_one_line_naming_it(self):
+        for extra, named in (({"dir": 5}, "'dir': got 5 (int); expected a non-empty string"),
+                             ({"timeout_s": "soon"}, "'timeout_s': got 'soon' (str); expected a number"),
+                             ({"reconnect_s": -1}, "'reconnect_s': got -1 (int); expected a number >= 0"),
+                             ({"store_decode": "maybe"}, "'store_decode': got 'maybe' (str); expected true or false"),
+                             ({"chunk_tokens": 1.5}, "'chunk_tokens': got 1.5 (float); expected an integer")):
+            for role in (KVConnectorRole.SCHEDULER, KVConnectorRole.WORKER):
+                with self.assertRaises(OptionError) as caught:
+                    KvStashConnector(vllm_config(self.server.directory, extra=extra), role, None)
+                self.assertIn(named, str(caught.exception))
+                self.assertNotIn("\n", str(caught.exception))
+
+    def test_should_warn_about_an_unknown_option_with_the_known_ones(self):
+        with self.assertLogs("vllm.kvstash", "WARNING") as logs:
+            connector = KvStashConnector(vllm_config(self.server.directory, extra={"model": "x", "timout_s": 1}),
+                                         KVConnectorRole.SCHEDULER, None)
+        connector.shutdown()
+        self.assertTrue(any("unknown options model, timout_s ignored" in line and "timeout_s" in line
+                            for line in logs.output), logs.output)
+
 
 @unittest.skipUnless(HAS_VLLM, NO_VLLM)
 class ServerLossTest(unittest.TestCase):
@@ -275,6 +470,31 @@ class ServerLossTest(unittest.TestCase):
         self.assertEqual(engine.first_computed["r4"], 3 * C)
         self.assertEqual(engine.mismatched_blocks, 0)
         self.assertGreater(engine.checked_blocks, 0)
+
+    def test_should_wait_on_a_stopped_server_one_timeout_per_request(self):
+        # SIGSTOP: the server's process lives and answers nothing. A new request's first step asks it in the
+        # scheduler (the lookup) and would have its chunks stored by the worker in the same step: all of that
+        # together waits timeout_s at most, not timeout_s per call.
+        server = Server(pool_bytes=64 << 20, chunk_tokens=C).start()
+        self.addCleanup(server.close)
+        engine = Engine(server.directory, extra={"timeout_s": 1.0, "reconnect_s": 30})
+        self.addCleanup(engine.close)
+        warm = prompt(40, 1, extra=1)
+        engine.add("warm", warm)                          # connected, registered, the chunk size known
+        engine.run()
+        server.pause()
+        self.addCleanup(server.resume)
+        engine.add("s", prompt(41, 3, extra=1))
+        start = time.monotonic()
+        engine.run()
+        took = time.monotonic() - start
+        server.resume()
+        print("\nSIGSTOP of the server: a new request's whole life waited %.2f s (timeout_s 1)" % took,
+              file=sys.stderr)
+        self.assertLess(took, 1.0 + 0.5, "a request waited %.2f s on a stopped server (timeout_s 1)" % took)
+        self.assertGreater(engine.connector.stats["unavailable"] + engine.workers[0].stats["store_errors"], 0)
+        self.assertTrue(engine.request_blocks_match("s", prompt(41, 3, extra=1)))
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -146,8 +146,10 @@ class Schedule:
         self.kills = self.stops = 0
         self.down_until = None
         extra = {"timeout_s": TIMEOUT_S, "reconnect_s": 0.1}
-        self.engines = [Engine(self.server.directory, tp=2, num_blocks=NUM_BLOCKS, extra=extra, batched_tokens=256)
-                        for _ in range(2)]
+        # The second engine's connector plans for asynchronous scheduling (vLLM's default: a step's load errors
+        # reported one step later), which it must survive as well as the first's synchronous one.
+        self.engines = [Engine(self.server.directory, tp=2, num_blocks=NUM_BLOCKS, extra=extra, batched_tokens=256,
+                               async_scheduling=bool(e)) for e in range(2)]
         self.timers = [Timed(e) for e in self.engines]
         self.checkers = [StoreChecker(e, self.server.directory) for e in self.engines]
         rng = self.rng

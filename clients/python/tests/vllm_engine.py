@@ -67,14 +67,16 @@ def model_dir(config=None):
     return _model_dirs[text]
 
 
-def vllm_config(directory, role="kv_both", tp=1, rank=0, extra=None, batched_tokens=8192, model_config=None):
+def vllm_config(directory, role="kv_both", tp=1, rank=0, extra=None, batched_tokens=8192, model_config=None,
+                model_path=None, async_scheduling=False):
     extra_config = {"dir": directory, "timeout_s": 2.0, "reconnect_s": 0.2, "log_interval_s": 0}
     extra_config.update(extra or {})
     return VllmConfig(
-        model_config=ModelConfig(model=model_dir(model_config), skip_tokenizer_init=True, dtype="bfloat16",
+        model_config=ModelConfig(model=model_path or model_dir(model_config), skip_tokenizer_init=True, dtype="bfloat16",
                                  max_model_len=8192),
         scheduler_config=SchedulerConfig(max_num_seqs=16, max_num_batched_tokens=batched_tokens, max_model_len=8192,
-                                         is_encoder_decoder=False, enable_chunked_prefill=True),
+                                         is_encoder_decoder=False, enable_chunked_prefill=True,
+                                         async_scheduling=async_scheduling),
         cache_config=CacheConfig(block_size=BLOCK, cache_dtype="auto", enable_prefix_caching=True),
         parallel_config=ParallelConfig(tensor_parallel_size=tp, rank=rank),
         kv_transfer_config=KVTransferConfig(kv_connector="KvStashConnector", kv_connector_module_path="kvstash.vllm",
@@ -87,10 +89,11 @@ class KvModel:
     """The stand-in model's KV (see the module doc): K/V at position p of layer l on rank r are a bf16 vector that
     depends on (token p, p, l, r, digest of block p // BLOCK - 1 over every rank and layer)."""
 
-    def __init__(self, tp):
+    def __init__(self, tp, layers=LAYERS):
         self.tp = tp
+        self.layers = layers
         gen = torch.Generator().manual_seed(7)
-        self.weights = torch.randint(1, 1 << 20, (tp, LAYERS, HEADS, BLOCK, 2 * HEAD), generator=gen,
+        self.weights = torch.randint(1, 1 << 20, (tp, layers, HEADS, BLOCK, 2 * HEAD), generator=gen,
                                      dtype=torch.int64)
         self.ramp = torch.arange(HEADS * HEAD, dtype=torch.float32) / 64.0
         self._memo = {}
@@ -107,10 +110,10 @@ class KvModel:
 
     def block(self, digest, tokens, first_position):
         """The whole right block after a block of ``digest``: ``[tp, layers, heads, BLOCK, 2 * head]``."""
-        out = torch.empty((self.tp, LAYERS, HEADS, BLOCK, 2 * HEAD), dtype=torch.bfloat16)
+        out = torch.empty((self.tp, self.layers, HEADS, BLOCK, 2 * HEAD), dtype=torch.bfloat16)
         positions = range(first_position, first_position + BLOCK)
         for rank in range(self.tp):
-            for layer in range(LAYERS):
+            for layer in range(self.layers):
                 for kv in (0, 1):
                     out[rank, layer, :, :, kv * HEAD:(kv + 1) * HEAD] = \
                         self.values(digest, tokens, positions, layer, kv, rank).permute(1, 0, 2)
@@ -133,27 +136,31 @@ class Engine:
     """One engine: a scheduler and one worker connector per tensor-parallel rank (see the module doc)."""
 
     def __init__(self, directory, role="kv_both", tp=1, num_blocks=512, extra=None, saving_ranks=None,
-                 batched_tokens=8192, model_config=None, handshake=True):
+                 batched_tokens=8192, model_config=None, handshake=True, layers=LAYERS, model_path=None,
+                 async_scheduling=False):
         init_none_hash(sha256)
+        if model_config is None and layers != LAYERS:
+            model_config = dict(MODEL_CONFIG, num_hidden_layers=layers)
         self.num_blocks = num_blocks
-        self.configs = [vllm_config(directory, role, tp, r, extra, batched_tokens, model_config) for r in range(tp)]
+        self.configs = [vllm_config(directory, role, tp, r, extra, batched_tokens, model_config, model_path,
+                                    async_scheduling) for r in range(tp)]
         config = self.configs[0]
         self.kv_cache_config = KVCacheConfig(
             num_blocks=num_blocks, kv_cache_tensors=[],
-            kv_cache_groups=[KVCacheGroupSpec(["layer.%d" % i for i in range(LAYERS)],
+            kv_cache_groups=[KVCacheGroupSpec(["layer.%d" % i for i in range(layers)],
                                               FullAttentionSpec(block_size=BLOCK, num_kv_heads=HEADS, head_size=HEAD,
                                                                 dtype=torch.bfloat16))])
         config.cache_config.num_gpu_blocks = num_blocks
         self.scheduler = Scheduler(config, self.kv_cache_config, StructuredOutputManager(config), block_size=BLOCK,
                                    log_stats=True)
         self.hasher = get_request_block_hasher(BLOCK, sha256)
-        self.model = KvModel(tp)
+        self.model = KvModel(tp, layers)
         self.workers, self.caches = [], []
         for r in range(tp):
             worker = KvStashConnector(self.configs[r], KVConnectorRole.WORKER, self.kv_cache_config)
             # vLLM 0.33's FlashAttention layout: [num_blocks, kv heads, block size, 2 * head size].
             caches = {"layer.%d" % i: torch.zeros((num_blocks, HEADS, BLOCK, 2 * HEAD), dtype=torch.bfloat16)
-                      for i in range(LAYERS)}
+                      for i in range(layers)}
             worker.register_kv_caches(caches)
             self.workers.append(worker)
             self.caches.append(list(caches.values()))
@@ -344,7 +351,8 @@ class StoreChecker:
         self.directory = directory
         self.per = engine.workers[0]._chunk_tokens // BLOCK
         self.scratch = kvstash.PagedKV({"layer.%d" % i: torch.zeros((self.per, HEADS, BLOCK, 2 * HEAD),
-                                                                    dtype=torch.bfloat16) for i in range(LAYERS)})
+                                                                    dtype=torch.bfloat16)
+                                      for i in range(engine.model.layers)})
 
     def _clients(self):
         clients = []

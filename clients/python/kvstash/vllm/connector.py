@@ -167,6 +167,7 @@ class _Tracker:
     block_ids: list
     saved_chunks: int = 0                   # chunks [0, saved_chunks) are stored, being stored or were loaded
     load: Optional[tuple] = None            # (first token, last token) to load, set by update_state_after_alloc
+    hold_steps: int = 0                     # finished: steps its blocks may still be held for its last saves
 
 
 class KvStashConnector(KVConnectorBase_V1):
@@ -487,13 +488,20 @@ class KvStashConnector(KVConnectorBase_V1):
 
     def _finish_held(self, meta, chunk=None, per=None, suspect=None):
         """The last saves of requests that finished with chunks waiting for their verification; their blocks are
-        freed once the workers have run them."""
-        for req_id, tracker in self._held.items():
+        freed once the workers have run them. A request whose chunks still wait for the report of a step's loads
+        (under asynchronous scheduling a step's report comes one step later) is held one more step."""
+        loads = set().union(*self._recent_loads)
+        for req_id in list(self._held):
+            tracker = self._held[req_id]
             if chunk is not None:
+                blocks = tracker.block_ids[:len(tracker.block_ids) // per * per]
+                if tracker.hold_steps > 0 and loads and not loads.isdisjoint(blocks):
+                    tracker.hold_steps -= 1
+                    continue
                 self._plan_save(meta, req_id, tracker, tracker.request.num_computed_tokens, chunk, per, suspect)
             meta.finish.add(req_id)
             self._spent.pop(req_id, None)
-        self._held.clear()
+            del self._held[req_id]
 
     def request_finished(self, request, block_ids):
         req_id = request.request_id
@@ -509,6 +517,7 @@ class KvStashConnector(KVConnectorBase_V1):
             complete = min(min(request.num_computed_tokens, limit) // self._chunk_tokens,
                            len(request.block_hashes) // per, len(tracker.block_ids) // per)
             if complete > tracker.saved_chunks:
+                tracker.hold_steps = self._recent_loads.maxlen
                 self._held[req_id] = tracker
                 return True, None               # its blocks stay until the workers have saved them
         self._spent.pop(req_id, None)
