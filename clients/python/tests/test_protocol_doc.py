@@ -58,6 +58,40 @@ class HashVectorsTest(unittest.TestCase):
         self.assertEqual(kvstash.chunk_hashes(tokens + [1, 2, 3], 16), expected)
 
 
+def _protocol_text():
+    with open(PROTOCOL, encoding="utf-8") as f:
+        return f.read()
+
+
+class ContractTextTest(unittest.TestCase):
+    """What §6.2 and §2.1 state against the constants this client sends and writes (descriptor.py, itself checked
+    against the Java sources by test_wire_contract)."""
+
+    def test_should_list_every_flag_the_client_may_send_in_the_flags_table(self):
+        text = _protocol_text()
+        header = text[text.index("### 6.2 "):text.index("### 6.3 ")]
+        section = header[header.index("- **Flags**"):header.index("- **Key Mode**")]
+        rows = re.findall(r"^\s*\| (\d+) \| ([A-Z0-9_]+) \| (.*) \| (.*) \|$", section, re.M)
+        self.assertEqual({name: int(value) for value, name, _, _ in rows},
+                         {name[len("FLAG_"):]: value for name, value in vars(d).items() if name.startswith("FLAG_")})
+        used_by = {name: types for _, name, _, types in rows}
+        self.assertTrue(used_by["PREFIX"].startswith("PREPARE_RETRIEVE"), used_by["PREFIX"])
+        self.assertIn("FROM_LOOKUP", used_by["PREFIX"], "the table says PREFIX does not go with FROM_LOOKUP")
+
+    def test_should_state_the_version_this_client_writes(self):
+        text = _protocol_text()
+        version = "%d.%d.%d" % (d.major(d.VERSION), d.minor(d.VERSION), d.VERSION & 0xFF)
+        self.assertIn("Today it is `0x%08x` (%s)" % (d.VERSION, version), text)
+        self.assertIn("Layout versions described here: control file %s, pool file %s, client file %s"
+                      % (version, version, version), text)
+        for place in ("- Version: `0x%08x`", "- Version `0x%08x` (any 2.x)", "**Write `Version` = `0x%08x`"):
+            self.assertIn(place % d.VERSION, text)
+        history = text[text.index("Layout versions described here"):text.index("Contents")]
+        for minor in range(1, d.MINOR_VERSION + 1):
+            self.assertIn("minor %d:" % minor, history, "the version history names what minor %d added" % minor)
+        self.assertNotIn("minor %d:" % (d.MINOR_VERSION + 1), history)
+
+
 def _appendix_dumps():
     """The hex dumps of §10, in document order, as bytes."""
     with open(PROTOCOL, encoding="utf-8") as f:

@@ -45,7 +45,8 @@ class PrefixJournalTest
         {
             final PipelineCaller caller = new PipelineCaller(pipeline, router, 0);
             assertEquals(Status.OK, caller.register(INSTANCE, Layout.of("m", 1, 0, 1, 4, Dtype.FLOAT16, false)).status);
-            final StoreCommand store = caller.keyed(RequestType.PREPARE_STORE, INSTANCE, ChunkKeys.ofIds(1, 2, 4, 5), 0);
+            final StoreCommand store = caller.keyed(
+                RequestType.PREPARE_STORE, INSTANCE, ChunkKeys.ofIds(1, 2, 4, 5), 0);
             assertEquals(Status.OK, caller.onTransfer(RequestType.COMMIT_STORE, INSTANCE, store.outTransferId).status);
 
             final StoreCommand prefix = caller.keyed(
