@@ -48,7 +48,7 @@ def main():
     result = {"device": args.device, "chunks": args.chunks, "chunk_bytes": chunk_bytes, "rounds": args.rounds,
               "layout": "[blocks, %d, %d, %d] x %d layers, bf16" % (HEADS, BLOCK, 2 * HEAD, LAYERS)}
     try:
-        config = vllm_config(directory, extra={"model": "bench/llama-3.1-8b-shape"})
+        config = vllm_config(directory, extra={"checkpoint": "bench/llama-3.1-8b-shape"})
         config.cache_config.block_size = BLOCK
         worker = KvStashConnector(config, KVConnectorRole.WORKER, None)
         gen = torch.Generator(device=args.device).manual_seed(3)
