@@ -216,6 +216,24 @@ class RestartTest(unittest.TestCase):
             kvstash.connect(self.server.directory, timeout=1.0)
         self.assertEqual([f for f in os.listdir(self.server.directory) if f.startswith("client-")], [])
 
+    def test_should_end_every_wait_of_a_bounded_block_at_its_deadline(self):
+        # SIGSTOP: the server's process lives (its pid, its files, its last heartbeat) and answers nothing.
+        c = kvstash.connect(self.server.directory, timeout=10.0)
+        self.addCleanup(c.close)
+        self.assertEqual(c.ping().status, Status.OK)
+        self.server.pause()
+        self.addCleanup(self.server.resume)
+        start = time.monotonic()
+        with self.assertRaises(kvstash.KvStashTimeoutError):
+            with c.bounded(0.3):
+                with c.bounded(5.0):                              # an inner bound never extends the outer one
+                    c.ping()
+        took = time.monotonic() - start
+        self.assertGreaterEqual(took, 0.3)
+        self.assertLess(took, 0.3 + 0.5, "a bounded wait took %.2f s" % took)
+        self.assertIsNone(c.deadline)                             # the bound ended with its block
+        self.assertEqual(c.timeout, 10.0)
+
     def test_should_raise_gone_when_the_server_shuts_down(self):
         c = kvstash.connect(self.server.directory)
         self.addCleanup(c.close)
