@@ -19,9 +19,12 @@ Standard library only.
 import fcntl
 import hashlib
 import json
+import logging
 import os
 import re
 import time
+
+logger = logging.getLogger("kvstash.identity")
 
 CONFIG_FILES = ("config.json", "quantize_config.json", "quant_config.json", "hf_quant_config.json",
                 "params.json")
@@ -57,13 +60,13 @@ def digest_of(*parts) -> str:
     return h.hexdigest()[:32]
 
 
-def checkpoint_of(model, revision=None, override=None, cache_file=None) -> Checkpoint:
-    """The identity of the checkpoint ``model`` (a directory, or a hub id found in the local hub cache at
-    ``revision``), or of ``override`` when one is given. ``None`` when the files cannot be found: the caller then
-    shares with nobody (it must not guess from a name)."""
+def checkpoint_of(model, revision=None, override=None, cache_file=None, hub_dirs=()) -> Checkpoint:
+    """The identity of the checkpoint ``model`` (a directory, or a hub id found at ``revision`` in one of
+    ``hub_dirs`` or the local hub cache), or of ``override`` when one is given. ``None`` when the files cannot be
+    found: the caller then shares with nobody (it must not guess from a name)."""
     if override is not None and str(override) != "":
         return Checkpoint(digest_of("override", override), "given: %s" % override)
-    directory = resolve_directory(model, revision)
+    directory = resolve_directory(model, revision, hub_dirs)
     if directory is None:
         return None
     parts = []
@@ -85,10 +88,10 @@ def checkpoint_of(model, revision=None, override=None, cache_file=None) -> Check
                       len(weights))
 
 
-def resolve_directory(model, revision=None):
-    """``model`` when it is a directory, else its snapshot in the local Hugging Face hub cache (``HF_HUB_CACHE``,
-    ``HF_HOME/hub`` or ``~/.cache/huggingface/hub``) at ``revision`` (a branch, tag or commit; default
-    ``main``), else ``None``."""
+def resolve_directory(model, revision=None, hub_dirs=()):
+    """``model`` when it is a directory, else its snapshot at ``revision`` (a branch, tag or commit; default
+    ``main``) in the first of ``hub_dirs`` (an engine's download directory) and the local Hugging Face hub cache
+    (``HF_HUB_CACHE``, ``HF_HOME/hub`` or ``~/.cache/huggingface/hub``) that has it, else ``None``."""
     if model is None:
         return None
     model = str(model)
@@ -98,17 +101,20 @@ def resolve_directory(model, revision=None):
         return None
     hub = os.environ.get("HF_HUB_CACHE") or os.path.join(
         os.environ.get("HF_HOME") or os.path.join(os.path.expanduser("~"), ".cache", "huggingface"), "hub")
-    repo = os.path.join(hub, "models--" + model.replace("/", "--"))
     ref = revision or "main"
-    commit = ref if _COMMIT_HEX.match(ref) else None
-    if commit is None:
-        try:
-            with open(os.path.join(repo, "refs", ref)) as f:
-                commit = f.read().strip()
-        except OSError:
-            return None
-    snapshot = os.path.join(repo, "snapshots", commit)
-    return snapshot if os.path.isdir(snapshot) else None
+    for base in [d for d in hub_dirs if d] + [hub]:
+        repo = os.path.join(base, "models--" + model.replace("/", "--"))
+        commit = ref if _COMMIT_HEX.match(ref) else None
+        if commit is None:
+            try:
+                with open(os.path.join(repo, "refs", ref)) as f:
+                    commit = f.read().strip()
+            except OSError:
+                continue
+        snapshot = os.path.join(repo, "snapshots", commit)
+        if os.path.isdir(snapshot):
+            return snapshot
+    return None
 
 
 def weight_files(directory):
@@ -161,6 +167,9 @@ class FileDigests:
                 digest = self._load().get(key)
                 if digest is not None:
                     return digest
+            size = os.stat(target).st_size
+            if size >= 1 << 30:
+                logger.info("kvstash: hashing %s (%.1f GiB) once to identify its checkpoint", target, size / (1 << 30))
             h = hashlib.sha256()
             with open(target, "rb") as f:
                 while True:

@@ -233,7 +233,8 @@ class KvStashConnector(KVConnectorBase_V1):
     def _namespace(self, paged, layer_names) -> str:
         """The model name of this worker's KV: the checkpoint and everything that gives the bytes their meaning."""
         model = self._vllm_config.model_config
-        ckpt = checkpoint_of(model.model, getattr(model, "revision", None), self._checkpoint)
+        ckpt = checkpoint_of(model.model, getattr(model, "revision", None), self._checkpoint,
+                             hub_dirs=(getattr(self._vllm_config.load_config, "download_dir", None),))
         if ckpt is None:
             logger.warning("kvstash: the checkpoint %r has no files here to identify it by (config.json and "
                            "weights): this engine shares chunks with no other engine; set the option \"checkpoint\" "
