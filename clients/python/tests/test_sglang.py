@@ -22,7 +22,8 @@ import textwrap
 import time
 import unittest
 
-from support import CLIENT_ROOT, Server, ServerTestCase
+from support import CLIENT_ROOT, Server, ServerTestCase, counter, wait_until
+from sglang_support import continue_process, stop_process
 
 try:
     import torch
@@ -78,8 +79,13 @@ def make_pool(layout="page_first", page_size=16, dtype=None, pages=32):
     return pool
 
 
-def make_backend(directory, pool=None, tp_rank=0, tp_size=1, model="test-model", **extra):
-    """The backend as SGLang builds it: the factory's dynamic loader, then register_mem_pool_host."""
+def make_backend(directory, pool=None, tp_rank=0, tp_size=1, model="served-name", checkpoint="test-checkpoint",
+                 **extra):
+    """The backend as SGLang builds it: the factory's dynamic loader, then register_mem_pool_host. No SGLang server
+    arguments are published in a test process, so the weights are named by the ``checkpoint`` option (None: not
+    given); ``model`` is SGLang's served model name, which the backend does not use."""
+    if checkpoint is not None:
+        extra["checkpoint"] = checkpoint
     config = HiCacheStorageConfig(tp_rank=tp_rank, tp_size=tp_size, pp_rank=0, pp_size=1, attn_cp_rank=0,
                                   attn_cp_size=1, is_mla_model=False, enable_storage_metrics=False,
                                   is_page_first_layout=pool is not None and pool.layout == "page_first",
@@ -136,7 +142,9 @@ class HiCacheStorageTest(ServerTestCase):
         backend = self.backend(make_pool())
         self.assertIsInstance(backend, KvStashHiCacheStorage)
         self.assertIsInstance(backend, HiCacheStorage)
-        self.assertIn("test-model|sglang:page_first:bfloat16:p16:4096B", backend.model_name)
+        self.assertTrue(backend.model_name.startswith("sglang:"), backend.model_name)
+        self.assertLessEqual(len(backend.model_name.encode()), 255)
+        self.assertEqual(backend.checkpoint, "given: test-checkpoint")
         with kvstash.connect(self.server.directory) as c:
             self.assertEqual(backend.layout(c.chunk_tokens).chunk_bytes(c.chunk_tokens), 4096)
 
@@ -223,8 +231,8 @@ class HiCacheStorageTest(ServerTestCase):
         self.assertEqual(self.backend(make_pool("layer_first")).batch_exists(keys), 0)      # other byte order
         self.assertEqual(self.backend(make_pool("page_first", 8)).batch_exists(keys), 0)    # other page size
         self.assertEqual(self.backend(make_pool(), tp_rank=1, tp_size=2).batch_exists(keys), 0)
-        self.assertEqual(self.backend(make_pool(), model="other").batch_exists(keys), 0)
-        self.assertEqual(self.backend(make_pool()).batch_exists(keys), 2)
+        self.assertEqual(self.backend(make_pool(), checkpoint="other").batch_exists(keys), 0)   # other weights
+        self.assertEqual(self.backend(make_pool(), model="other-served-name").batch_exists(keys), 2)
 
     def test_should_count_leading_hits_only_and_miss_missing_keys(self):
         pool = make_pool()
@@ -301,13 +309,117 @@ class HiCacheStorageTest(ServerTestCase):
 
         backend._retrieve = reclaim_during("_retrieve")
         self.assertEqual(backend.batch_get_v1(keys, pool.alloc(48)), [True, False, False])
-        self.assertEqual(backend.stats["get_fenced"], 2)
+        self.assertEqual(backend.stats["get_fenced"], 1)         # page 1 failed its check; page 2 was not read
         del backend._retrieve
         backend._store = reclaim_during("_store")                # the reservation ends before COMMIT_STORE
         self.assertEqual(backend.batch_set_v1(keys, src), [False] * 3)
         del backend._store
         self.assertEqual(backend.batch_exists(keys), 0)          # nothing half-written became readable
         self.assertEqual(backend.batch_set_v1(keys, src), [True] * 3)
+
+    def test_should_hand_over_only_the_leading_run_when_slots_are_reused_mid_batch(self):
+        pool = make_pool()
+        backend = self.backend(pool)
+        admin = self.connect()
+        filler = self.connect()
+        filler_instance = 77
+        self.assertTrue(filler.register(filler_instance, backend.layout(filler.chunk_tokens)._replace(
+            model="filler")).ok)
+        keys = page_keys("reused", 5)
+        src = pool.alloc(5 * 16)
+        fill(pool, src, seed=43)
+
+        def reuse_after_page_1(i, slot, copy):
+            copy(i, slot)
+            if i == 1:          # every pin ends, and other pages take every slot: pages 1.. now hold other bytes
+                self.assertEqual(admin.clear(force=True).status, kvstash.Status.OK)
+                for first in range(0, 4096, filler.max_chunks):
+                    p = filler.prepare_store(filler_instance, [(7, k) for k in range(first, first + filler.max_chunks)])
+                    self.assertTrue(p.ok, p)
+                    for k in range(len(p.slots)):
+                        filler.write_chunk(p, k, bytes([0xEE]) * 4096)
+                    self.assertTrue(filler.commit_store(filler_instance, p).ok)
+        original = backend._retrieve
+        backend._retrieve = lambda keys_, copy: original(keys_, lambda i, slot: reuse_after_page_1(i, slot, copy))
+        self.addCleanup(backend.__dict__.pop, "_retrieve", None)
+
+        self.assertEqual(backend.batch_set_v1(keys, src), [True] * 5)
+        dst = pool.alloc(5 * 16)
+        for i in range(5):
+            pool.get_data_page(int(dst[i * 16]), flat=False).view(torch.uint8).fill_(0x5A)
+        self.assertEqual(backend.batch_get_v1(keys, dst), [True] + [False] * 4)
+        self.assertEqual(digests(pool, dst, 1), digests(pool, src, 1))
+        for i in (2, 3, 4):                                      # never copied: after the first page not read
+            self.assertEqual(page_bytes(pool, dst[i * 16]), bytes([0x5A]) * 4096)
+
+        self.assertEqual(backend.batch_set_v1(keys, src), [True] * 5)      # the generic path, the same way
+        pages = backend.batch_get(keys, [pool.get_dummy_flat_data_page() for _ in keys])
+        self.assertEqual([p is not None for p in pages], [True] + [False] * 4)
+        self.assertEqual(pages[0].view(torch.uint8).numpy().tobytes(), page_bytes(pool, src[0]))
+
+    def test_should_answer_false_for_host_indices_that_are_not_whole_pages(self):
+        pool = make_pool()
+        backend = self.backend(pool)
+        keys = page_keys("host-indices", 2)
+        src = pool.alloc(4 * 16)
+        fill(pool, src, seed=44)
+        self.assertEqual(backend.batch_set_v1(page_keys("host-indices-stored", 2), src[:32]), [True, True])
+        stored = page_keys("host-indices-stored", 2)
+        bad = {"misaligned": src[8:40], "too few": src[:31], "too many": src[:48],
+               "out of order": torch.cat([src[1:16], src[:1], src[16:32]])}
+        for what, indices in bad.items():
+            with self.subTest(what):
+                self.assertEqual(backend.batch_set_v1(keys, indices), [False, False])
+                before = [page_bytes(pool, src[k * 16]) for k in range(4)]
+                self.assertEqual(backend.batch_get_v1(stored, indices), [False, False])
+                self.assertEqual([page_bytes(pool, src[k * 16]) for k in range(4)], before)    # nothing written
+        self.assertEqual(backend.batch_exists(keys), 0)
+        self.assertEqual(backend.batch_set_v1(keys, src[32:]), [True, True])
+
+    def test_should_round_trip_through_flat_pages_when_the_page_view_is_a_copy(self):
+        # A host pool whose get_data_page(flat=False) hands out a copy (zero copy would write into the copy and
+        # report a page SGLang's pool never got): the backend goes through set_from_flat_data_page instead.
+        pool = make_pool()
+        view = pool.get_data_page
+        pool.get_data_page = lambda index, flat=True: view(index, flat) if flat else view(index, False).clone()
+        backend = self.backend(pool)
+        self.assertIsNone(backend._page_shape)
+        keys = page_keys("copied-view", 3)
+        src = pool.alloc(48)
+        for i in range(3):
+            view(int(src[i * 16]), False).copy_(torch.randn(view(0, False).shape).to(torch.bfloat16))
+        self.assertEqual(backend.batch_set_v1(keys, src), [True] * 3)
+        dst = pool.alloc(48)
+        self.assertEqual(backend.batch_get_v1(keys, dst), [True] * 3)
+        self.assertEqual(digests(pool, dst, 3), digests(pool, src, 3))
+        other = make_pool()                                      # an engine whose pool views are its memory
+        out = other.alloc(48)
+        self.assertEqual(self.backend(other).batch_get_v1(keys, out), [True] * 3)
+        self.assertEqual(digests(other, out, 3), digests(pool, src, 3))
+
+    def test_should_not_start_a_page_copy_late_in_its_lease(self):
+        with Server(pool_bytes=16 << 20, chunk_tokens=16, lease_ms=600) as server:
+            pool = make_pool()
+            backend = make_backend(server.directory, pool)
+            self.addCleanup(backend.close)
+            keys = page_keys("late", 3)
+            src = pool.alloc(48)
+            original = backend._store
+
+            def slow_first_copy(keys_, copy):
+                def copy_slowly(i, slot):
+                    copy(i, slot)
+                    if i == 0:
+                        time.sleep(0.4)                          # past half the 600 ms lease
+                return original(keys_, copy_slowly)
+            backend._store = slow_first_copy
+            self.assertEqual(backend.batch_set_v1(keys, src), [False] * 3)
+            self.assertEqual(backend.stats["set_late"], 1)
+            del backend._store
+            with kvstash.connect(server.directory) as c:
+                self.assertEqual(counter(c, 1), 0)               # reserved_chunks: the store was aborted
+            self.assertEqual(backend.batch_exists(keys), 0)
+            self.assertEqual(backend.batch_set_v1(keys, src), [True] * 3)
 
     def test_should_answer_misses_after_clear(self):
         pool = make_pool()
@@ -338,7 +450,8 @@ class HiCacheStorageTest(ServerTestCase):
             config = HiCacheStorageConfig(tp_rank=rank, tp_size=2, pp_rank=0, pp_size=1, attn_cp_rank=0,
                                           attn_cp_size=1, is_mla_model=mla, enable_storage_metrics=False,
                                           is_page_first_layout=True, model_name="mla-model",
-                                          extra_config=dict(EXTRA, dir=self.server.directory, page_bytes=1152))
+                                          extra_config=dict(EXTRA, dir=self.server.directory, page_bytes=1152,
+                                                            checkpoint="mla-checkpoint"))
             b = StorageBackendFactory.create_backend("dynamic", config, None)     # no host pool: page_bytes
             self.addCleanup(b.close)
             return b
@@ -423,6 +536,34 @@ class ServerLossTest(unittest.TestCase):
         self.assertEqual(backend.batch_get_v1(keys, dst), [True] * 4)
         self.assertEqual(digests(pool, dst, 4), digests(pool, src, 4))
         print("server restarted: the backend stored again %.0f ms later" % (reconnected * 1000), file=sys.stderr)
+
+    def test_should_end_every_call_within_timeout_s_while_the_server_is_stopped(self):
+        timeout_s = 1.0
+        pool = make_pool()
+        backend = make_backend(self.server.directory, pool, timeout_s=timeout_s, reconnect_s=0.2)
+        self.addCleanup(backend.close)
+        keys = page_keys("stopped", 3)
+        src = pool.alloc(48)
+        fill(pool, src, seed=22)
+        self.assertEqual(backend.batch_set_v1(keys, src), [True] * 3)
+        stop_process(self.server.pid)
+        self.addCleanup(continue_process, self.server.pid)
+        calls = [("batch_exists", lambda: backend.batch_exists(keys), 0),
+                 ("batch_get_v1", lambda: backend.batch_get_v1(keys, pool.alloc(48)), [False] * 3),
+                 ("batch_set_v1", lambda: backend.batch_set_v1(page_keys("while-stopped", 3), src), [False] * 3),
+                 ("batch_get", lambda: backend.batch_get(keys), [None] * 3),
+                 ("exists", lambda: backend.exists(keys[0]), False)]
+        for name, call, miss in calls:
+            started = time.monotonic()
+            self.assertEqual(call(), miss, name)
+            took = time.monotonic() - started
+            self.assertLess(took, timeout_s + 0.3, "%s took %.2f s" % (name, took))
+            time.sleep(0.25)        # past reconnect_s: the next call opens a new connection to the stopped server
+        continue_process(self.server.pid)
+        self.assertTrue(wait_until(lambda: backend.batch_exists(keys) == 3, 10))
+        dst = pool.alloc(48)
+        self.assertEqual(backend.batch_get_v1(keys, dst), [True] * 3)
+        self.assertEqual(digests(pool, dst, 3), digests(pool, src, 3))
 
     def test_should_miss_while_the_server_is_stopped_mid_get(self):
         pool = make_pool()

@@ -14,20 +14,64 @@ pages are copied straight between SGLang's host memory pool and the kvstash pool
 without it SGLang uses the older ``batch_get``/``batch_set`` with one extra copy per page on its side.
 Both paths write the same bytes, so engines with and without it share pages.
 
-Options in the same JSON object: ``dir`` (the server's directory; default ``/dev/shm/kvstash-$USER``),
-``timeout_s`` (5: bound of every wait for the server), ``reconnect_s`` (1: how long a lost server is left
-alone before the next attempt), ``model`` (the namespace's model name; default SGLang's model name),
-``page_bytes`` (only for use without a host pool: the bytes of one page), ``log_interval_s`` (60: the
-backend's counters, ``stats``, logged at INFO under ``kvstash.sglang`` this often while it is used; 0: never).
+Options in the same JSON object, checked when SGLang builds the backend (a wrong type or value stops the engine
+with one line naming the option; an unknown one is a warning listing the known ones):
+
+- ``dir``: the server's directory (default ``/dev/shm/kvstash-$USER``).
+- ``checkpoint``: the identity of the served weights, for when kvstash cannot read them (see *A key means one
+  thing*): any string that names exactly these weights, e.g. ``"org/model@<commit>"``. Engines that give the
+  same string share pages whatever their files; never give one string to two different sets of weights.
+- ``timeout_s`` (5): bound of every call, all its waits for the server together.
+- ``reconnect_s`` (1): how long a lost server is left alone before the next attempt.
+- ``page_bytes``: only for use without a host pool: the bytes of one page.
+- ``log_interval_s`` (60): the backend's counters, ``stats``, logged at INFO under ``kvstash.sglang`` this often
+  while it is used; 0: never.
+
+SGLang's own keys (``backend_name``, ``module_path``, ``class_name``, ``interface_v1``, ``tp_lcm_size``, the
+``prefetch_*`` keys) pass silently. The ``model`` option of earlier versions is gone: a namespace is no longer
+named by the operator (it is an unknown option now, and warns).
+
+A key means one thing (the rule this backend enforces: SGLang must never be handed KV computed by other weights
+or laid out otherwise):
+
+- **A page's key** is SGLang's page hash (the prefix-chained hash of the page's token ids, seeded by SGLang with
+  the request's LoRA id and cache salt); its kvstash key is the first 16 bytes of SHA-256 of that string (UTF-8).
+- **The namespace** (the model name the backend REGISTERs; the server keeps namespaces apart) is built by
+  ``kvstash.identity.namespace("sglang", checkpoint, **fields)`` from everything that gives a page's bytes their
+  meaning, and from nothing else. Not SGLang's served model name: a fine-tune or a new revision served under an
+  old name gets its own pages, and one checkpoint served under two names shares them.
+
+  * *checkpoint*: ``kvstash.identity.checkpoint_of(model_path, revision, override=checkpoint)``: a digest of
+    the checkpoint's ``config.json`` (and quantization configs) and of every weight file's content, found from
+    SGLang's ``--model-path`` and ``--revision`` (a directory, or a hub id in the local hub cache); the
+    ``checkpoint`` option instead when given.
+  * *how the weights are run*: SGLang's ``--dtype``, ``--kv-cache-dtype``, ``--quantization``,
+    ``--modelopt-quant``, ``--load-format``, ``--json-model-override-args``, the content of
+    ``--quantization-param-path`` (fp8 KV scales), ``--lora-paths``, and the weight version (``weight_version``,
+    followed at every call: ``/update_weights_*`` with a new ``weight_version`` moves the engine to new pages).
+  * *the page format*: the host pool's class, layout, dtype, page size, page bytes and page shape, head count,
+    head dims, layer count and layer range (a pipeline stage's layers), MLA's latent dims, SGLang's storage
+    format tag; with speculative decoding whose draft layers live in the host pool, the draft checkpoint
+    (``--speculative-draft-model-path``/``-revision``) and algorithm too.
+  * *the slice*: world size and rank are the tensor-parallel (attention) size and rank, or 1 and 0 for MLA
+    models, whose KV is the same on every rank (SGLang lets only one rank write it); the pipeline stage, the
+    context-parallel rank and the decode-context-parallel shard when there are several.
+
+  Engines that agree on all of it share pages, whatever name, path or host; engines that differ in any of it
+  never read each other's pages, and the server never sees two layouts for one namespace.
+- **Weights that cannot be identified share nothing.** When no checkpoint files are found (a model from object
+  storage, a path that is gone, ``--load-format dummy``) and no ``checkpoint`` option is given, the backend logs
+  one warning and takes a namespace of this engine's own: a digest of the host, its PID namespace and the
+  parent of the scheduler process (SGLang's launcher, or its data-parallel controller) with that process's
+  start time. Every scheduler process of one engine has that parent, so an engine's ranks still share (MLA
+  ranks read what rank 0 wrote); no other engine, and no later start of the same one, ever matches.
+- **Clear.** ``clear()`` (SGLang's ``/clear_hicache_storage``) cannot delete this engine's pages from a server
+  other engines share; the engine moves to a namespace of its own instead (as above, counted per clear), so
+  for it every page is gone. Weights updated in place without a new ``weight_version``
+  (``/update_weights_from_disk``, ``_from_tensor``, ``_from_distributed``) are invisible to a storage backend:
+  call ``/clear_hicache_storage`` after such an update, or give it a ``weight_version``.
 
 How it works:
-- **Keys.** SGLang names each page by a string (its prefix-chained page hash). A page's kvstash key is the
-  first 16 bytes of SHA-256 of that string (UTF-8), so any string works and keys spread evenly.
-- **Namespace.** kvstash's namespace is (model, world size, rank). The model part is SGLang's model name
-  plus the page format (host pool layout, dtype, page size, page bytes) and the pipeline / context-parallel
-  stage; world size and rank are the tensor-parallel size and rank, or 1 and 0 for MLA models, whose KV is
-  the same on every rank (SGLang lets only one rank write it). Engines whose pages have other bytes thus
-  never read each other's pages, and the server never sees two layouts for one namespace.
 - **One page = one kvstash chunk.** The server's ``--chunk-tokens`` is fixed per server while SGLang's
   page size is the engine's, so the registered layout is not a KV shape but a byte container: dtype
   ``uint8``, 1 layer, hidden = ceil(page bytes / (2 x chunk tokens)), i.e. ``Layout.chunk_bytes(chunk_tokens)``
@@ -36,21 +80,31 @@ How it works:
   order the generic path hands over. Start the server with ``--chunk-tokens`` equal to the page size when
   nothing else shares it; any value works.
 - **Calls.** ``batch_exists``/``exists``: LOOKUP (the leading readable pages). ``batch_get(_v1)``/``get``:
-  PREPARE_RETRIEVE (all or nothing; on MISS a pinned LOOKUP takes the readable prefix instead), copy each
-  slot out, check the slot is still readable under its generation (fencing), COMMIT_RETRIEVE; a page that
-  fails the check is a miss. ``batch_set(_v1)``/``set``: PREPARE_STORE (pages already stored are skipped and
-  count as stored), fenced copy into each reserved slot, COMMIT_STORE; NO_SPACE or an ended lease is False.
+  the leading readable pages of each batch are pinned (PREPARE_RETRIEVE; on MISS a pinned LOOKUP takes them),
+  copied out one by one, each checked still readable under its generation after the copy (fencing), then
+  COMMIT_RETRIEVE. The answer's True (or non-None) pages are always a leading run: the first page that is
+  missing or fails its check ends it, and no later page is copied or reported, so SGLang (which keeps only the
+  leading run anyway) never holds a page after a gap. ``batch_set(_v1)``/``set``: PREPARE_STORE (pages already
+  stored are skipped and count as stored), a fenced copy into each reserved slot that starts only while more
+  than half the lease is left, COMMIT_STORE; NO_SPACE or an ended lease is False.
+- **Host pages.** ``batch_get_v1``/``batch_set_v1`` accept host indices of whole, page-aligned pages only
+  (``len(keys)`` pages of SGLang's page size, each a contiguous run starting at a multiple of it); anything
+  else is answered False without a copy, since SGLang's pool would take a page at another place than the one
+  meant. The zero-copy path is used only when the host pool's page view is its memory (checked once);
+  otherwise pages go through SGLang's flat pages (``set_from_flat_data_page``).
 - **Failures.** A MISS, an evicted or fenced page, NO_SPACE, a timeout, a server that is gone or restarted:
-  misses, 0 and False, never an exception into SGLang. Every wait is bounded by ``timeout_s`` (and a
-  caller waits for another thread's call at most that long); a lost server is tried again every
-  ``reconnect_s`` and the backend re-registers by itself when it is back.
+  misses, 0 and False, never an exception into SGLang. A call, lock wait and reconnection included, ends within
+  ``timeout_s``; a lost server is tried again every ``reconnect_s`` and the backend re-registers by itself when
+  it is back.
 - **Threads.** SGLang calls the backend from its prefetch and backup threads; one kvstash client is
   shared under a lock (a client is not thread-safe).
 """
 
 import hashlib
+import json
 import logging
-import secrets
+import os
+import socket
 import threading
 import time
 from typing import Any, List, Optional
@@ -60,14 +114,25 @@ from sglang.srt.mem_cache.hicache_storage import HiCacheStorage, HiCacheStorageC
 
 import kvstash
 from kvstash import KvStashError, Status
+from kvstash.identity import checkpoint_of, digest_of, namespace
+from kvstash.options import Option, parse_options
 from kvstash.reconnect import Reconnecting, Refused
 
 logger = logging.getLogger("kvstash.sglang")
 
-TIMEOUT_DEFAULT_S = 5.0
-RECONNECT_DEFAULT_S = 1.0
-LOG_INTERVAL_DEFAULT_S = 60.0
-MODEL_NAME_MAX = 255                    # bytes of a kvstash model name (REGISTER)
+WHERE = "kvstash.sglang (--hicache-storage-backend-extra-config)"
+OPTIONS = (
+    Option("dir", "str", None, "the kvstash server's directory (default /dev/shm/kvstash-$USER)"),
+    Option("checkpoint", "str", None, "the identity of the served weights, when kvstash cannot read their files"),
+    Option("timeout_s", "float", 5.0, "bound of every call", minimum=0.01, maximum=3600),
+    Option("reconnect_s", "float", 1.0, "how long a lost server is left alone", minimum=0, maximum=3600),
+    Option("page_bytes", "int", None, "the bytes of one page, without a host pool", minimum=1),
+    Option("log_interval_s", "float", 60.0, "how often the counters are logged; 0: never", minimum=0),
+)
+# Keys of the same JSON object that SGLang itself reads (some are popped before the backend sees them).
+SGLANG_KEYS = ("backend_name", "module_path", "class_name", "interface_v1", "tp_lcm_size", "prefetch_threshold",
+               "prefetch_timeout_base", "prefetch_timeout_per_ki_token", "hicache_storage_pass_prefix_keys")
+LEASE_WRITE_SHARE = 0.5                 # a page copy into a reserved slot starts only while this much lease is left
 
 __all__ = ["KvStashHiCacheStorage", "page_key"]
 
@@ -83,43 +148,35 @@ class KvStashHiCacheStorage(HiCacheStorage):
 
     def __init__(self, storage_config: Optional[HiCacheStorageConfig] = None, kwargs: Optional[dict] = None):
         extra = dict((storage_config.extra_config if storage_config is not None else None) or {})
-        self.directory = extra.get("dir") or kvstash.default_directory()
-        self.timeout_s = float(extra.get("timeout_s", TIMEOUT_DEFAULT_S))
-        self.reconnect_s = float(extra.get("reconnect_s", RECONNECT_DEFAULT_S))
-        self.log_interval_s = float(extra.get("log_interval_s", LOG_INTERVAL_DEFAULT_S))
+        options = parse_options(WHERE, extra, OPTIONS, logger, passthrough=SGLANG_KEYS)
+        self.directory = options["dir"] or kvstash.default_directory()
+        self.timeout_s = float(options["timeout_s"])
+        self.reconnect_s = float(options["reconnect_s"])
+        self.log_interval_s = float(options["log_interval_s"])
         self._next_log = time.monotonic() + self.log_interval_s
-        model = extra.get("model") or (storage_config.model_name if storage_config is not None else None) or "sglang"
-        self._model_base = str(model)
-        self._stage = ""
-        if storage_config is not None:
-            mla = bool(storage_config.is_mla_model)
-            self.world_size = 1 if mla else int(storage_config.tp_size)
-            self.rank = 0 if mla else int(storage_config.tp_rank)
-            if storage_config.pp_size > 1:
-                self._stage += ":pp%d/%d" % (storage_config.pp_rank, storage_config.pp_size)
-            if getattr(storage_config, "attn_cp_size", 1) > 1:
-                self._stage += ":cp%d/%d" % (storage_config.attn_cp_rank, storage_config.attn_cp_size)
-            if getattr(storage_config, "dcp_size", 1) > 1:
-                self._stage += ":dcp%d/%d" % (storage_config.dcp_rank, storage_config.dcp_size)
-        else:
-            self.world_size, self.rank = 1, 0
+        self.world_size, self.rank, self._stage = _slice(storage_config)
+        self._engine = _EngineIdentity(options["checkpoint"])
+        self._pool_fields = None            # the host pool's page format (namespace fields), once known
+        self._epoch = 0                     # clear() moves the engine to a namespace of its own: how many times
         self.mem_pool_host = None
-        self._page_bytes = int(extra["page_bytes"]) if extra.get("page_bytes") else None
+        self._page_bytes = None
         self._page_dtype = torch.uint8
-        self._page_shape = None             # shape and dtype of get_data_page(i, flat=False), for zero copy
+        self._page_shape = None             # shape of get_data_page(i, flat=False) when it is the pool's memory
         self._view_dtype = torch.uint8
-        self._format = "flat"
+        self._page_size = 0                 # SGLang's page size in host token indices (0: no host pool)
         self.model_name = None
-        self._instance = secrets.randbits(62) | 1
+        self.checkpoint = None              # how the namespace's checkpoint part was found (for logs and tests)
+        self._instance = _new_instance()
         self._lock = threading.Lock()
+        self._deadline = 0.0                # when the call holding the lock must be over
         self._connection = Reconnecting(self.directory, self.timeout_s, self.reconnect_s, logger,
                                         "HiCache L3 misses", self._register)
         self._closed = False
         self.stats = {"exists_queries": 0, "exists_hits": 0, "get_pages": 0, "get_hits": 0, "get_fenced": 0,
-                      "set_pages": 0, "set_stored": 0, "set_present": 0, "set_failed": 0, "unavailable": 0,
-                      "errors": 0}
-        if self._page_bytes:
-            self._set_format("flat", torch.uint8, self._page_bytes)
+                      "set_pages": 0, "set_stored": 0, "set_present": 0, "set_failed": 0, "set_late": 0,
+                      "unavailable": 0, "refused": 0, "errors": 0}
+        if options["page_bytes"]:
+            self._set_format({"pool": "none"}, torch.uint8, options["page_bytes"])
 
     # ------------------------------------------------------------------------------------------ setup
     def register_mem_pool_host(self, mem_pool_host):
@@ -132,30 +189,52 @@ class KvStashHiCacheStorage(HiCacheStorage):
                              type(mem_pool_host).__name__)
             return
         page_bytes = page.numel() * page.element_size()
+        shape, view_shape, dtype = None, None, page.dtype
         try:
             view = mem_pool_host.get_data_page(0, flat=False)
-            shape, dtype = tuple(view.shape), view.dtype
-            if _numel(shape) * view.element_size() != page_bytes:
-                shape = None
-        except Exception:                   # a layout without page views: the generic path only
-            shape, dtype = None, page.dtype
+            again = mem_pool_host.get_data_page(0, flat=False)
+            view_shape = tuple(view.shape)
+            # Zero copy writes through the view: it must be the pool's memory, not a copy (two copies alive at
+            # once never share an address).
+            if _numel(view.shape) * view.element_size() == page_bytes and view.data_ptr() == again.data_ptr():
+                shape, dtype = view_shape, view.dtype
+            del view, again
+        except Exception:                   # a layout without page views: the flat pages only
+            pass
         self._page_shape = shape
         self._view_dtype = dtype
-        tag = "%s:%s:p%d" % (getattr(mem_pool_host, "layout", "?"), str(page.dtype).replace("torch.", ""),
-                             getattr(mem_pool_host, "page_size", 0))
-        self._set_format(tag, page.dtype, page_bytes)
+        self._page_size = int(getattr(mem_pool_host, "page_size", 0) or 0)
+        fields = _pool_fields(mem_pool_host, page, view_shape)
+        layers, targets = getattr(mem_pool_host, "layer_num", None), getattr(mem_pool_host, "target_layer_num", None)
+        if isinstance(layers, int) and isinstance(targets, int) and layers > targets:
+            fields.update(self._engine.draft_fields())      # draft layers in the page: the draft's weights too
+        self._set_format(fields, page.dtype, page_bytes)
 
-    def _set_format(self, format_tag, dtype, page_bytes):
+    def _set_format(self, fields, dtype, page_bytes):
         with self._lock:
             self._page_bytes = int(page_bytes)
             self._page_dtype = dtype
-            self._format = format_tag
-            name = "%s|sglang:%s:%dB%s" % (self._model_base, format_tag, self._page_bytes, self._stage)
-            if len(name.encode("utf-8")) > MODEL_NAME_MAX:
-                base = hashlib.sha256(self._model_base.encode("utf-8")).hexdigest()[:32]
-                name = "%s|sglang:%s:%dB%s" % (base, format_tag, self._page_bytes, self._stage)
+            self._pool_fields = dict(fields, page_bytes=self._page_bytes, dtype=_dtype_name(dtype))
+            self._rename()
+
+    def _rename(self):
+        """The namespace from what is known now; a new one is registered on the next connection (lock held)."""
+        checkpoint, source = self._engine.checkpoint(self._epoch)
+        fields = dict(self._engine.fields(), **self._pool_fields)
+        fields.update(world_size=self.world_size, rank=self.rank, stage=self._stage)
+        name = namespace("sglang", checkpoint, **fields)
+        if name != self.model_name:
+            if self.model_name is not None:
+                logger.warning("kvstash: HiCache L3 moves to namespace %s (%s): pages of %s are not read again",
+                               name, source, self.model_name)
+                # The server keeps an instance's layout until its connection ends (REGISTER of another layout is
+                # LAYOUT_MISMATCH): the new namespace gets a new instance on a new connection.
+                self._instance = _new_instance()
+            else:
+                logger.info("kvstash: HiCache L3 namespace %s (checkpoint: %s)", name, source)
             self.model_name = name
-            self._connection.retry_now()        # a new layout: register it on the next connection
+            self.checkpoint = source
+            self._connection.retry_now()
 
     def layout(self, chunk_tokens: int) -> kvstash.Layout:
         """The kvstash layout registered for pages of this backend on a server of ``chunk_tokens``."""
@@ -164,8 +243,10 @@ class KvStashHiCacheStorage(HiCacheStorage):
                               hidden=hidden, dtype="uint8")
 
     def _register(self, client):
-        r = client.register(self._instance, self.layout(client.chunk_tokens))
+        with client.bounded(self._deadline - time.monotonic()):     # the connection took part of the call already
+            r = client.register(self._instance, self.layout(client.chunk_tokens))
         if not r.ok:
+            self.stats["refused"] += 1
             raise Refused("REGISTER %s: %s %s" % (self.model_name, r.status.name, r.message))
 
     # ------------------------------------------------------------------------------------------ plumbing
@@ -173,17 +254,13 @@ class KvStashHiCacheStorage(HiCacheStorage):
         """The connected client, or None (no page format yet, or no server). Call with the lock held."""
         if self._page_bytes is None or self._closed:
             return None
+        if self._engine.weights_moved():
+            self._rename()
         now = time.monotonic()
         if self.log_interval_s > 0 and now >= self._next_log:
             self._next_log = now + self.log_interval_s
             logger.info("kvstash: %s", " ".join("%s=%d" % kv for kv in self.stats.items()))
-        return self._connection.get()
-
-    def _locked(self):
-        if self._lock.acquire(timeout=self.timeout_s):
-            return True
-        logger.warning("kvstash: another call held the backend for over %.1f s; answering a miss", self.timeout_s)
-        return False
+        return self._connection.get(bound_s=self._deadline - now)     # a new one within what is left of the call
 
     def _failed(self, ex):
         if isinstance(ex, KvStashError):
@@ -205,18 +282,26 @@ class KvStashHiCacheStorage(HiCacheStorage):
 
     # ------------------------------------------------------------------------------------------ core
     def _guarded(self, keys, failed, stat, amount, work):
-        """``work(client)`` under the backend's lock, ``amount`` counted into ``stats[stat]``; ``failed()`` instead when there are
-        no keys, the lock is not had in time, the server is unavailable or anything raises (counted, logged by
-        ``_failed``): SGLang never sees an exception."""
-        if not keys or not self._locked():
+        """``work(client)`` under the backend's lock, ``amount`` counted into ``stats[stat]``, all of it within
+        ``timeout_s`` of the call; ``failed()`` instead when there are no keys, the lock is not had in time, the
+        server is unavailable or anything raises (counted, logged by ``_failed``): SGLang never sees an
+        exception."""
+        if not keys:
+            return failed()
+        deadline = time.monotonic() + self.timeout_s
+        if not self._lock.acquire(timeout=self.timeout_s):
+            logger.warning("kvstash: another call held the backend for over %.1f s; answering a miss",
+                           self.timeout_s)
             return failed()
         try:
+            self._deadline = deadline
             client = self._client()
             if client is None:
                 self.stats["unavailable"] += 1
                 return failed()
             self.stats[stat] += amount
-            return work(client)
+            with client.bounded(deadline - time.monotonic()):
+                return work(client)
         except Exception as ex:
             self._failed(ex)
             return failed()
@@ -225,14 +310,19 @@ class KvStashHiCacheStorage(HiCacheStorage):
 
     def _exists(self, keys: List[str]) -> int:
         def work(client):
-            r = client.lookup(self._instance, [page_key(k) for k in keys])     # split by the client if long
-            hits = r.hit_chunks if r.ok else 0
+            hits = 0
+            for start, end in self._groups(client, len(keys)):
+                r = client.lookup(self._instance, [page_key(k) for k in keys[start:end]])
+                hits += r.hit_chunks if r.ok else 0
+                if not r.ok or r.hit_chunks < end - start:
+                    break
             self.stats["exists_hits"] += hits
             return hits
         return self._guarded(keys, lambda: 0, "exists_queries", 1, work)
 
     def _retrieve(self, keys: List[str], sink) -> List[bool]:
-        """Reads the pages of ``keys``; ``sink(i, slot)`` copies page i out of its slot (a uint8 tensor)."""
+        """Reads the leading readable pages of ``keys``; ``sink(i, slot)`` copies page i out of its slot (a uint8
+        tensor). The answer's True entries are exactly the leading run of pages read intact."""
         def work(client):
             ok = [False] * len(keys)
             for start, end in self._groups(client, len(keys)):
@@ -242,32 +332,45 @@ class KvStashHiCacheStorage(HiCacheStorage):
             return ok
         return self._guarded(keys, lambda: [False] * len(keys), "get_pages", len(keys), work)
 
-    def _retrieve_group(self, client, keys, base, sink, ok) -> int:
-        hashed = [page_key(k) for k in keys]
+    def _prepare_leading(self, client, hashed):
+        """A PREPARE_RETRIEVE answer pinning the leading readable pages of ``hashed`` (range indices 0..k-1), or
+        None when the first is not readable."""
+        # With the server's leading-prefix PREPARE_RETRIEVE the rest of this method is one request:
+        #     r = client.prepare_retrieve(self._instance, hashed, prefix=True)
+        #     return r if r.ok and r.transfer_id else None
         r = client.prepare_retrieve(self._instance, hashed)
         if r.status == Status.MISS:                 # all or nothing: take the readable prefix instead
             # QUIET: batch_exists asked about these pages before the get; they count as referenced once.
             hit = client.lookup(self._instance, hashed, pin=True, quiet=True)
             if not hit.ok or hit.hit_chunks == 0 or not hit.transfer_id:
-                return 0
+                return None
             r = client.prepare_retrieve(self._instance, lookup=hit)
-        if not r.ok or not r.transfer_id:
+        return r if r.ok and r.transfer_id else None
+
+    def _retrieve_group(self, client, keys, base, sink, ok) -> int:
+        """Pages ``base..`` of the call: copies the leading readable ones out and marks ``ok`` for the leading run
+        read intact; returns its length. A page after one that is missing or fails its check is neither copied
+        nor marked."""
+        r = self._prepare_leading(client, [page_key(k) for k in keys])
+        if r is None:
             return 0
         good = 0
         try:
-            for i, entry in enumerate(r.slots):
+            for i, entry in sorted(enumerate(r.slots), key=lambda e: e[1].range_index):
+                if entry.range_index != good:       # a gap: nothing after it is this call's to hand over
+                    break
                 slot = self._slot_bytes(client, r, i)
                 try:
-                    sink(base + entry.range_index, slot)
+                    sink(base + good, slot)
                 finally:
                     del slot
-                if client.is_still_readable(r, i):          # fencing: the bytes read are the page's
-                    ok[base + entry.range_index] = True
-                    good += 1
-                else:
+                if not client.is_still_readable(r, i):      # fencing: the slot was reclaimed while it was read
                     self.stats["get_fenced"] += 1
+                    break
+                ok[base + good] = True
+                good += 1
         finally:
-            client.commit_retrieve(self._instance, r)       # releases the pins; UNKNOWN_TRANSFER: checks decide
+            client.commit_retrieve(self._instance, r)       # releases the pins; UNKNOWN_TRANSFER: checks decided
         return good
 
     def _store(self, keys: List[str], source) -> List[bool]:
@@ -293,9 +396,18 @@ class KvStashHiCacheStorage(HiCacheStorage):
         reserved = {entry.range_index for entry in p.slots}
         if not p.transfer_id:                                # every page already there
             reserved = set()
+        # The slot check cannot stop a lease from ending during a copy (docs/PROTOCOL.md §3.3): a late copy would
+        # write into a slot another store was given. A copy starts only while this much of the lease is left.
+        last_start_ns = getattr(p, "deadline_ns", None)
+        if last_start_ns is not None:
+            last_start_ns -= int(client.lease_ns * LEASE_WRITE_SHARE)
         written = True
         try:
             for i, entry in enumerate(p.slots):
+                if last_start_ns is not None and time.monotonic_ns() > last_start_ns:
+                    self.stats["set_late"] += 1
+                    written = False
+                    break
                 if not client.is_still_reserved(p, i):          # fencing: the lease ended, write nothing
                     written = False
                     break
@@ -335,12 +447,22 @@ class KvStashHiCacheStorage(HiCacheStorage):
             return None
         return value.reshape(-1).contiguous().view(torch.uint8)
 
-    def _page_view(self, host_index: int) -> torch.Tensor:
-        return self.mem_pool_host.get_data_page(host_index, flat=False)
-
-    def _host_starts(self, keys, host_indices) -> List[int]:
-        per = len(host_indices) // len(keys)
-        return [int(host_indices[i * per]) for i in range(len(keys))]
+    def _host_pages(self, keys, host_indices) -> Optional[List[int]]:
+        """The first host index of each key's page, or None when ``host_indices`` are not ``len(keys)`` whole,
+        page-aligned pages: SGLang's pool takes a page by its first index, and from another place than the one
+        meant when the indices are not that (a page copied there would be a wrong page)."""
+        ps = self._page_size
+        if ps <= 0 or not isinstance(host_indices, torch.Tensor) or host_indices.numel() != len(keys) * ps:
+            logger.error("kvstash: %s host indices for %d pages of %d tokens; answering False",
+                         getattr(host_indices, "shape", "?"), len(keys), ps)
+            return None
+        pages = host_indices.reshape(len(keys), ps).to("cpu", torch.int64)
+        starts = pages[:, 0]
+        if bool((starts % ps != 0).any()) or not torch.equal(pages - starts[:, None],
+                                                               torch.arange(ps).expand(len(keys), ps)):
+            logger.error("kvstash: host indices that are not whole page-aligned pages; answering False")
+            return None
+        return starts.tolist()
 
     # ------------------------------------------------------------------------------------------ HiCacheStorage
     def exists(self, key: str) -> bool:
@@ -354,8 +476,10 @@ class KvStashHiCacheStorage(HiCacheStorage):
 
     def batch_get(self, keys: List[str], target_locations: Optional[Any] = None,
                   target_sizes: Optional[Any] = None) -> List[Optional[torch.Tensor]]:
+        """Pages into ``target_locations`` (one tensor of page bytes per key, e.g. SGLang's dummy flat pages), or
+        into new tensors; None for a page not read. The non-None pages are a leading run."""
         keys = list(keys)
-        if self._page_bytes is None:
+        if self._page_bytes is None or target_locations is not None and len(target_locations) != len(keys):
             return [None] * len(keys)
         outs = []
         for i in range(len(keys)):
@@ -393,36 +517,54 @@ class KvStashHiCacheStorage(HiCacheStorage):
 
     def batch_get_v1(self, keys: List[str], host_indices: torch.Tensor,
                      extra_info: Optional[HiCacheStorageExtraInfo] = None) -> List[bool]:
-        """Zero copy: each page straight from its kvstash slot into SGLang's host pool."""
+        """Each page from its kvstash slot into SGLang's host pool (straight into the page when the pool's page
+        view is its memory). The True pages are a leading run."""
         keys = list(keys)
         if not keys:
             return []
-        if self.mem_pool_host is None or self._page_shape is None:
+        starts = self._host_pages(keys, host_indices) if self.mem_pool_host is not None else None
+        if starts is None:
             return [False] * len(keys)
-        starts = self._host_starts(keys, host_indices)
-
-        def sink(i, slot):
-            self._page_view(starts[i]).copy_(self._typed(slot))
-
+        pool = self.mem_pool_host
+        if self._page_shape is not None:
+            def sink(i, slot):
+                pool.get_data_page(starts[i], flat=False).copy_(self._typed(slot))
+        else:
+            def sink(i, slot):
+                pool.set_from_flat_data_page(starts[i], slot.view(self._page_dtype))
         return self._retrieve(keys, sink)
 
     def batch_set_v1(self, keys: List[str], host_indices: torch.Tensor,
                      extra_info: Optional[HiCacheStorageExtraInfo] = None) -> List[bool]:
-        """Zero copy: each page straight from SGLang's host pool into its reserved kvstash slot."""
+        """Each page from SGLang's host pool straight into its reserved kvstash slot."""
         keys = list(keys)
         if not keys:
             return []
-        if self.mem_pool_host is None or self._page_shape is None:
+        starts = self._host_pages(keys, host_indices) if self.mem_pool_host is not None else None
+        if starts is None:
             return [False] * len(keys)
-        starts = self._host_starts(keys, host_indices)
-
-        def source(i, slot):
-            self._typed(slot).copy_(self._page_view(starts[i]))
-
+        pool = self.mem_pool_host
+        if self._page_shape is not None:
+            def source(i, slot):
+                self._typed(slot).copy_(pool.get_data_page(starts[i], flat=False))
+        else:
+            def source(i, slot):
+                slot.copy_(pool.get_data_page(starts[i], flat=True).reshape(-1).contiguous().view(torch.uint8))
         return self._store(keys, source)
 
     def clear(self) -> None:
-        """Nothing: the kvstash server is shared by other engines; ``kvstash`` has its own admin CLEAR."""
+        """SGLang's ``/clear_hicache_storage``: this engine's pages are gone for it. The server is shared by other
+        engines, so nothing is deleted there; the engine moves to a namespace of its own (module documentation),
+        where it finds none of its earlier pages and no other engine's."""
+        if not self._lock.acquire(timeout=self.timeout_s):
+            logger.warning("kvstash: clear waited over %.1f s for the backend; not cleared", self.timeout_s)
+            return
+        try:
+            self._epoch += 1
+            if self._pool_fields is not None:
+                self._rename()
+        finally:
+            self._lock.release()
 
     def get_stats(self):
         return None
@@ -436,12 +578,225 @@ class KvStashHiCacheStorage(HiCacheStorage):
             client = self._connection.client
             if client is not None:
                 try:
-                    client.unregister(self._instance)
+                    with client.bounded(self.timeout_s):
+                        client.unregister(self._instance)
                 except Exception:
                     pass
             self._connection.close()
         finally:
             self._lock.release()
+
+
+# ---------------------------------------------------------------------------------------------- identity
+class _EngineIdentity:
+    """What SGLang's process says about the weights it runs: the checkpoint's identity and the arguments that
+    change what its KV bytes mean (module documentation, *A key means one thing*). Read once at construction,
+    except the weight version, which is followed."""
+
+    def __init__(self, override):
+        self.override = override
+        args = _sglang_args()
+        self.args_found = args is not None
+        args = args or {}
+        self.model_path = args.get("model_path")
+        self.revision = args.get("revision")
+        self.load_format = args.get("load_format")
+        self.speculative = (args.get("speculative_algorithm"), args.get("speculative_draft_model_path"),
+                            args.get("speculative_draft_model_revision"))
+        self._fields = {k: v for k, v in args.items() if k not in ("model_path", "revision", "weight_version")
+                        and not k.startswith("speculative_")}
+        self.weight_version = args.get("weight_version")
+        self._found, self._source, self.arch = self._identify()
+        self._group = None
+        if self._found is None:
+            logger.warning(
+                "kvstash: the weights SGLang runs could not be identified (%s); this engine's HiCache L3 pages are "
+                "shared with no other engine. To share them, set \"checkpoint\" in "
+                "--hicache-storage-backend-extra-config to a string that names exactly these weights (e.g. "
+                "\"org/model@<commit>\")", self._source)
+
+    def _identify(self):
+        """(checkpoint digest or None, how it was found or why not, architecture or None)."""
+        if self.load_format == "dummy" and not self.override:
+            return None, "--load-format dummy: random weights", None
+        if not self.override and not self.model_path:
+            return None, "no SGLang server arguments in this process" if not self.args_found else \
+                "no --model-path", None
+        try:
+            found = checkpoint_of(self.model_path, self.revision, override=self.override)
+        except Exception as ex:             # unreadable files: the checkpoint is not known, which is safe
+            logger.warning("kvstash: reading the checkpoint %s failed: %s: %s", self.model_path,
+                           type(ex).__name__, ex)
+            found = None
+        if found is None:
+            return None, "no config.json found for --model-path %s --revision %s" % (self.model_path,
+                                                                                      self.revision), None
+        return found.digest, found.source, _architecture(found.directory)
+
+    def checkpoint(self, epoch):
+        """(digest, description) of the checkpoint part of the namespace after ``epoch`` clears."""
+        if self._found is not None and epoch == 0:
+            return self._found, self._source
+        if self._group is None:
+            self._group = _engine_group()
+        why = self._source if self._found is None else "cleared"
+        return digest_of("unshared", self._group, epoch), "this engine's own (%s, clear %d)" % (why, epoch)
+
+    def fields(self):
+        fields = dict(self._fields, weight_version=self.weight_version)
+        if self.arch:
+            fields["arch"] = self.arch
+        return fields
+
+    def draft_fields(self):
+        """Namespace fields of a draft model whose KV is in the host pool's pages."""
+        algorithm, path, revision = self.speculative
+        if not path:                        # a draft made of the target's own weights (MTP, NEXTN)
+            return {"speculative": algorithm, "draft": "target"}
+        try:
+            found = checkpoint_of(path, revision)
+        except Exception:
+            found = None
+        if found is None:
+            if self._found is not None:
+                logger.warning("kvstash: the draft model %s could not be identified; this engine's HiCache L3 "
+                               "pages are shared with no other engine", path)
+            self._found, self._source = None, "draft model %s not identified" % path
+            return {"speculative": algorithm, "draft": "unknown"}
+        return {"speculative": algorithm, "draft": found.digest}
+
+    def weights_moved(self):
+        """Whether SGLang's weight version changed since it was last looked at (then the new one is kept)."""
+        version = _weight_version()
+        if version is None or version == self.weight_version:
+            return False
+        logger.warning("kvstash: SGLang's weight version moved from %s to %s", self.weight_version, version)
+        self.weight_version = version
+        return True
+
+
+MODEL_ARGS = ("model_path", "revision", "dtype", "kv_cache_dtype", "quantization", "modelopt_quant", "load_format",
+              "json_model_override_args", "quantization_param_path")
+RENAMED = {"dtype": "weights_dtype", "kv_cache_dtype": "kv_dtype"}    # the namespace's readable part shows kv_dtype
+SPEC_ARGS = ("speculative_algorithm", "speculative_draft_model_path", "speculative_draft_model_revision")
+
+
+def _sglang_args():
+    """The arguments of the SGLang engine in this process that give its KV bytes their meaning ({name: str or
+    None}), or None when none are published (the backend used outside a scheduler)."""
+    try:
+        from sglang.srt import runtime_context as rc
+        model, spec, lora, serving = rc.get_model(), rc.get_spec(), rc.get_lora(), rc.get_serving()
+        args = {name: getattr(model, name, None) for name in MODEL_ARGS}
+        args.update({name: getattr(spec, name, None) for name in SPEC_ARGS})
+        args["lora_paths"] = getattr(lora, "lora_paths", None)
+        args["weight_version"] = getattr(serving, "weight_version", None)
+    except Exception:                       # no published configuration, or an SGLang without these bags
+        return None
+    out = {}
+    for name, value in args.items():
+        if name == "json_model_override_args" and isinstance(value, str):
+            try:
+                value = json.dumps(json.loads(value), sort_keys=True)       # spacing and key order do not matter
+            except ValueError:
+                pass
+        elif name == "quantization_param_path" and value:
+            value = _file_digest(value)         # fp8 KV scales: their content, wherever the file is
+        elif name == "kv_cache_dtype" and value in ("bf16", "bfloat16"):
+            value = "bfloat16"
+        elif value is not None and not isinstance(value, str):
+            value = json.dumps(value, sort_keys=True, default=str)
+        out[RENAMED.get(name, name)] = value
+    return out
+
+
+def _weight_version():
+    try:
+        from sglang.srt import runtime_context as rc
+        return rc.get_serving().weight_version
+    except Exception:
+        return None
+
+
+def _engine_group():
+    """A string every scheduler process of this SGLang engine shares and no other process: its parent (the
+    launcher or the data-parallel controller that started the schedulers) by host, boot, PID namespace, pid and
+    start time (pids are reused)."""
+    ppid = os.getppid()
+    parts = [socket.gethostname(), ppid]
+    for path, read in (("/proc/sys/kernel/random/boot_id", lambda f: f.read().strip()),
+                       ("/proc/self/ns/pid", None),
+                       ("/proc/%d/stat" % ppid, lambda f: f.read().rsplit(")", 1)[1].split()[19])):
+        try:
+            if read is None:
+                parts.append(os.readlink(path))
+            else:
+                with open(path) as f:
+                    parts.append(read(f))
+        except (OSError, IndexError):
+            parts.append("?")
+    return digest_of("engine", *parts)
+
+
+def _new_instance():
+    return int.from_bytes(os.urandom(8), "big") >> 2 | 1
+
+
+def _slice(config):
+    """(world size, rank, stage) of this rank's pages: MLA's KV is the same on every tensor-parallel rank."""
+    if config is None:
+        return 1, 0, "single"
+    mla = bool(config.is_mla_model)
+    world_size, rank = (1, 0) if mla else (int(config.tp_size), int(config.tp_rank))
+    stage = ["mla" if mla else "tp%d/%d" % (rank, world_size)]
+    if config.pp_size > 1:
+        stage.append("pp%d/%d" % (config.pp_rank, config.pp_size))
+    if getattr(config, "attn_cp_size", 1) > 1:
+        stage.append("cp%d/%d" % (config.attn_cp_rank, config.attn_cp_size))
+    if getattr(config, "dcp_size", 1) > 1:
+        stage.append("dcp%d/%d" % (config.dcp_rank, config.dcp_size))
+    return world_size, rank, "+".join(stage)
+
+
+POOL_ATTRIBUTES = ("layout", "page_size", "head_num", "head_dim", "v_head_dim", "layer_num", "target_layer_num",
+                   "start_layer", "end_layer", "kv_lora_rank", "qk_rope_head_dim", "kv_cache_dim", "head_group_num",
+                   "storage_format_tag", "dcp_size", "dcp_rank", "dtype")
+
+
+def _pool_fields(pool, page, shape):
+    """Namespace fields of a host pool's page format: its class and every attribute of it that shapes a page."""
+    fields = {"pool": type(pool).__name__, "shape": "x".join(str(d) for d in shape) if shape else None,
+              "flat_elements": page.numel()}
+    for name in POOL_ATTRIBUTES:
+        try:
+            value = getattr(pool, name, None)
+        except Exception:                   # a property that needs state the pool has not got
+            continue
+        if isinstance(value, torch.dtype):
+            value = _dtype_name(value)
+        if isinstance(value, (bool, int, str)):
+            fields["pool_" + name] = value
+    return fields
+
+
+def _architecture(directory):
+    try:
+        with open(os.path.join(directory, "config.json")) as f:
+            return ",".join(json.load(f).get("architectures") or []) or None
+    except (OSError, ValueError, TypeError, AttributeError):
+        return None
+
+
+def _file_digest(path):
+    try:
+        with open(path, "rb") as f:
+            return "sha256:" + hashlib.sha256(f.read()).hexdigest()
+    except OSError:
+        return "unreadable:" + str(path)
+
+
+def _dtype_name(dtype) -> str:
+    return str(dtype).replace("torch.", "")
 
 
 def _numel(shape) -> int:
