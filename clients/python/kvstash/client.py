@@ -154,6 +154,8 @@ class Response:
 class Client:
     """A connected worker client. Use ``connect()``; close with ``close()`` or a ``with`` block."""
 
+    deadline = None                         # time.monotonic() past which no wait goes on (see bounded())
+
     def __init__(self, directory=None, timeout=TIMEOUT_DEFAULT_S, copy_transport=False, pretouch=True,
                  cuda=False):
         if not _LITTLE_X86 and os.environ.get("KVSTASH_ALLOW_WEAK_MEMORY") != "1":
@@ -161,7 +163,6 @@ class Client:
                                "set KVSTASH_ALLOW_WEAK_MEMORY=1 to run it anyway")
         self.directory = os.path.abspath(directory or default_directory())
         self.timeout = float(timeout)
-        self.deadline = None                # time.monotonic() past which no wait goes on (see bounded())
         self.copy_transport = bool(copy_transport)
         self.pretouch = bool(pretouch)
         self._closed = False

@@ -153,9 +153,25 @@ class Server:
         self.process.wait()
         self._release_pipes()
 
-    def pause(self):
-        """SIGSTOP: the server stops answering (and its heartbeat stops) while its process lives."""
+    def pause(self, timeout=5.0):
+        """SIGSTOP: the server stops answering (and its heartbeat stops) while its process lives. Returns once every
+        thread of it is stopped: the signal is delivered asynchronously, and a thread spinning on another core
+        could otherwise still answer a request sent just after it."""
         self.process.send_signal(signal.SIGSTOP)
+        task = "/proc/%d/task" % self.process.pid
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            states = []
+            for tid in os.listdir(task):
+                try:
+                    with open(os.path.join(task, tid, "stat")) as f:
+                        states.append(f.read().rsplit(")", 1)[1].split()[0])
+                except OSError:                             # a thread that ended meanwhile
+                    pass
+            if states and all(state in ("T", "t") for state in states):
+                return
+            time.sleep(0.001)
+        raise AssertionError("the server's process %d did not stop within %.1f s" % (self.process.pid, timeout))
 
     def resume(self):
         """SIGCONT after pause()."""
