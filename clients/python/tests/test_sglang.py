@@ -23,7 +23,6 @@ import time
 import unittest
 
 from support import CLIENT_ROOT, Server, ServerTestCase, counter, wait_until
-from sglang_support import continue_process, stop_process
 
 try:
     import torch
@@ -546,8 +545,8 @@ class ServerLossTest(unittest.TestCase):
         src = pool.alloc(48)
         fill(pool, src, seed=22)
         self.assertEqual(backend.batch_set_v1(keys, src), [True] * 3)
-        stop_process(self.server.pid)
-        self.addCleanup(continue_process, self.server.pid)
+        self.server.pause()
+        self.addCleanup(self.server.resume)
         calls = [("batch_exists", lambda: backend.batch_exists(keys), 0),
                  ("batch_get_v1", lambda: backend.batch_get_v1(keys, pool.alloc(48)), [False] * 3),
                  ("batch_set_v1", lambda: backend.batch_set_v1(page_keys("while-stopped", 3), src), [False] * 3),
@@ -559,7 +558,7 @@ class ServerLossTest(unittest.TestCase):
             took = time.monotonic() - started
             self.assertLess(took, timeout_s + 0.3, "%s took %.2f s" % (name, took))
             time.sleep(0.25)        # past reconnect_s: the next call opens a new connection to the stopped server
-        continue_process(self.server.pid)
+        self.server.resume()
         self.assertTrue(wait_until(lambda: backend.batch_exists(keys) == 3, 10))
         dst = pool.alloc(48)
         self.assertEqual(backend.batch_get_v1(keys, dst), [True] * 3)

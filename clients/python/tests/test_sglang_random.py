@@ -35,7 +35,6 @@ import sys
 import time
 import unittest
 
-from sglang_support import continue_process, stop_process
 from support import Server, counter, wait_until
 from test_sglang import SKIP
 
@@ -207,7 +206,7 @@ class RandomizedBackendTest(unittest.TestCase):
 
     def _continue_server(self):
         if self.paused and self.server.process is not None:
-            continue_process(self.server.pid)
+            self.server.resume()
 
     def _close_raw(self):
         for raw in list(self.oracles.values()) + [self.admin, self.filler]:
@@ -409,14 +408,14 @@ class RandomizedBackendTest(unittest.TestCase):
 
     def pause(self):
         self.op += " SIGSTOP"
-        stop_process(self.server.pid)
+        self.server.pause()
         self.paused = True
         try:
             for _ in range(2):
                 engine = self.pick_engine()
                 self.rng.choice([self.store, self.fetch])(engine)
         finally:
-            continue_process(self.server.pid)
+            self.server.resume()
             self.paused = False
 
     # ------------------------------------------------------------------------------------------ the test
