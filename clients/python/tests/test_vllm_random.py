@@ -11,9 +11,10 @@ every block computed after it, as in a real model.
 
 After every step:
 1. every block the connector loaded without reporting an error holds the right KV of its token prefix;
-2. every block the forward reads holds the right KV, except a block whose failed load the connector reported in
-   that very step (vLLM then recomputes from it; a block vLLM counts as computed may hold wrong KV between two
-   steps, when another request sharing it through the prefix cache is due to recompute it);
+2. every block the forward reads holds the right KV, unless it is tainted: its load failed (the connector
+   reports it), or it was computed over a tainted block and not computed again since (vLLM lets a request that
+   shares a failed block through its prefix cache count it as computed while another request is due to recompute
+   it, so it may compute over wrong KV; the connector must never store what comes of that);
 3. every chunk the store holds under either engine's namespace equals the right KV of the tokens its key names
    (read back through the engines' own layouts; every ``CHECK_EVERY`` steps, after every fault and at the end);
 4. the kvstash calls made for one request waited ``timeout_s`` (plus ``SLACK_S`` of scheduling noise) at most, in
@@ -48,7 +49,7 @@ SLACK_S = 0.4                           # time a step spends outside kvstash wai
 CHECK_EVERY = 10
 NUM_BLOCKS = 48                         # 768 tokens per engine: vLLM preempts when several requests run
 POOL_BYTES = 3 << 20                    # ~90 chunks of 2 ranks: evictions all along
-MAX_KILLS, MAX_STOPS = 3, 3
+MAX_KILLS = MAX_STOPS = max(3, STEPS // 100)     # faults that cost time: a few per hundred steps
 PINNED_CHUNKS, RESERVED_CHUNKS = 2, 1   # gauges (docs/PROTOCOL.md, counters)
 
 if HAS_VLLM:
@@ -252,7 +253,7 @@ class Schedule:
     def _check_step(self, engine, timer):
         t = self.test
         t.assertEqual(engine.mismatched_blocks, 0, "a block loaded without an error holds wrong KV (invariant 1)")
-        t.assertEqual(engine.bad_reads, [], "the forward read wrong KV not reported as a failed load (invariant 2)")
+        t.assertEqual(engine.bad_reads, [], "the forward read wrong KV that no failed load explains (invariant 2)")
         t.assertLessEqual(timer.worst, TIMEOUT_S + SLACK_S,
                           "a request waited %.2f s on kvstash in all (invariant 4)" % timer.worst)
         t.assertLessEqual(timer.worst_step, TIMEOUT_S + SLACK_S,

@@ -177,7 +177,8 @@ class Engine:
         self.finished_sending = set()
         self.saved = {}                         # (key, salt) -> the token prefix of every chunk a save named
         self.bad_reads = []                     # (request, block index, block id): wrong KV a forward read
-        self._reads = []
+        self.tainted = set()                    # blocks holding KV known wrong (see _forward)
+        self._step_errors = set()
 
     @property
     def connector(self):
@@ -221,6 +222,12 @@ class Engine:
             worker.bind_connector_metadata(meta)
             if sync:
                 worker.start_load_kv(None)
+        # The test's oracle peeks at the load errors the workers will report after the step (vLLM asks for them
+        # then); a block loaded without one holds right KV again.
+        self._step_errors = set().union(*(w._load_errors for w in self.workers))
+        for load in getattr(meta, "loads", ()):
+            self.tainted.difference_update(b for b in load.block_ids if b >= 0 and b not in self._step_errors)
+        self.tainted |= self._step_errors
         starts = {new.req_id: new.num_computed_tokens for new in out.scheduled_new_reqs}
         starts.update(zip(cached.req_ids, cached.num_computed_tokens))
         self._forward({req_id: (starts[req_id], count) for req_id, count in out.num_scheduled_tokens.items()})
@@ -242,11 +249,6 @@ class Engine:
             worker.clear_connector_metadata()
         self.invalid |= invalid
         self._check_loads(meta, invalid)
-        # A forward may read wrong KV behind a block that failed to load in this very step: vLLM throws away what
-        # the request computed from there and recomputes it. Any other wrong block it reads is KV the engine trusted.
-        self.bad_reads.extend((req_id, index, block) for req_id, index, block, right in self._reads
-                              if not right and not invalid.intersection(self.blocks[req_id][:index + 1]))
-        self._reads = []
         finished = {req_id for req_id, n in reported.items() if n == len(self.workers)}
         self.finished_sending |= finished
         ids = list(out.num_scheduled_tokens)
@@ -287,12 +289,22 @@ class Engine:
             for req_id, lo, hi in by_block[b]:
                 table = self.blocks[req_id]
                 digest = 0
+                # The right KV comes only from right KV: what a forward computes over a tainted block (one whose
+                # load failed, or computed over such a block) is tainted too, until computed again over right KV.
+                # A wrong block read that is not tainted is KV the engine trusted: a bad read.
+                taint = lo % BLOCK != 0 and table[b] in self.tainted
                 if b > 0:
                     previous = self.block_kv(table[b - 1])
                     digest = self.model.digest(previous)
                     tokens = self.requests[req_id].all_token_ids
-                    self._reads.append((req_id, b - 1, table[b - 1],
-                                        torch.equal(previous, self.model.expected(tokens, b)[b - 1])))
+                    if not torch.equal(previous, self.model.expected(tokens, b)[b - 1]):
+                        if table[b - 1] not in self.tainted:
+                            self.bad_reads.append((req_id, b - 1, table[b - 1]))
+                        taint = True
+                if taint:
+                    self.tainted.add(table[b])
+                else:
+                    self.tainted.discard(table[b])
                 tokens = self.requests[req_id].all_token_ids[lo:hi]
                 positions = range(lo, hi)
                 block = table[b]

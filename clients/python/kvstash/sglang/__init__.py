@@ -80,7 +80,7 @@ How it works:
   order the generic path hands over. Start the server with ``--chunk-tokens`` equal to the page size when
   nothing else shares it; any value works.
 - **Calls.** ``batch_exists``/``exists``: LOOKUP (the leading readable pages). ``batch_get(_v1)``/``get``:
-  the leading readable pages of each batch are pinned (PREPARE_RETRIEVE; on MISS a pinned LOOKUP takes them),
+  the leading readable pages of each batch are pinned in one request (the leading-prefix PREPARE_RETRIEVE),
   copied out one by one, each checked still readable under its generation after the copy (fencing), then
   COMMIT_RETRIEVE. The answer's True (or non-None) pages are always a leading run: the first page that is
   missing or fails its check ends it, and no later page is copied or reported, so SGLang (which keeps only the
@@ -333,18 +333,9 @@ class KvStashHiCacheStorage(HiCacheStorage):
         return self._guarded(keys, lambda: [False] * len(keys), "get_pages", len(keys), work)
 
     def _prepare_leading(self, client, hashed):
-        """A PREPARE_RETRIEVE answer pinning the leading readable pages of ``hashed`` (range indices 0..k-1), or
-        None when the first is not readable."""
-        # With the server's leading-prefix PREPARE_RETRIEVE the rest of this method is one request:
-        #     r = client.prepare_retrieve(self._instance, hashed, prefix=True)
-        #     return r if r.ok and r.transfer_id else None
-        r = client.prepare_retrieve(self._instance, hashed)
-        if r.status == Status.MISS:                 # all or nothing: take the readable prefix instead
-            # QUIET: batch_exists asked about these pages before the get; they count as referenced once.
-            hit = client.lookup(self._instance, hashed, pin=True, quiet=True)
-            if not hit.ok or hit.hit_chunks == 0 or not hit.transfer_id:
-                return None
-            r = client.prepare_retrieve(self._instance, lookup=hit)
+        """A PREPARE_RETRIEVE answer pinning the leading readable pages of ``hashed`` (range indices 0..k-1: the
+        server's leading-prefix retrieve), or None when the first is not readable."""
+        r = client.prepare_retrieve(self._instance, hashed, prefix=True)
         return r if r.ok and r.transfer_id else None
 
     def _retrieve_group(self, client, keys, base, sink, ok) -> int:

@@ -430,10 +430,9 @@ class KvStashConnector(KVConnectorBase_V1):
         for req_id, tracker, _, _ in steps:
             if tracker.load is not None:
                 loading.update(self._plan_load(meta, req_id, tracker, chunk, per))
-        for _, tracker, before, after in steps:
-            if self._invalid:                   # a block this step computes again is no longer a failed load's
-                b = self._block_size
-                self._invalid.difference_update(tracker.block_ids[before // b:-(-after // b)])
+        if self._invalid:
+            self._invalid.difference_update(loading)        # loaded again: verified like any other load, below
+            self._recompute(steps)
         self._recent_loads.append(loading)
         meta.server_lost = self._connection.client is None and time.monotonic() < self._connection.next_try
         if not self._consumer_only:
@@ -446,6 +445,29 @@ class KvStashConnector(KVConnectorBase_V1):
             self._finish_held(meta)
         self._maybe_log()
         return meta
+
+    def _recompute(self, steps):
+        """What this step's forward does to the blocks that hold no KV to trust (``_invalid``): a block computed from
+        a clean prefix is clean again; a block computed over one that is not is not clean either. vLLM lets a
+        request that shares a failed block through its prefix cache count it as computed and go on, while another
+        request is due to recompute it, so the second one can compute over wrong KV. The blocks are visited in
+        position order, as attention reads them: a block another request recomputes in the same step is clean
+        before a later block reads it."""
+        b = self._block_size
+        by_block = collections.defaultdict(list)
+        for _, tracker, before, after in steps:
+            for j in range(before // b, min(-(-after // b), len(tracker.block_ids))):
+                by_block[j].append((tracker, before))
+        clean = {}
+        for j in sorted(by_block):
+            for tracker, before in by_block[j]:
+                key = id(tracker)
+                if key not in clean:        # a block the step starts within keeps what it held before
+                    clean[key] = self._invalid.isdisjoint(tracker.block_ids[:j + (1 if before % b else 0)])
+                if clean[key]:
+                    self._invalid.discard(tracker.block_ids[j])
+                else:
+                    self._invalid.add(tracker.block_ids[j])
 
     def _plan_load(self, meta, req_id, tracker, chunk, per) -> list:
         """The LoadSpec of a request's matched tokens; the blocks it writes. The chunks loaded count as stored."""
