@@ -1,7 +1,8 @@
 """The vLLM engine seam under seeded random schedules: properties that must hold whatever happens.
 
 Two engines (vLLM's real ``Scheduler``, ``Request`` and block hasher, two tensor-parallel ranks each, through
-``tests/vllm_engine.py``) share one real kvstash server process with a small pool. Each step draws from the faults
+``tests/vllm_engine.py``; one scheduling synchronously, one asynchronously as vLLM does by default) share one real
+kvstash server process with a small pool. Each step draws from the faults
 users meet: requests that share prefixes arrive (some with a cache salt), finish, are aborted; vLLM preempts (few
 KV blocks); chunks are evicted between the scheduler's lookup and the workers' load (an admin CLEAR, and pool
 pressure); the server is SIGKILLed and restarted on its directory, or stopped with SIGSTOP for longer than
@@ -147,8 +148,8 @@ class Schedule:
         self.kills = self.stops = 0
         self.down_until = None
         extra = {"timeout_s": TIMEOUT_S, "reconnect_s": 0.1}
-        # The second engine's connector plans for asynchronous scheduling (vLLM's default: a step's load errors
-        # reported one step later), which it must survive as well as the first's synchronous one.
+        # The second engine runs vLLM's default, asynchronous scheduling, as its engine core does: a step is
+        # scheduled and executed before the output of the one before it (load errors included) is processed.
         self.engines = [Engine(self.server.directory, tp=2, num_blocks=NUM_BLOCKS, extra=extra, batched_tokens=256,
                                async_scheduling=bool(e)) for e in range(2)]
         self.timers = [Timed(e) for e in self.engines]
@@ -187,7 +188,7 @@ class Schedule:
             engine = rng.choice(self.engines)
             engine.scheduler.reset_prefix_cache()
         for e, engine in enumerate(self.engines):
-            if not engine.scheduler.has_requests():
+            if not engine.has_work():
                 continue
             hook = self._fault(engine)
             paused = None
@@ -271,16 +272,16 @@ class Schedule:
             self.server.start()
             self.alive = True
         for _ in range(400):
-            if not any(e.scheduler.has_requests() for e in self.engines):
+            if not any(e.has_work() for e in self.engines):
                 break
             for e, engine in enumerate(self.engines):
-                if engine.scheduler.has_requests():
+                if engine.has_work():
                     engine.step()
                     self.timers[e].end_step()
                     self._check_step(engine, self.timers[e])
         t = self.test
         for engine in self.engines:
-            t.assertFalse(engine.scheduler.has_requests())
+            t.assertFalse(engine.has_work())
             t.assertEqual(engine.free_blocks(), engine.num_blocks - 1, "KV blocks held after every request ended")
             c = engine.connector
             t.assertEqual((c._trackers, c._matched, c._asked, c._held, c._spent), ({}, {}, set(), {}, {}),

@@ -36,6 +36,7 @@ from vllm.distributed.kv_transfer.kv_connector.v1.base import KVConnectorRole  #
 from vllm.sampling_params import SamplingParams                       # noqa: E402
 from vllm.utils.hashing import sha256                                 # noqa: E402
 from vllm.v1.core.kv_cache_utils import get_request_block_hasher, init_none_hash  # noqa: E402
+from vllm.v1.core.sched.async_scheduler import AsyncScheduler         # noqa: E402
 from vllm.v1.core.sched.scheduler import Scheduler                    # noqa: E402
 from vllm.v1.kv_cache_interface import FullAttentionSpec, KVCacheConfig, KVCacheGroupSpec  # noqa: E402
 from vllm.v1.outputs import KVConnectorOutput, ModelRunnerOutput     # noqa: E402
@@ -151,8 +152,13 @@ class Engine:
                                               FullAttentionSpec(block_size=BLOCK, num_kv_heads=HEADS, head_size=HEAD,
                                                                 dtype=torch.bfloat16))])
         config.cache_config.num_gpu_blocks = num_blocks
-        self.scheduler = Scheduler(config, self.kv_cache_config, StructuredOutputManager(config), block_size=BLOCK,
-                                   log_stats=True)
+        # Asynchronous scheduling (vLLM's default) as its engine core runs it: the next step is scheduled and
+        # executed before the output of the one in flight is processed (a batch queue of two).
+        self.async_scheduling = async_scheduling
+        self._queue = collections.deque()
+        scheduler_class = AsyncScheduler if async_scheduling else Scheduler
+        self.scheduler = scheduler_class(config, self.kv_cache_config, StructuredOutputManager(config),
+                                         block_size=BLOCK, log_stats=True)
         self.hasher = get_request_block_hasher(BLOCK, sha256)
         self.model = KvModel(tp, layers)
         self.workers, self.caches = [], []
@@ -197,16 +203,49 @@ class Engine:
 
     def step(self, before_load=None, after_forward=None):
         """One engine step (see the module doc); ``before_load(meta)`` and ``after_forward(meta)`` are the test's
-        moments to break something. Returns (scheduler output, block ids reported as failed loads)."""
-        out = self.scheduler.schedule()
+        moments to break something. Returns (scheduler output, block ids reported as failed loads) of the batch
+        executed, or (None, set()) when the step only processed the output of a batch in flight (asynchronous
+        scheduling, as vLLM's engine core's batch queue does)."""
+        if not self.async_scheduling:
+            out = self.scheduler.schedule()
+            mro, invalid = self._execute(out, before_load, after_forward)
+            self.scheduler.update_from_output(out, mro)
+            return out, invalid
+        executed = (None, set())
+        if self.scheduler.has_requests():
+            out = self.scheduler.schedule()
+            mro, invalid = self._execute(out, before_load, after_forward)
+            self._queue.appendleft((out, mro))
+            executed = (out, invalid)
+            if len(self._queue) < 2 and (out.total_num_scheduled_tokens > 0 or self.scheduler.has_requests()):
+                return executed
+        if self._queue:
+            out, mro = self._queue.pop()
+            self.scheduler.update_from_output(out, mro)
+        return executed
+
+    def has_work(self):
+        return self.scheduler.has_requests() or bool(self._queue)
+
+    def tokens(self, request, upto):
+        """The request's tokens up to position ``upto``: under asynchronous scheduling a step may compute a
+        position whose sampled token is not appended yet (the stand-in samples token ``7 + k`` as output k)."""
+        tokens = request.all_token_ids
+        if len(tokens) >= upto:
+            return tokens[:upto]
+        return list(tokens) + [7 + k for k in range(len(tokens) - request.num_prompt_tokens,
+                                                    upto - request.num_prompt_tokens)]
+
+    def _execute(self, out, before_load, after_forward):
+        """The workers' side of one scheduled batch: returns (model runner output, failed load blocks)."""
         meta = out.kv_connector_metadata
         if before_load is not None:
             before_load(meta)
         chunk = self.workers[0]._chunk_tokens
         for save in getattr(meta, "saves", ()):
-            tokens = self.requests[save.req_id].all_token_ids
             for i, key in enumerate(save.keys):
-                self.saved[(key, save.salt)] = tuple(tokens[:(save.first_chunk + i + 1) * chunk])
+                end = (save.first_chunk + i + 1) * chunk
+                self.saved[(key, save.salt)] = tuple(self.tokens(self.requests[save.req_id], end))
         for new in out.scheduled_new_reqs:
             self.blocks[new.req_id] = list(new.block_ids[0])
             self.first_computed.setdefault(new.req_id, new.num_computed_tokens)
@@ -255,20 +294,19 @@ class Engine:
         sampled = []
         for req_id in ids:
             request = self.requests[req_id]
-            done_prefill = starts[req_id] + out.num_scheduled_tokens[req_id] >= request.num_tokens
-            sampled.append([7 + len(request.output_token_ids)] if done_prefill else [])
+            end = starts[req_id] + out.num_scheduled_tokens[req_id]           # a step that reaches the prompt's end
+            sampled.append([7 + end - request.num_prompt_tokens] if end >= request.num_prompt_tokens else [])
         connector_output = KVConnectorOutput(finished_sending=finished or None, invalid_block_ids=invalid,
                                              kv_connector_worker_meta=worker_meta)
         mro = ModelRunnerOutput(req_ids=ids, req_id_to_index={r: i for i, r in enumerate(ids)},
                                 sampled_token_ids=sampled,
                                 kv_connector_output=None if connector_output.is_empty() else connector_output)
-        self.scheduler.update_from_output(out, mro)
-        return out, invalid
+        return mro, invalid
 
     def run(self, max_steps=50, before_load=None):
         """Steps until every request has finished and vLLM has freed its blocks."""
         for _ in range(max_steps):
-            if not self.scheduler.has_requests():
+            if not self.has_work():
                 return
             self.step(before_load)
             before_load = None
@@ -296,8 +334,12 @@ class Engine:
                 if b > 0:
                     previous = self.block_kv(table[b - 1])
                     digest = self.model.digest(previous)
-                    tokens = self.requests[req_id].all_token_ids
-                    if not torch.equal(previous, self.model.expected(tokens, b)[b - 1]):
+                    request = self.requests[req_id]
+                    if b * BLOCK > request.num_prompt_tokens:
+                        # Past the prompt the right KV depends on the tokens sampled, which vLLM may take back
+                        # under asynchronous scheduling (a step after a failed load): only the taint carries over.
+                        taint = taint or table[b - 1] in self.tainted
+                    elif not torch.equal(previous, self.model.expected(request.all_token_ids, b)[b - 1]):
                         if table[b - 1] not in self.tainted:
                             self.bad_reads.append((req_id, b - 1, table[b - 1]))
                         taint = True
@@ -305,7 +347,7 @@ class Engine:
                     self.tainted.add(table[b])
                 else:
                     self.tainted.discard(table[b])
-                tokens = self.requests[req_id].all_token_ids[lo:hi]
+                tokens = self.tokens(self.requests[req_id], hi)[lo:hi]
                 positions = range(lo, hi)
                 block = table[b]
                 for rank, caches in enumerate(self.caches):

@@ -26,10 +26,13 @@ How it works:
 - **Only verified KV is stored.** A chunk is saved only once every block it depends on (every block of the
   request's prefix up to the chunk's end) holds KV the engine computed, or loaded and verified. Chunks computed in
   the step that loads blocks they depend on (the request's own load, or a block another request is loading and
-  this one shares through vLLM's prefix cache) wait for the next step, when vLLM has reported the step's load
-  errors; a request that finished meanwhile keeps its blocks one step longer for that save (``request_finished``
-  answers True and the workers report it in ``get_finished``). A block reported as failed is recomputed by vLLM
-  before any chunk through it is saved. Chunks loaded are not stored again.
+  this one shares through vLLM's prefix cache) wait until vLLM has reported that step's load errors: the next step,
+  or the one after under asynchronous scheduling (vLLM's default), where a step is scheduled before the report of
+  the one before it arrives. A request that finished meanwhile keeps its blocks that long for the save
+  (``request_finished`` answers True and the workers report it in ``get_finished``). A block reported as failed,
+  and every block computed over it (a request sharing it may be scheduled before the report, or counted as done
+  while another request is due to recompute it), is trusted again only once computed again over trusted KV.
+  Chunks loaded are not stored again.
 - **Workers.** ``start_load_kv`` retrieves the readable leading chunks of each load (the store's leading-prefix
   retrieve) and scatters them into the paged blocks (blocks the engine already holds are left alone);
   ``wait_for_save`` gathers complete chunks and stores them. Loads and saves are synchronous (layer-wise hooks are
@@ -207,6 +210,7 @@ class KvStashConnector(KVConnectorBase_V1):
             self._invalid = set()               # blocks reported as failed loads, until a step recomputes them
             lag = 2 if getattr(vllm_config.scheduler_config, "async_scheduling", False) else 1
             self._recent_loads = collections.deque(maxlen=lag)      # blocks loaded by steps not yet reported
+            self._derived = collections.deque(maxlen=lag)           # what steps computed over those loads
             self._model_names = {}              # pipeline stage -> the model name its workers registered
             self._told_unnamed = False
             self._connection = Reconnecting(self._directory, self._timeout_s, self._reconnect_s, logger,
@@ -434,6 +438,7 @@ class KvStashConnector(KVConnectorBase_V1):
             self._invalid.difference_update(loading)        # loaded again: verified like any other load, below
             self._recompute(steps)
         self._recent_loads.append(loading)
+        self._derived.append(self._computed_over(steps, set().union(*self._recent_loads)))
         meta.server_lost = self._connection.client is None and time.monotonic() < self._connection.next_try
         if not self._consumer_only:
             suspect = self._invalid.union(*self._recent_loads) if self._invalid or loading or \
@@ -468,6 +473,20 @@ class KvStashConnector(KVConnectorBase_V1):
                     self._invalid.discard(tracker.block_ids[j])
                 else:
                     self._invalid.add(tracker.block_ids[j])
+
+    def _computed_over(self, steps, unreported):
+        """(``unreported``, the blocks this step computes over one of them): loads whose outcome vLLM has not
+        reported yet (this step's; under asynchronous scheduling the step before's too, whose report comes after
+        this step was scheduled), and what this step's forward computes from them. Should one of those loads be
+        reported failed, what was computed over it holds no KV to trust either (update_connector_output)."""
+        derived = set()
+        if unreported:
+            b = self._block_size
+            for _, tracker, before, after in steps:
+                first, end = before // b, min(-(-after // b), len(tracker.block_ids))
+                if end > first and not unreported.isdisjoint(tracker.block_ids[:first + (1 if before % b else 0)]):
+                    derived.update(tracker.block_ids[first:end])
+        return unreported, derived
 
     def _plan_load(self, meta, req_id, tracker, chunk, per) -> list:
         """The LoadSpec of a request's matched tokens; the blocks it writes. The chunks loaded count as stored."""
@@ -550,6 +569,9 @@ class KvStashConnector(KVConnectorBase_V1):
         invalid = connector_output.invalid_block_ids
         if invalid:
             self._invalid.update(invalid)
+            for loads, derived in self._derived:
+                if derived and not loads.isdisjoint(invalid):
+                    self._invalid.update(derived)
             per = (self._chunk_tokens or self._block_size) // self._block_size
             for tracker in self._trackers.values():
                 for i, b in enumerate(tracker.block_ids[:tracker.saved_chunks * per]):
