@@ -457,7 +457,10 @@ class KvStashConnector(KVConnectorBase_V1):
         request that shares a failed block through its prefix cache count it as computed and go on, while another
         request is due to recompute it, so the second one can compute over wrong KV. The blocks are visited in
         position order, as attention reads them: a block another request recomputes in the same step is clean
-        before a later block reads it."""
+        before a later block reads it. A request's prefix is clean when the block before the step's first one is
+        (and that block itself, when the step starts within it): every block computed over an untrusted one is
+        untrusted itself, here or, for loads not reported yet, when their report comes (``_computed_over``), so
+        the last block before says what all before it hold, at no cost per block of context."""
         b = self._block_size
         by_block = collections.defaultdict(list)
         for _, tracker, before, after in steps:
@@ -467,8 +470,10 @@ class KvStashConnector(KVConnectorBase_V1):
         for j in sorted(by_block):
             for tracker, before in by_block[j]:
                 key = id(tracker)
-                if key not in clean:        # a block the step starts within keeps what it held before
-                    clean[key] = self._invalid.isdisjoint(tracker.block_ids[:j + (1 if before % b else 0)])
+                if key not in clean:
+                    ids = tracker.block_ids
+                    clean[key] = (j == 0 or ids[j - 1] not in self._invalid) and \
+                        (before % b == 0 or ids[j] not in self._invalid)
                 if clean[key]:
                     self._invalid.discard(tracker.block_ids[j])
                 else:
