@@ -29,12 +29,15 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * not at the next full scan a second later; one that stays unpublished with its lock free is deleted; the server
  * never releases the lock of a client in its own process by closing a descriptor of its file. The server's clock
  * is the test's, so the test controls when its timers fire; the client file is written by hand, the way
- * {@code KvStashClient} writes it, so the test decides when it is published.
+ * {@code KvStashClient} writes it, so the test decides when it is published. The client that writes it runs in a
+ * process of its own ({@link ClientProcess}), as workers do, since a POSIX lock is held per process; only the last
+ * test's client is in the server's process, because that case (the second tier's client) is what it is about.
  */
 @Timeout(60)
 class ClientAttachRescanTest
 {
     private static final long MS = 1_000_000L;
+    private static final long WAIT_MS = 30_000;
 
     private final AtomicLong nowNs = new AtomicLong(1_000_000 * MS);
     private Path dir;
@@ -52,60 +55,39 @@ class ClientAttachRescanTest
         try (KvStashServer server = KvStashServer.launch(context))
         {
             final AgentInvoker invoker = started(server);
-
             final int requestCapacity = context.requestRingCapacity();
             final int responseCapacity = context.responseRingCapacity();
-            final Path file = dir.resolve(ClientFileDescriptor.fileName(ProcessHandle.current().pid(), 42));
-            Files.createFile(file);
-            try (FileChannel channel = FileChannel.open(file, StandardOpenOption.READ, StandardOpenOption.WRITE);
-                FileLock lock = channel.lock())
+            // Created, locked and sized by a client in another process, as a live client holds its file's lock.
+            try (ChildJvm client = ClientProcess.start("file", dir.toString(), "42",
+                Integer.toString(ClientFileDescriptor.fileLength(requestCapacity, responseCapacity))))
             {
-                // Held as a live client holds its file's lock: the server's liveness check finds it taken.
-                assertTrue(lock.isValid());
-                final int length = ClientFileDescriptor.fileLength(requestCapacity, responseCapacity);
-                channel.write(ByteBuffer.wrap(new byte[1]), length - 1);
-                final MappedByteBuffer mapped = channel.map(FileChannel.MapMode.READ_WRITE, 0, length);
-                try
+                final Path file = lockedFile(client);
+
+                // A full scan sees the file unpublished (version 0). Then a few more scan intervals pass, real
+                // time included, so that the file's creation event is delivered and spent.
+                cycles(invoker, 1_001);
+                for (int i = 0; i < 5; i++)
                 {
-                    final UnsafeBuffer header = new UnsafeBuffer(mapped, 0, ClientFileDescriptor.HEADER_LENGTH);
-
-                    // A full scan sees the file unpublished (version 0). Then a few more scan intervals pass, real
-                    // time included, so that the file's creation event is delivered and spent.
-                    cycles(invoker, 1_001);
-                    for (int i = 0; i < 5; i++)
-                    {
-                        Thread.sleep(20);
-                        cycles(invoker, 11);
-                    }
-                    assertEquals(ClientFileDescriptor.ATTACH_PENDING,
-                        header.getIntVolatile(ClientFileDescriptor.ATTACH_STATE_OFFSET));
-
-                    header.putLong(ClientFileDescriptor.MAGIC_OFFSET, ClientFileDescriptor.MAGIC);
-                    header.putInt(ClientFileDescriptor.HEADER_LENGTH_OFFSET, ClientFileDescriptor.HEADER_LENGTH);
-                    header.putLong(ClientFileDescriptor.PID_OFFSET, ProcessHandle.current().pid());
-                    header.putLong(ClientFileDescriptor.INCARNATION_OFFSET, KvStashClient.currentIncarnation(dir));
-                    header.putInt(ClientFileDescriptor.REQUEST_CAPACITY_OFFSET, requestCapacity);
-                    header.putInt(ClientFileDescriptor.RESPONSE_CAPACITY_OFFSET, responseCapacity);
-                    header.putIntRelease(ClientFileDescriptor.VERSION_OFFSET, ClientFileDescriptor.VERSION);
-
-                    // The next full scan is due 1,000 ms after the first, about 945 ms from here: attached well
-                    // before that, by a rescan whose delay doubles from the 10 ms scan interval.
-                    long waitedMs = 0;
-                    while (ClientFileDescriptor.ATTACH_ATTACHED !=
-                        header.getIntVolatile(ClientFileDescriptor.ATTACH_STATE_OFFSET) && waitedMs < 500)
-                    {
-                        cycles(invoker, 11);
-                        waitedMs += 11;
-                    }
-                    assertEquals(ClientFileDescriptor.ATTACH_ATTACHED,
-                        header.getIntVolatile(ClientFileDescriptor.ATTACH_STATE_OFFSET),
-                        "not attached " + waitedMs + " ms of the server's clock after it was published");
-                    assertTrue(waitedMs <= 200, "attached only after " + waitedMs + " ms");
+                    Thread.sleep(20);
+                    cycles(invoker, 11);
                 }
-                finally
+                assertEquals(ClientFileDescriptor.ATTACH_PENDING, readAttachState(file));
+
+                client.send("publish " + KvStashClient.currentIncarnation(dir) + " " + requestCapacity + " " +
+                    responseCapacity);
+                client.await(ClientProcess.PUBLISHED, WAIT_MS);
+
+                // The next full scan is due 1,000 ms after the first, about 945 ms from here: attached well
+                // before that, by a rescan whose delay doubles from the 10 ms scan interval.
+                long waitedMs = 0;
+                while (ClientFileDescriptor.ATTACH_ATTACHED != readAttachState(file) && waitedMs < 500)
                 {
-                    IoUtil.unmap(mapped);
+                    cycles(invoker, 11);
+                    waitedMs += 11;
                 }
+                assertEquals(ClientFileDescriptor.ATTACH_ATTACHED, readAttachState(file),
+                    "not attached " + waitedMs + " ms of the server's clock after it was published");
+                assertTrue(waitedMs <= 200, "attached only after " + waitedMs + " ms");
             }
         }
     }
@@ -122,14 +104,11 @@ class ClientAttachRescanTest
             // A client that died after creating its file and before locking or publishing it...
             final Path abandoned = dir.resolve(ClientFileDescriptor.fileName(ProcessHandle.current().pid(), 1));
             Files.createFile(abandoned);
-            // ...and one that holds its lock but has not published yet (a slow but live client).
-            final Path slow = dir.resolve(ClientFileDescriptor.fileName(ProcessHandle.current().pid(), 2));
-            Files.createFile(slow);
-            try (FileChannel channel = FileChannel.open(slow, StandardOpenOption.READ, StandardOpenOption.WRITE);
-                FileLock lock = channel.lock())
+            // ...and one that holds its lock but has not published yet (a slow but live client), in a process of its
+            // own: a lock this process held would only tell the server's probe about this JVM's lock table.
+            try (ChildJvm client = ClientProcess.start("file", dir.toString(), "2", Integer.toString(length)))
             {
-                assertTrue(lock.isValid());
-                channel.write(ByteBuffer.wrap(new byte[1]), length - 1);
+                final Path slow = lockedFile(client);
 
                 cycles(invoker, 1_001);
                 assertTrue(Files.exists(abandoned), "deleted as soon as it was seen");
@@ -142,7 +121,8 @@ class ClientAttachRescanTest
                 assertTrue(!Files.exists(abandoned), "still there " + waitedMs + " ms of the server's clock later");
                 assertTrue(waitedMs >= 1_900, "deleted after only " + waitedMs + " ms");
                 assertTrue(Files.exists(slow), "a locked file was deleted");
-                assertEquals(ClientFileDescriptor.ATTACH_PENDING, readAttachState(channel));
+                assertEquals(ClientFileDescriptor.ATTACH_PENDING, readAttachState(slow));
+                assertEquals(LockProbe.HELD, probe(slow), "the slow client still holds its lock");
             }
         }
     }
@@ -212,17 +192,35 @@ class ClientAttachRescanTest
     {
         try (ChildJvm probe = ChildJvm.start(LockProbe.class, file.toString()))
         {
-            final String answer = probe.poll(30_000);
-            assertEquals(0, probe.exitCode(30_000));
+            final String answer = probe.poll(WAIT_MS);
+            assertEquals(0, probe.exitCode(WAIT_MS));
             return answer;
         }
     }
 
-    private static int readAttachState(final FileChannel channel) throws java.io.IOException
+    /**
+     * The path of the client file a {@link ClientProcess} made, once it is created, locked and sized.
+     */
+    private static Path lockedFile(final ChildJvm client) throws InterruptedException
     {
-        final ByteBuffer state = ByteBuffer.allocate(4).order(java.nio.ByteOrder.LITTLE_ENDIAN);
-        channel.read(state, ClientFileDescriptor.ATTACH_STATE_OFFSET);
-        return state.getInt(0);
+        final Path file = Path.of(client.await(ClientProcess.LOCKED, WAIT_MS).substring(
+            ClientProcess.LOCKED.length() + 1));
+        assertTrue(Files.exists(file), file.toString());
+        return file;
+    }
+
+    /**
+     * The attach state the server wrote into a client file, read with a descriptor of this process: this process
+     * holds no lock on the file (its client is another process), so closing the descriptor releases nobody's.
+     */
+    private static int readAttachState(final Path file) throws java.io.IOException
+    {
+        try (FileChannel channel = FileChannel.open(file, StandardOpenOption.READ))
+        {
+            final ByteBuffer state = ByteBuffer.allocate(4).order(java.nio.ByteOrder.LITTLE_ENDIAN);
+            channel.read(state, ClientFileDescriptor.ATTACH_STATE_OFFSET);
+            return state.getInt(0);
+        }
     }
 
     /**

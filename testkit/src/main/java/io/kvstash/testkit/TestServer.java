@@ -4,12 +4,15 @@ import io.kvstash.core.StoreContext;
 import io.kvstash.pipeline.WaitMode;
 import io.kvstash.server.KvStashServer;
 import io.kvstash.server.ServerContext;
+import org.agrona.concurrent.EpochClock;
 
+import java.io.BufferedReader;
 import java.io.IOException;
-import java.io.OutputStream;
+import java.io.InputStreamReader;
 import java.lang.management.GarbageCollectorMXBean;
 import java.lang.management.ManagementFactory;
 import java.lang.management.ThreadInfo;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.util.Locale;
 import java.util.concurrent.CountDownLatch;
@@ -27,6 +30,11 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * test process died) closes it cleanly; it then prints {@code GC <collections> <ms> <bytes>}: the garbage
  * collections of this JVM from READY until then and the bytes the server's threads allocated meanwhile, the
  * server-side evidence that a suite caused no pauses. Exit code 2 on a usage error.
+ * <p>
+ * The server's wall clock (its heartbeat, its start time) is the machine's until a line on standard input steps
+ * it, as NTP or a resumed VM would: {@code wall-clock behind MS} puts it MS behind the machine's (0 puts it back),
+ * {@code wall-clock at MS} stops it at MS. Each is answered with {@code WALL-CLOCK <its reading>}; other lines are
+ * ignored.
  */
 public final class TestServer
 {
@@ -34,6 +42,51 @@ public final class TestServer
     public static final String READY_PREFIX = "READY ";
     /** Start of the line printed when the server has closed. */
     public static final String GC_PREFIX = "GC ";
+    /** Start of the line that answers a {@code wall-clock} line. */
+    public static final String WALL_CLOCK_PREFIX = "WALL-CLOCK ";
+
+    /** The server's wall clock: the machine's, set behind it, or stopped (see the class comment). */
+    private static final class SteppedEpochClock implements EpochClock
+    {
+        private volatile long behindMs;
+        private volatile long stoppedAtMs = -1;
+
+        @Override
+        public long time()
+        {
+            final long stopped = stoppedAtMs;
+            return stopped >= 0 ? stopped : System.currentTimeMillis() - behindMs;
+        }
+
+        /**
+         * Applies a {@code wall-clock} line.
+         *
+         * @return true when the line was one.
+         */
+        boolean step(final String line)
+        {
+            final String[] words = line.trim().split(" +");
+            if (3 != words.length || !"wall-clock".equals(words[0]))
+            {
+                return false;
+            }
+            final long ms = Long.parseLong(words[2]);
+            switch (words[1])
+            {
+                case "behind" ->
+                {
+                    behindMs = ms;
+                    stoppedAtMs = -1;
+                }
+                case "at" -> stoppedAtMs = ms;
+                default ->
+                {
+                    return false;
+                }
+            }
+            return true;
+        }
+    }
 
     private TestServer()
     {
@@ -61,7 +114,9 @@ public final class TestServer
         {
             store.leaseNs(TimeUnit.MILLISECONDS.toNanos(Long.parseLong(args[3])));
         }
-        final ServerContext context = new ServerContext().directory(Path.of(args[0])).storeContext(store);
+        final SteppedEpochClock wallClock = new SteppedEpochClock();
+        final ServerContext context = new ServerContext().directory(Path.of(args[0])).storeContext(store)
+            .epochClock(wallClock);
         if (args.length > 4)
         {
             context.waitMode(WaitMode.valueOf(args[4].toUpperCase(Locale.ROOT).replace('-', '_')));
@@ -71,7 +126,7 @@ public final class TestServer
         {
             context.l2Seeds(l2Seeds);
         }
-        serve(context);
+        serve(context, wallClock);
         System.exit(0);
     }
 
@@ -107,7 +162,8 @@ public final class TestServer
         throw new IllegalArgumentException("not a READY line: " + readyLine);
     }
 
-    private static void serve(final ServerContext context) throws IOException, InterruptedException
+    private static void serve(final ServerContext context, final SteppedEpochClock wallClock)
+        throws IOException, InterruptedException
     {
         final KvStashServer server = KvStashServer.launch(context);
         // Launching leaves the young generation of a small heap nearly full, so a little more allocation sets off
@@ -135,7 +191,16 @@ public final class TestServer
         System.out.println(READY_PREFIX + "incarnation=" + Long.toHexString(context.incarnation()) +
             " pid=" + ProcessHandle.current().pid());
         System.out.flush();
-        System.in.transferTo(OutputStream.nullOutputStream());
+        final BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+        String line;
+        while (null != (line = in.readLine()))
+        {
+            if (wallClock.step(line))
+            {
+                System.out.println(WALL_CLOCK_PREFIX + wallClock.time());
+                System.out.flush();
+            }
+        }
         shutdown.run();
         stopped.await();
     }

@@ -1,11 +1,12 @@
-package io.kvstash.server;
+package io.kvstash.e2e;
 
 import io.kvstash.client.ClientContext;
 import io.kvstash.client.ClientResponse;
 import io.kvstash.client.KvStashClient;
 import io.kvstash.client.KvStashException;
-import io.kvstash.core.StoreContext;
 import io.kvstash.core.StoreCounters;
+import io.kvstash.testkit.TestServer;
+import io.kvstash.tools.ChildJvm;
 import io.kvstash.tools.ShmDirectories;
 import io.kvstash.wire.ChunkKeys;
 import io.kvstash.wire.Status;
@@ -23,7 +24,6 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicLong;
 import java.util.stream.Stream;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -32,13 +32,17 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
  * The server's wall clock steps (NTP, a resumed VM): its timers and its clients' view of its liveness must not
- * depend on it. The server's clock is injected ({@link ServerContext#epochClock}); the clients' is the
- * machine's, so a step of the server's clock is also what a client sees when its own clock steps.
+ * depend on it. The server runs in a process of its own ({@link TestServer}), as operators run it, and the test
+ * steps its wall clock through its standard input; the clients, in this process, judge it by its control file and
+ * its process, as workers do, with the machine's clock: a step of the server's clock is also what a client sees
+ * when its own clock steps.
  */
 @Timeout(60)
 class WallClockStepTest
 {
     private static final long HOUR_MS = TimeUnit.HOURS.toMillis(1);
+    private static final long POOL_BYTES = 16L << 20;
+    private static final long WAIT_MS = 30_000;
     private static final Layout LAYOUT = Layout.of("llama", 1, 0, 2, 128, Dtype.BFLOAT16, false);
 
     Path dir;
@@ -54,18 +58,13 @@ class WallClockStepTest
     void shouldKeepBeatingAttachingAndReclaimingWhenTheServersWallClockStepsBackAnHour() throws Exception
     {
         dir = ShmDirectories.newPath("kvstash-test-clock-step-");
-        final AtomicLong behindMs = new AtomicLong();
-        final ServerContext context = new ServerContext()
-            .directory(dir)
-            .storeContext(new StoreContext().poolSizeBytes(16L << 20))
-            .epochClock(() -> System.currentTimeMillis() - behindMs.get());
-        try (KvStashServer server = KvStashServer.launch(context);
+        try (ChildJvm server = startServer();
             KvStashClient first = KvStashClient.connect(new ClientContext().directory(dir)))
         {
             assertEquals(Status.OK, first.register(1, LAYOUT).status());
             storeAndRetrieve(first, 1, ChunkKeys.ofIds(1, 2));
 
-            behindMs.set(HOUR_MS);
+            stepWallClock(server, "behind " + HOUR_MS);
             // The server goes on beating (its timers run on the monotonic clock): the stepped value shows up.
             awaitTrue(() -> heartbeat() < System.currentTimeMillis() - HOUR_MS / 2, "the server stopped beating");
             // A connected client judges the heartbeat by its moving, not by its distance to this wall clock.
@@ -87,18 +86,19 @@ class WallClockStepTest
                 // A client leaving with a reservation held: the liveness check still runs and reaps it.
                 final ClientResponse prepared = second.prepareStore(2, ChunkKeys.ofIds(7, 8));
                 assertEquals(Status.OK, prepared.status(), prepared.toString());
-                assertEquals(2, server.counters().get(StoreCounters.RESERVED_CHUNKS));
+                assertEquals(2, first.counter(StoreCounters.RESERVED_CHUNKS));
             }
-            awaitTrue(() -> 0 == server.counters().get(StoreCounters.RESERVED_CHUNKS) &&
-                0 == server.counters().get(StoreCounters.PENDING_TRANSFERS),
+            awaitTrue(() -> 0 == first.counter(StoreCounters.RESERVED_CHUNKS) &&
+                0 == first.counter(StoreCounters.PENDING_TRANSFERS),
                 "the departed client's reservation was not reclaimed");
 
             // And back again: the clock steps forward an hour.
-            behindMs.set(0);
+            stepWallClock(server, "behind 0");
             awaitTrue(() -> Math.abs(heartbeat() - System.currentTimeMillis()) < HOUR_MS / 2,
                 "the server stopped beating after the step forward");
             assertTrue(first.alive());
             storeAndRetrieve(first, 1, ChunkKeys.ofIds(9, 10));
+            stop(server);
         }
     }
 
@@ -106,14 +106,10 @@ class WallClockStepTest
     void shouldRefuseToConnectToAServerWhoseHeartbeatDoesNotMove() throws Exception
     {
         dir = ShmDirectories.newPath("kvstash-test-clock-still-");
-        final ServerContext context = new ServerContext()
-            .directory(dir)
-            .storeContext(new StoreContext().poolSizeBytes(16L << 20))
-            .epochClock(() -> 1_000_000L);
-        final KvStashServer server = KvStashServer.launch(context);
-        try
+        try (ChildJvm server = startServer())
         {
-            assertEquals(1_000_000L, heartbeat(), "the server writes its own clock");
+            stepWallClock(server, "at 1000000");
+            awaitTrue(() -> 1_000_000L == heartbeat(), "the server writes its own clock");
             final KvStashException ex = assertThrows(KvStashException.class,
                 () -> KvStashClient.connect(new ClientContext().directory(dir)).close());
             assertEquals(KvStashException.Reason.SERVER_GONE, ex.reason(), ex.getMessage());
@@ -123,11 +119,35 @@ class WallClockStepTest
                     .filter(name -> name.startsWith(ClientFileDescriptor.FILE_PREFIX)).count(),
                     "the refused client left a client file");
             }
+            stop(server);
         }
-        finally
-        {
-            server.close();
-        }
+    }
+
+    private ChildJvm startServer() throws Exception
+    {
+        final ChildJvm server = ChildJvm.startWithHeap(RealProcessTest.HEAP, TestServer.class, dir.toString(),
+            Long.toString(POOL_BYTES));
+        server.await(TestServer.READY_PREFIX, WAIT_MS);
+        return server;
+    }
+
+    /**
+     * Steps the server's wall clock ({@code wall-clock behind MS} or {@code wall-clock at MS}) and waits until
+     * the server has.
+     */
+    private static void stepWallClock(final ChildJvm server, final String step) throws InterruptedException
+    {
+        server.send("wall-clock " + step);
+        server.await(TestServer.WALL_CLOCK_PREFIX, WAIT_MS);
+    }
+
+    /**
+     * Stops the server cleanly: the end of its standard input.
+     */
+    private static void stop(final ChildJvm server) throws InterruptedException
+    {
+        server.closeStdin();
+        assertEquals(0, server.exitCode(WAIT_MS), "a clean stop");
     }
 
     private static void storeAndRetrieve(final KvStashClient client, final long instanceId, final ChunkKeys keys)
