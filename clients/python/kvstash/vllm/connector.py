@@ -638,8 +638,12 @@ class KvStashConnector(KVConnectorBase_V1):
     def start_load_kv(self, forward_context, **kwargs):
         self._step_errors = set()
         meta = self._connector_metadata
-        if not isinstance(meta, KvStashConnectorMetadata) or not meta.loads or self._paged is None:
+        if not isinstance(meta, KvStashConnectorMetadata) or self._paged is None:
             return
+        if meta.server_lost:
+            # The connection is suspect too (a server restarted in between would make its first call fail, and a
+            # stopped one time out): dropped, and made again once the scheduler has found the server back.
+            self._connection.close()
         for load in meta.loads:
             if meta.server_lost:
                 self._fail_load([b for b in load.block_ids if b >= 0])
