@@ -39,9 +39,9 @@ public final class StoreCounters
     public static final int PENDING_TRANSFERS = 5;
     /** Gauge: registered instances. */
     public static final int INSTANCES = 6;
-    /** Chunks counted as hits by LOOKUP. */
+    /** Chunks counted as hits by LOOKUP and LOOKUP_ALL_RANKS (once per request, whatever its world size). */
     public static final int LOOKUP_HIT_CHUNKS = 7;
-    /** Chunks of LOOKUP ranges that were not hits. */
+    /** Chunks of LOOKUP and LOOKUP_ALL_RANKS ranges that were not hits. */
     public static final int LOOKUP_MISS_CHUNKS = 8;
     /** Chunks pinned by successful PREPARE_RETRIEVE. */
     public static final int RETRIEVE_HIT_CHUNKS = 9;
@@ -186,12 +186,12 @@ public final class StoreCounters
         /** Registered instances. */
         INSTANCES(StoreCounters.INSTANCES, "instances", GAUGE,
             "Registered instances."),
-        /** Chunks counted as hits by LOOKUP. */
+        /** Chunks counted as hits by LOOKUP and LOOKUP_ALL_RANKS. */
         LOOKUP_HIT_CHUNKS(StoreCounters.LOOKUP_HIT_CHUNKS, "lookup_hit_chunks", TOTAL,
-            "Chunks counted as hits by LOOKUP."),
-        /** Chunks of LOOKUP ranges that were not hits. */
+            "Chunks counted as hits by LOOKUP and LOOKUP_ALL_RANKS."),
+        /** Chunks of LOOKUP and LOOKUP_ALL_RANKS ranges that were not hits. */
         LOOKUP_MISS_CHUNKS(StoreCounters.LOOKUP_MISS_CHUNKS, "lookup_miss_chunks", TOTAL,
-            "Chunks of LOOKUP ranges that were not hits."),
+            "Chunks of LOOKUP and LOOKUP_ALL_RANKS ranges that were not hits."),
         /** Chunks handed out by successful PREPARE_RETRIEVE. */
         RETRIEVE_HIT_CHUNKS(StoreCounters.RETRIEVE_HIT_CHUNKS, "retrieve_hit_chunks", TOTAL,
             "Chunks handed out by successful PREPARE_RETRIEVE."),
