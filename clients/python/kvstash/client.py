@@ -12,10 +12,12 @@ import os
 import platform
 import pwd
 import secrets
+import socket
 import stat
 import struct
 import sys
 import tempfile
+import threading
 import time
 
 from . import descriptor as d
@@ -155,6 +157,7 @@ class Client:
     """A connected worker client. Use ``connect()``; close with ``close()`` or a ``with`` block."""
 
     deadline = None                         # time.monotonic() past which no wait goes on (see bounded())
+    _doorbell = None                        # the server's doorbell connection (§2.6), or None
 
     def __init__(self, directory=None, timeout=TIMEOUT_DEFAULT_S, copy_transport=False, pretouch=True,
                  cuda=False):
@@ -172,6 +175,8 @@ class Client:
         self._file = self._file_view = self._file_fd = None
         self._request = self._response = None
         self._header_i32 = self._header_i64 = None
+        self._doorbell = None
+        self._fence = threading.Lock()
         self._stash = {}
         self._next_correlation = 1
         self._layouts = {}
@@ -183,6 +188,7 @@ class Client:
                 self._open_pool()
             self._create_client_file()
             self._await_attach()
+            self._connect_doorbell()
             if cuda:
                 self.pin_pool()
         except BaseException:
@@ -262,6 +268,8 @@ class Client:
         self.second_tier = d.minor(version) >= 1 and bool(i(d.CFG_FEATURES) & d.FEATURE_SECOND_TIER)
         # ... and keeps its highest completed ticket in a counter, which a waiting LOOKUP watches.
         self._ticket_gauge = self.second_tier and bool(i(d.CFG_FEATURES) & d.FEATURE_COMPLETED_TICKET)
+        # §2.6 (minor version 4 on): a server that sleeps when idle, woken by its doorbell.
+        self._offers_doorbell = d.minor(version) >= 4 and bool(i(d.CFG_FEATURES) & d.FEATURE_DOORBELL)
         self._counters = view[counters:counters + counters_length].cast("q")
         if not self._alive_at_connect():
             raise ServerGoneError("the server on %s is not alive (state, heartbeat or pid)" % self.directory)
@@ -353,6 +361,43 @@ class Client:
             time.sleep(pause)
             pause = min(pause * 2, 0.005)
 
+    def _connect_doorbell(self):
+        """§2.6: connects to the doorbell of a server in its blocking wait. Without one (no such server, a full
+        backlog) requests are still answered, each within the server's park period."""
+        if not self._offers_doorbell:
+            return
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            sock.setblocking(False)             # connects at once or not at all: never waits for the server
+            sock.connect(os.path.join(self.directory, d.DOORBELL_FILE_NAME))
+        except OSError:
+            sock.close()
+            return
+        self._doorbell = sock
+
+    def _ring(self):
+        """§2.6: after publishing a request, wakes the server if its Asleep word says it sleeps."""
+        doorbell = self._doorbell
+        if doorbell is None:
+            return
+        # The one place this client needs x86's StoreLoad fence (see ring.py): the request's Length store must be
+        # visible before the Asleep word is read, or the server (which raises the word, then polls) and this client
+        # could each miss the other. A lock's acquire and release are locked instructions: full fences.
+        self._fence.acquire()
+        self._fence.release()
+        if self._ctl_i32[d.CTL_ASLEEP_OFFSET >> 2]:                        # acquire
+            try:
+                doorbell.send(b"\0", socket.MSG_NOSIGNAL)   # no SIGPIPE when the server is gone
+            except BlockingIOError:
+                pass                            # full: the server has bytes to wake on already
+            except OSError:                     # the server is gone: its liveness says so to the caller
+                self._close_doorbell()
+
+    def _close_doorbell(self):
+        if self._doorbell is not None:
+            self._doorbell.close()
+            self._doorbell = None
+
     # ---------------------------------------------------------------------------------------- liveness
     def alive(self):
         """Whether the server this client connected to looks alive (§2.5): RUNNING, a heartbeat that moved
@@ -434,6 +479,7 @@ class Client:
         part1 = d.REQUEST_HEADER.pack(correlation, instance & d.MASK64, transfer & d.MASK64,
                                       salt & d.MASK64, flags, key_mode) + body
         if self._request.offer(msg_type, part1, data):
+            self._ring()
             return correlation
         start = time.monotonic()
         deadline = self._deadline_from(start)
@@ -447,6 +493,7 @@ class Client:
                 next_check = min(now + LIVENESS_CHECK_INTERVAL_S, deadline)
                 if now >= deadline:
                     raise KvStashTimeoutError("no room in the request ring within %.3f s" % (now - start))
+        self._ring()
         return correlation
 
     def _drain(self):
@@ -546,6 +593,7 @@ class Client:
         while not self._request.offer(msg_type, payload):
             self._drain()
             self.check_connection()
+        self._ring()
 
     # ---------------------------------------------------------------------------------------- keys
     def _key_range(self, keys, tokens, from_chunk, to_chunk):
@@ -996,6 +1044,7 @@ class Client:
         self._release(delete_file=not alive)
 
     def _release(self, delete_file):
+        self._close_doorbell()
         if self._tensors is not None:
             tensors, self._tensors = self._tensors, None
             tensors.release()                   # CUDA unregistration before the unmap

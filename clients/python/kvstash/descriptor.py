@@ -10,9 +10,9 @@ import struct
 MASK64 = 0xFFFFFFFFFFFFFFFF
 MASK32 = 0xFFFFFFFF
 
-VERSION = 0x00020300                         # 2.3.0: what this client writes into its client file
+VERSION = 0x00020400                         # 2.4.0: what this client writes into its client file
 MAJOR_VERSION = 2
-MINOR_VERSION = 3
+MINOR_VERSION = 4
 
 
 def major(version):
@@ -48,6 +48,7 @@ CTL_COUNTERS_OFFSET_OFFSET = 72
 CTL_COUNTERS_LENGTH_OFFSET = 76
 CTL_ERROR_LOG_OFFSET_OFFSET = 80
 CTL_ERROR_LOG_LENGTH_OFFSET = 84
+CTL_ASLEEP_OFFSET = 128                      # i32 1 while the server sleeps on its doorbell (§2.6), from minor 4
 
 STATE_RUNNING = 1
 STATE_CLOSED = 2
@@ -74,6 +75,8 @@ CFG_HEARTBEAT_TIMEOUT_MS = 208               # i32
 CFG_FEATURES = 212                           # i32, from minor version 1 (0 before)
 FEATURE_SECOND_TIER = 1                      # the server runs a second tier: LOOKUP may carry L2_WAIT / L2_POLL
 FEATURE_COMPLETED_TICKET = 2                 # the server keeps the highest completed tier ticket in counter 348
+FEATURE_DOORBELL = 4                         # the server sleeps when idle: ring its doorbell (§2.6)
+DOORBELL_FILE_NAME = "doorbell"              # §2.6: the server's Unix stream socket in its directory
 COUNTER_L2_COMPLETED_TICKET = 348            # gauge l2_completed_ticket: a waiting LOOKUP watches it
 
 # --- §3 pool file -------------------------------------------------------------------------------------
@@ -191,7 +194,7 @@ COUNTER_NAMES = {
     22: "cleared_chunks", 23: "cold_chunks",
     32: "copy_bytes_in", 33: "copy_bytes_out",
     48: "wire_records", 49: "wire_malformed", 50: "clients_attached", 51: "clients_detached",
-    52: "clients", 53: "responses_dropped", 54: "back_pressure",
+    52: "clients", 53: "responses_dropped", 54: "back_pressure", 55: "sleeps", 56: "doorbell_wakeups",
     320: "errors", 321: "requests.invalid_type",
     336: "l2_state", 337: "l2_writes", 338: "l2_write_skips", 339: "l2_write_errors", 340: "l2_fetch_hits",
     341: "l2_fetch_misses", 342: "l2_corrupt_values", 343: "l2_timeouts", 344: "l2_errors",

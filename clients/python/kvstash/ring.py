@@ -13,7 +13,8 @@ Memory ordering: why plain Python stores and loads are enough here, and where th
 * x86-64 is TSO: stores become visible in program order and loads are not reordered with older loads,
   so an in-order plain store is a release store and a plain load an acquire load (P1, P2, P3, C1, C2, F1,
   F2). The only reordering x86 allows (a later load passing an earlier store to another address) is
-  never relied on by this protocol.
+  never relied on by the rings. The doorbell of a sleeping server (``Client._ring``, PROTOCOL.md §2.6) is the one
+  place that must stop it: it takes and releases a lock, whose locked instructions are full fences.
 * ARM64 (and POWER) reorder plain accesses: the Length/Tail/Head/version/closing stores would need
   ``stlr`` (or ``dmb ish`` before them), the Length/Head/attach-state/slot-word loads ``ldar`` (or ``dmb
   ishld`` after them). CPython can emit neither, so this pure-Python client is correct on x86-64 only;

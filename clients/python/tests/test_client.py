@@ -3,6 +3,7 @@
 import hashlib
 import itertools
 import os
+import time
 import unittest
 
 from support import ServerTestCase, counter, evict_least_recent, wait_until
@@ -276,6 +277,41 @@ class PrefixRetrieveTest(ServerTestCase):
         self.assertEqual(counter(c, self.PINNED), 0)
         readable = counter(c, self.READABLE)
         self.assertEqual(c.clear().count, readable, "no pin left: a CLEAR without force removes every chunk")
+
+
+
+class BlockingServerTest(ServerTestCase):
+    """A server in its blocking wait (``serve --wait blocking``) sleeps whenever it is idle; only a client's doorbell
+    (PROTOCOL.md §2.6) wakes it before its park period is over. Counted, not timed: a client that does not ring
+    leaves the server's wake-ups at 0 and each request waiting out the park."""
+
+    SERVER_OPTIONS = {"pool_bytes": 16 << 20, "chunk_tokens": 16, "wait": "blocking"}
+    ROUND_TRIPS = 200
+    SLEEPS, DOORBELL_WAKEUPS = 55, 56
+
+    def round_trips(self, c):
+        """(sleeps, doorbell wake-ups) of the server over ROUND_TRIPS pings, each sent once it has fallen asleep."""
+        sleeps, wakeups = counter(c, self.SLEEPS), counter(c, self.DOORBELL_WAKEUPS)
+        for _ in range(self.ROUND_TRIPS):
+            time.sleep(0.0005)
+            self.assertEqual(c.ping().status, Status.OK)
+        return c.counter(self.SLEEPS) - sleeps, c.counter(self.DOORBELL_WAKEUPS) - wakeups
+
+    def test_should_wake_the_server_with_the_doorbell_when_it_sleeps(self):
+        c = self.connect()
+        self.assertIsNotNone(c._doorbell, "the server offers a doorbell and the client is connected to it")
+        slept, woken = self.round_trips(c)
+        self.assertGreaterEqual(slept, self.ROUND_TRIPS, "the server slept between requests")
+        # A few requests may land between two of its sleeps and be found without a ring.
+        self.assertGreaterEqual(woken, self.ROUND_TRIPS // 2, "woken for %d of %d requests (%d sleeps)"
+                                % (woken, self.ROUND_TRIPS, slept))
+
+    def test_should_answer_a_client_that_does_not_ring_within_the_park_period(self):
+        c = self.connect()
+        c._close_doorbell()                                 # as a client without the doorbell (older, or no socket)
+        slept, woken = self.round_trips(c)
+        self.assertGreaterEqual(slept, self.ROUND_TRIPS)
+        self.assertEqual(woken, 0, "nobody rang")
 
 
 if __name__ == "__main__":

@@ -59,7 +59,7 @@ public final class KvStashClient implements AutoCloseable
         connection = new ServerConnection(concluded);
         liveness = connection.liveness();
         slots = connection.slots();
-        proxy = new RequestProxy(connection.requests());
+        proxy = new RequestProxy(connection.requests(), connection.doorbell());
         responses = new ResponseAdapter(connection.responses(), connection.maxResponseLength(), concluded, liveness);
         calls = new BlockingCalls(proxy, responses, connection.maxInlineBytes());
         tierLookups = new TierLookups(calls, connection);

@@ -19,14 +19,15 @@ import static io.kvstash.wire.codec.WireDescriptor.KEY_MODE_TOKENS;
 /**
  * Encodes requests into this client's request ring: each send claims the record's length, writes it in place
  * with the wire record's flyweight, and commits it, or returns -1 at once when the ring is full. Owns the
- * flyweights and the correlation ids (counted from 1, so a valid id is positive). Never waits; waiting for room
- * is {@link ResponseAdapter#sendOrWait}'s.
+ * flyweights and the correlation ids (counted from 1, so a valid id is positive). Rings the server's doorbell, when
+ * it has one, after each commit. Never waits; waiting for room is {@link ResponseAdapter#sendOrWait}'s.
  * <p>
  * Single-threaded: owned by one client, used on the client's thread.
  */
 final class RequestProxy
 {
     private final RingProducer requests;
+    private final Doorbell doorbell;
     private final RequestFlyweight simpleRecord = new RequestFlyweight();
     private final KeyedRequestFlyweight keyedRecord = new KeyedRequestFlyweight();
     private final RegisterRequestFlyweight registerRecord = new RegisterRequestFlyweight();
@@ -38,10 +39,12 @@ final class RequestProxy
      * A proxy over a request ring.
      *
      * @param requests producer side of this client's request ring.
+     * @param doorbell the server's doorbell, or null when it has none.
      */
-    RequestProxy(final RingProducer requests)
+    RequestProxy(final RingProducer requests, final Doorbell doorbell)
     {
         this.requests = requests;
+        this.doorbell = doorbell;
     }
 
     /**
@@ -70,7 +73,7 @@ final class RequestProxy
             return -1;
         }
         final long correlationId = header(simpleRecord, at, length, instanceId, transferId, 0, flags, KEY_MODE_NONE);
-        requests.commit(length);
+        commit(length);
         return correlationId;
     }
 
@@ -93,7 +96,7 @@ final class RequestProxy
         }
         final long correlationId = header(keyedRecord, at, length, instanceId, 0, keys.salt(), flags, KEY_MODE_HASHES);
         keyedRecord.putHashes(keys);
-        requests.commit(length);
+        commit(length);
         return correlationId;
     }
 
@@ -128,7 +131,7 @@ final class RequestProxy
         }
         final long correlationId = header(keyedRecord, at, length, instanceId, 0, salt, flags, KEY_MODE_TOKENS);
         keyedRecord.putTokens(tokens, tokenCount, fromChunk, toChunk);
-        requests.commit(length);
+        commit(length);
         return correlationId;
     }
 
@@ -149,7 +152,7 @@ final class RequestProxy
         }
         final long correlationId = header(registerRecord, at, length, instanceId, 0, 0, 0, KEY_MODE_NONE);
         registerRecord.putLayout(layout);
-        requests.commit(length);
+        commit(length);
         return correlationId;
     }
 
@@ -173,7 +176,7 @@ final class RequestProxy
         }
         final long correlationId = header(keyedRecord, at, length, 0, 0, keys.salt(), flags, KEY_MODE_HASHES);
         keyedRecord.putAllRanks(worldSize, name).putHashes(keys);
-        requests.commit(length);
+        commit(length);
         return correlationId;
     }
 
@@ -206,7 +209,7 @@ final class RequestProxy
         }
         final long correlationId = header(dataRecord, at, recordLength, instanceId, transferId, 0, 0, KEY_MODE_NONE);
         dataRecord.putData(slotIndex, length, offset).putBytes(source, sourceOffset, length);
-        requests.commit(recordLength);
+        commit(recordLength);
         return correlationId;
     }
 
@@ -231,7 +234,7 @@ final class RequestProxy
         }
         final long correlationId = header(dataRecord, at, recordLength, instanceId, transferId, 0, 0, KEY_MODE_NONE);
         dataRecord.putData(slotIndex, length, offset);
-        requests.commit(recordLength);
+        commit(recordLength);
         return correlationId;
     }
 
@@ -258,5 +261,14 @@ final class RequestProxy
         record.wrapForEncode(requests.buffer(), at, length);
         record.putHeader(correlationId, instanceId, transferId, salt, flags, keyMode);
         return correlationId;
+    }
+
+    private void commit(final int length)
+    {
+        requests.commit(length);
+        if (null != doorbell)
+        {
+            doorbell.ring();
+        }
     }
 }

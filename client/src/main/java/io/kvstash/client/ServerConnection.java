@@ -28,8 +28,8 @@ import java.util.concurrent.ThreadLocalRandom;
  * with the configuration read from it once), the pool ({@link PoolSlots}, mapped unless the copy transport is
  * used), and this client's own file, created and locked here, with its request and response rings. Connecting
  * checks the directory and the control file's version, seeds the {@link ServerLiveness}, publishes the client
- * file and waits until the server attaches it; closing tells the server the client leaves and releases every
- * mapping, lock and channel.
+ * file and waits until the server attaches it, then connects to the server's doorbell when it offers one
+ * ({@link Doorbell}); closing tells the server the client leaves and releases every mapping, lock and channel.
  * <p>
  * Single-threaded: owned by one client, used on the client's thread.
  */
@@ -55,6 +55,7 @@ final class ServerConnection
     private final RingProducer requests;
     private final RingConsumer responses;
     private final long sessionId;
+    private Doorbell doorbell;
     private boolean closed;
 
     /**
@@ -159,6 +160,7 @@ final class ServerConnection
                 throw ex;
             }
             sessionId = attachedSession;
+            doorbell = Doorbell.connect(directory, control);
         }
         catch (final IOException ex)
         {
@@ -235,6 +237,16 @@ final class ServerConnection
     PoolSlots slots()
     {
         return slots;
+    }
+
+    /**
+     * The server's doorbell, which the request proxy rings after each request.
+     *
+     * @return the doorbell, or null when the server offers none.
+     */
+    Doorbell doorbell()
+    {
+        return doorbell;
     }
 
     /**
@@ -367,6 +379,10 @@ final class ServerConnection
 
     private void release()
     {
+        if (null != doorbell)
+        {
+            doorbell.close();
+        }
         try
         {
             if (null != clientLock && clientLock.isValid())

@@ -16,7 +16,7 @@ import org.agrona.concurrent.UnsafeBuffer;
  *  id   region (writer)                 counters
  *  0    BOOK (reserve stage)            gauges and outcomes of the chunk book
  *  32   DATA (commit stage)             copy-transport bytes
- *  48   WIRE (receiver agent)           records, malformed records, clients, dead clients
+ *  48   WIRE (receiver agent)           records, malformed records, clients, dead clients, blocking-wait sleeps
  *  64   REQUESTS (publish stage)        responses by request type x status
  *  320  ERRORS (any thread, atomic add) unexpected errors; 321: responses to unknown types (publish)
  *  336  L2 (the second tier's thread)   tier state, writes, fetches, corrupt values, timeouts, errors;
@@ -39,9 +39,9 @@ public final class StoreCounters
     public static final int PENDING_TRANSFERS = 5;
     /** Gauge: registered instances. */
     public static final int INSTANCES = 6;
-    /** Chunks counted as hits by LOOKUP. */
+    /** Chunks counted as hits by LOOKUP and LOOKUP_ALL_RANKS (once per request, whatever its world size). */
     public static final int LOOKUP_HIT_CHUNKS = 7;
-    /** Chunks of LOOKUP ranges that were not hits. */
+    /** Chunks of LOOKUP and LOOKUP_ALL_RANKS ranges that were not hits. */
     public static final int LOOKUP_MISS_CHUNKS = 8;
     /** Chunks pinned by successful PREPARE_RETRIEVE. */
     public static final int RETRIEVE_HIT_CHUNKS = 9;
@@ -94,6 +94,10 @@ public final class StoreCounters
     public static final int WIRE_RESPONSES_DROPPED = 53;
     /** Requests deferred (once each) because a client's response ring lacked room (back pressure). */
     public static final int WIRE_BACK_PRESSURE = 54;
+    /** Sleeps of the receiver's thread in the blocking wait (a park period at most, unless a doorbell ends it). */
+    public static final int WIRE_SLEEPS = 55;
+    /** Sleeps of the blocking wait that a client's doorbell ended (a request published while the server slept). */
+    public static final int WIRE_DOORBELL_WAKEUPS = 56;
     /** First id of the responses table: {@code REQUESTS_BASE + type * Status.COUNT + status}. */
     public static final int REQUESTS_BASE = 64;
     /** Unexpected errors (exceptions) anywhere in the server. */
@@ -186,12 +190,12 @@ public final class StoreCounters
         /** Registered instances. */
         INSTANCES(StoreCounters.INSTANCES, "instances", GAUGE,
             "Registered instances."),
-        /** Chunks counted as hits by LOOKUP. */
+        /** Chunks counted as hits by LOOKUP and LOOKUP_ALL_RANKS. */
         LOOKUP_HIT_CHUNKS(StoreCounters.LOOKUP_HIT_CHUNKS, "lookup_hit_chunks", TOTAL,
-            "Chunks counted as hits by LOOKUP."),
-        /** Chunks of LOOKUP ranges that were not hits. */
+            "Chunks counted as hits by LOOKUP and LOOKUP_ALL_RANKS."),
+        /** Chunks of LOOKUP and LOOKUP_ALL_RANKS ranges that were not hits. */
         LOOKUP_MISS_CHUNKS(StoreCounters.LOOKUP_MISS_CHUNKS, "lookup_miss_chunks", TOTAL,
-            "Chunks of LOOKUP ranges that were not hits."),
+            "Chunks of LOOKUP and LOOKUP_ALL_RANKS ranges that were not hits."),
         /** Chunks handed out by successful PREPARE_RETRIEVE. */
         RETRIEVE_HIT_CHUNKS(StoreCounters.RETRIEVE_HIT_CHUNKS, "retrieve_hit_chunks", TOTAL,
             "Chunks handed out by successful PREPARE_RETRIEVE."),
@@ -264,6 +268,12 @@ public final class StoreCounters
         /** Requests deferred because the response ring lacked room. */
         WIRE_BACK_PRESSURE(StoreCounters.WIRE_BACK_PRESSURE, "back_pressure", TOTAL,
             "Requests deferred because the response ring lacked room."),
+        /** Sleeps of the blocking wait. */
+        WIRE_SLEEPS(StoreCounters.WIRE_SLEEPS, "sleeps", TOTAL,
+            "Sleeps of the server's thread in the blocking wait (--wait blocking), a park period at most each."),
+        /** Sleeps a doorbell ended. */
+        WIRE_DOORBELL_WAKEUPS(StoreCounters.WIRE_DOORBELL_WAKEUPS, "doorbell_wakeups", TOTAL,
+            "Sleeps of the blocking wait ended by a client's doorbell (a request published while the server slept)."),
         /** Second tier state. */
         L2_STATE(StoreCounters.L2_STATE, "l2_state", GAUGE,
             "Second tier state: 0 off, 1 connecting, 2 up, 3 down (retrying on its own)."),

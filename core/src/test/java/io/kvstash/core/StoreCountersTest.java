@@ -34,7 +34,7 @@ class StoreCountersTest
                 described++;
             }
         }
-        assertEquals(48, described, "book 24, data 2, wire 7, errors and invalid types 2, l2 13");
+        assertEquals(50, described, "book 24, data 2, wire 9, errors and invalid types 2, l2 13");
         for (final int gauge : new int[]{ StoreCounters.READABLE_CHUNKS, StoreCounters.FREE_SLOTS,
             StoreCounters.INSTANCES, StoreCounters.WIRE_CLIENTS, StoreCounters.L2_STATE,
             StoreCounters.L2_COMPLETED_TICKET })
@@ -63,6 +63,8 @@ class StoreCountersTest
         assertEquals("copy_bytes_in", StoreCounters.name(StoreCounters.COPY_BYTES_IN));
         assertEquals("clients_attached", StoreCounters.name(StoreCounters.WIRE_CLIENTS_ATTACHED));
         assertEquals("back_pressure", StoreCounters.name(StoreCounters.WIRE_BACK_PRESSURE));
+        assertEquals("sleeps", StoreCounters.name(StoreCounters.WIRE_SLEEPS));
+        assertEquals("doorbell_wakeups", StoreCounters.name(StoreCounters.WIRE_DOORBELL_WAKEUPS));
         assertEquals("errors", StoreCounters.name(StoreCounters.ERRORS));
         assertEquals("requests.invalid_type", StoreCounters.name(StoreCounters.REQUESTS_INVALID_TYPE));
         assertEquals("requests.lookup.ok", StoreCounters.name(StoreCounters.requestId(RequestType.LOOKUP, Status.OK)));

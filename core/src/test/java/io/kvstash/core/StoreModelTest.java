@@ -1024,6 +1024,8 @@ class StoreModelTest
             {
                 hits = Math.min(hits, readablePrefix(modelKeys(a, model, worldSize, rank)));
             }
+            expected[StoreCounters.LOOKUP_HIT_CHUNKS] += hits;
+            expected[StoreCounters.LOOKUP_MISS_CHUNKS] += rangeLength(a) - hits;
             expectStatus(a, Status.OK, c);
             assertEquals(hits, c.hitChunks, a.describe());
             assertEquals(0, c.outTransferId);

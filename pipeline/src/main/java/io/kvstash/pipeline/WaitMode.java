@@ -25,7 +25,11 @@ public enum WaitMode
     YIELDING,
     /** Spin, yield, then park with growing pauses (the default). */
     BACKOFF,
-    /** Block on a lock and condition: least CPU, kernel wake-ups. */
+    /**
+     * Block when idle: least CPU, a kernel wake-up a request. The stages block on a lock and condition; the server's
+     * receiver, which has only shared memory to watch, sleeps on the doorbell its clients ring (the server's
+     * {@code DoorbellIdleStrategy}), or a millisecond at a time where there is none ({@link #newIdleStrategy()}).
+     */
     BLOCKING;
 
     /**

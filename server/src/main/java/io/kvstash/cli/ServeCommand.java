@@ -59,7 +59,10 @@ public final class ServeCommand implements Callable<Integer>
     ThreadingMode threadingMode;
 
     @Option(names = "--wait", paramLabel = "MODE", converter = Converters.Wait.class, defaultValue = "backoff",
-        description = "How idle threads wait: busy-spin, yielding, backoff or blocking (default: ${DEFAULT-VALUE}).")
+        description = "How idle threads wait: busy-spin, yielding, backoff or blocking (default: ${DEFAULT-VALUE}). " +
+            "blocking uses the least CPU: the server sleeps when idle and each request wakes it through the " +
+            "doorbell socket in DIR (a kernel wake-up, microseconds); a client that does not ring it (one older " +
+            "than the doorbell) waits up to 1 ms a request.")
     WaitMode waitMode;
 
     @Option(names = "--eviction", paramLabel = "NAME", converter = Converters.Eviction.class, defaultValue = "lru",

@@ -122,7 +122,9 @@ public final class KvStashServer implements AutoCloseable
             else
             {
                 invoker = null;
-                receiverIdle = context.waitMode().newIdleStrategy();
+                // The blocking wait sleeps on the doorbell, so that a client's request wakes it.
+                receiverIdle = null == files.doorbell() ? context.waitMode().newIdleStrategy() :
+                    new DoorbellIdleStrategy(files.doorbell(), files.control(), counters, errorHandler);
                 receiverRunner = new AgentRunner(receiverIdle, errorHandler, null, agent);
                 latencyLogRunner = null == latencyLog ? null : new AgentRunner(
                     new SleepingMillisIdleStrategy(LatencyLogAgent.sleepPeriodMs(context.latencyIntervalMs())),
@@ -319,6 +321,10 @@ public final class KvStashServer implements AutoCloseable
         closed = true;
         // First the tier: its client session ends while the server still answers.
         CloseHelper.closeAll(l2Tier, prometheus, invoker, receiverRunner);
+        if (receiverIdle instanceof DoorbellIdleStrategy)
+        {
+            ((DoorbellIdleStrategy)receiverIdle).close();
+        }
         if (null != latencyLogRunner)
         {
             // Its thread sleeps up to 100 ms between looks at the clock (LatencyLogAgent.sleepPeriodMs): with a

@@ -2,6 +2,7 @@ package io.kvstash.server;
 
 import io.kvstash.core.StoreContext;
 import io.kvstash.core.StoreCounters;
+import io.kvstash.pipeline.WaitMode;
 import io.kvstash.wire.PoolRegion;
 import io.kvstash.wire.file.ClientFileDescriptor;
 import io.kvstash.wire.file.ControlFileDescriptor;
@@ -9,15 +10,19 @@ import io.kvstash.wire.file.PoolFileDescriptor;
 import io.kvstash.wire.file.PoolPages;
 import io.kvstash.wire.file.SecureDirectory;
 import io.kvstash.wire.file.SlotTableDescriptor;
+import org.agrona.CloseHelper;
 import org.agrona.IoUtil;
 import org.agrona.concurrent.AtomicBuffer;
 import org.agrona.concurrent.UnsafeBuffer;
 
 import java.io.IOException;
+import java.net.StandardProtocolFamily;
+import java.net.UnixDomainSocketAddress;
 import java.nio.MappedByteBuffer;
 import java.nio.channels.FileChannel;
 import java.nio.channels.FileLock;
 import java.nio.channels.OverlappingFileLockException;
+import java.nio.channels.ServerSocketChannel;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.DirectoryStream;
 import java.nio.file.FileStore;
@@ -27,6 +32,7 @@ import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.nio.file.StandardOpenOption;
 import java.nio.file.attribute.BasicFileAttributes;
+import java.nio.file.attribute.PosixFilePermissions;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.HashMap;
@@ -43,6 +49,9 @@ import java.util.Map;
  * A start that fails or is interrupted (a signal while the pool is prepared) removes everything it made, the lock
  * file included, and the directory when it created it. The pool must fit the free space of the directory's file
  * system, checked before anything is written.
+ * <p>
+ * A server in the blocking wait also listens on the doorbell, a Unix socket {@code doorbell} in the directory
+ * ({@link ControlFileDescriptor#FEATURE_DOORBELL}), removed with the other files.
  * <p>
  * A second server on a live directory is refused before it changes anything: it deletes, truncates and renames
  * nothing. The lock is a POSIX ({@code fcntl}) lock, which belongs to the process and falls when the process closes
@@ -80,6 +89,9 @@ final class ServerFiles implements AutoCloseable
     private Object controlKey;
     private final Path controlPath;
     private final Path poolPath;
+    private final Path doorbellPath;
+    private ServerSocketChannel doorbell;
+    private Object doorbellKey;
     private FileChannel poolChannel;
     private MappedByteBuffer poolMeta;
     private final List<MappedByteBuffer> poolSegments = new ArrayList<>();
@@ -114,10 +126,15 @@ final class ServerFiles implements AutoCloseable
         locked = lock(lockPath, context.incarnation());
         controlPath = directory.resolve(ControlFileDescriptor.FILE_NAME);
         poolPath = directory.resolve(PoolFileDescriptor.fileName(context.incarnation()));
+        doorbellPath = directory.resolve(ControlFileDescriptor.DOORBELL_FILE_NAME);
         try
         {
             reclaim();
             checkAborted();
+            if (WaitMode.BLOCKING == context.waitMode() && !context.useAgentInvoker())
+            {
+                openDoorbell();
+            }
             createPool();
             checkAborted();
             createControl();
@@ -428,7 +445,8 @@ final class ServerFiles implements AutoCloseable
                         "did not shut down cleanly");
                 }
                 else if (name.startsWith(ClientFileDescriptor.FILE_PREFIX) ||
-                    name.startsWith(ControlFileDescriptor.FILE_NAME + ".new-"))
+                    name.startsWith(ControlFileDescriptor.FILE_NAME + ".new-") ||
+                    name.equals(ControlFileDescriptor.DOORBELL_FILE_NAME))
                 {
                     Files.deleteIfExists(file);
                 }
@@ -452,6 +470,30 @@ final class ServerFiles implements AutoCloseable
         {
             Files.deleteIfExists(deadControls.get(i));
         }
+    }
+
+    /**
+     * Binds the doorbell socket (owner-only, like every file of the directory). A path too long for a Unix socket
+     * leaves the server without one: it still answers every request, each within a park period.
+     */
+    private void openDoorbell() throws IOException
+    {
+        final ServerSocketChannel channel = ServerSocketChannel.open(StandardProtocolFamily.UNIX);
+        try
+        {
+            channel.bind(UnixDomainSocketAddress.of(doorbellPath), context.maxClients());
+        }
+        catch (final IOException | IllegalArgumentException ex)
+        {
+            channel.close();
+            log("kvstash: warning: no doorbell at " + doorbellPath + " (" + ex.getMessage() + "): with --wait " +
+                "blocking every request waits up to " + DoorbellIdleStrategy.PARK_MS + " ms for the server to wake");
+            return;
+        }
+        doorbell = channel;
+        Files.setPosixFilePermissions(doorbellPath, PosixFilePermissions.fromString("rw-------"));
+        doorbellKey = Files.readAttributes(doorbellPath, BasicFileAttributes.class).fileKey();
+        channel.configureBlocking(false);
     }
 
     private static long modifiedMs(final Path file)
@@ -564,8 +606,9 @@ final class ServerFiles implements AutoCloseable
         control.putInt(c + ControlFileDescriptor.HEARTBEAT_INTERVAL_OFFSET, (int)context.heartbeatIntervalMs());
         control.putInt(c + ControlFileDescriptor.HEARTBEAT_TIMEOUT_OFFSET, (int)context.heartbeatTimeoutMs());
         control.putInt(c + ControlFileDescriptor.FEATURES_OFFSET,
-            null == context.l2Seeds() ? 0 :
-            ControlFileDescriptor.FEATURE_SECOND_TIER | ControlFileDescriptor.FEATURE_COMPLETED_TICKET);
+            (null == context.l2Seeds() ? 0 :
+            ControlFileDescriptor.FEATURE_SECOND_TIER | ControlFileDescriptor.FEATURE_COMPLETED_TICKET) |
+            (null == doorbell ? 0 : ControlFileDescriptor.FEATURE_DOORBELL));
         control.putInt(c + ControlFileDescriptor.EVICTION_POLICY_OFFSET, store.eviction().code() + 1);
 
         final int countersOffset = ControlFileDescriptor.COUNTERS_OFFSET;
@@ -655,6 +698,26 @@ final class ServerFiles implements AutoCloseable
     AtomicBuffer errorLogBuffer()
     {
         return errorLogBuffer;
+    }
+
+    /**
+     * The mapped control file.
+     *
+     * @return the control file's buffer.
+     */
+    AtomicBuffer control()
+    {
+        return control;
+    }
+
+    /**
+     * The listening doorbell socket of a server in the blocking wait, non-blocking.
+     *
+     * @return the socket, or null without one.
+     */
+    ServerSocketChannel doorbell()
+    {
+        return doorbell;
     }
 
     long dataOffset()
@@ -751,6 +814,14 @@ final class ServerFiles implements AutoCloseable
             if (null != controlKey && controlKey.equals(fileKeyOrNull(controlPath)))
             {
                 Files.deleteIfExists(controlPath);
+            }
+            if (null != doorbell)
+            {
+                CloseHelper.quietClose(doorbell);
+                if (doorbellKey.equals(fileKeyOrNull(doorbellPath)))
+                {
+                    Files.deleteIfExists(doorbellPath);
+                }
             }
             Files.deleteIfExists(poolPath);
             if (!isCurrentLockFile())

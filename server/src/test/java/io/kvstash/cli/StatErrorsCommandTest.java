@@ -22,6 +22,10 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
 import java.io.IOException;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
 import java.nio.MappedByteBuffer;
 import java.nio.channels.FileChannel;
 import java.nio.file.Files;
@@ -30,6 +34,8 @@ import java.nio.file.StandardOpenOption;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 import java.util.stream.Stream;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -105,6 +111,51 @@ class StatErrorsCommandTest
             final Cli errors = Cli.run("errors", "--dir", dir.toString());
             assertEquals(0, errors.exitCode, errors.toString());
             assertTrue(errors.out.contains("RUNNING, alive): 0 distinct errors"), errors.out);
+        }
+    }
+
+    @Test
+    void shouldCountLookupsOfAllRanksWhenTheServerAnsweredNoOtherLookup() throws Exception
+    {
+        dir = ShmDirectories.newPath("kvstash-test-cli-stat-all-ranks-");
+        try (Cli.Child serve = Cli.Child.start("serve", "--dir", dir.toString(), "--pool-size", "8m",
+            "--prometheus-port", "0"))
+        {
+            final Matcher metrics = Pattern.compile("metrics=(http://\\S+/metrics)")
+                .matcher(serve.awaitLine("kvstash ready:", 30_000));
+            assertTrue(metrics.find(), "the ready line names the metrics address");
+            try (KvStashClient client = KvStashClient.connect(new ClientContext().directory(dir)))
+            {
+                // The two ranks of a tensor-parallel engine store a prompt's first three chunks each...
+                for (int rank = 0; rank < 2; rank++)
+                {
+                    assertEquals(Status.OK,
+                        client.register(10 + rank, Layout.of("m", 2, rank, 1, 16, Dtype.UINT8, true)).status());
+                    final ClientResponse r = client.prepareStore(10 + rank, ChunkKeys.ofIds(1, 2, 3));
+                    assertEquals(Status.OK, client.commitStore(10 + rank, r.transferId()).status());
+                }
+                // ... and its scheduler asks with LOOKUP_ALL_RANKS only, as the vLLM connector's does.
+                assertEquals(3, client.lookupAllRanks("m", 2, ChunkKeys.ofIds(1, 2, 3, 4)).hitChunks());
+                assertEquals(0, client.lookupAllRanks("m", 2, ChunkKeys.ofIds(7, 8), true).hitChunks());
+                // Counted once a later request is answered (PROTOCOL 2.3).
+                assertEquals(Status.OK, client.ping().status());
+            }
+
+            final Cli stat = Cli.run("stat", "--dir", dir.toString());
+            assertEquals(0, stat.exitCode, stat.toString());
+            assertTrue(stat.out.contains("  hit ratio      50.00 % of looked-up chunks (3 of 6)\n"), stat.out);
+            assertTrue(stat.out.matches("(?s).*lookup_hit_chunks +3  .*"), stat.out);
+            final Map<String, Object> json = Cli.run("stat", "--dir", dir.toString(), "--json").json();
+            assertEquals(0.5, (Double)((Map<?, ?>)json.get("summary")).get("hit_ratio"), 1e-9);
+            final Map<?, ?> counters = (Map<?, ?>)json.get("counters");
+            assertEquals(3L, counters.get("lookup_hit_chunks"));
+            assertEquals(3L, counters.get("lookup_miss_chunks"));
+            assertEquals(null, counters.get("requests.lookup.ok"), "no LOOKUP was asked");
+
+            final String text = HttpClient.newHttpClient().send(HttpRequest.newBuilder(URI.create(metrics.group(1)))
+                .build(), HttpResponse.BodyHandlers.ofString()).body();
+            assertTrue(text.contains("\nkvstash_lookup_hit_chunks_total 3\n"), text);
+            assertTrue(text.contains("\nkvstash_lookup_miss_chunks_total 3\n"), text);
         }
     }
 

@@ -228,8 +228,8 @@ final class InteropWorker
         final int iterations = Integer.parseInt(args[3]);
         try (KvStashClient client = connect(args[1], false))
         {
-            // float16, world 1, L x H such that 2 x L x C x H x 2 = chunkBytes.
-            final int hidden = 1024;
+            // float16, world 1, L x H such that 2 x L x C x H x 2 = chunkBytes (H below 1024 for small chunks).
+            final int hidden = Math.max(1, Math.min(1024, chunkBytes / (4 * client.chunkTokens())));
             final int layers = chunkBytes / (4 * client.chunkTokens() * hidden);
             final long instance = 7_000 + ProcessHandle.current().pid();
             final ClientResponse registered = client.register(

@@ -21,9 +21,11 @@ public final class WireVersion
      * control file's Features word ({@link io.kvstash.wire.file.ControlFileDescriptor#FEATURES_OFFSET}). 2: the
      * config's eviction policy word ({@link io.kvstash.wire.file.ControlFileDescriptor#EVICTION_POLICY_OFFSET}) and
      * the counter {@code cold_chunks}. 3: the PREPARE_RETRIEVE flag {@link RequestFlags#PREFIX} (the readable leading
-     * chunks of a range, instead of all or nothing).
+     * chunks of a range, instead of all or nothing). 4: the doorbell of a server in its blocking wait (the Features
+     * bit {@link io.kvstash.wire.file.ControlFileDescriptor#FEATURE_DOORBELL}, the control file's Asleep word and the
+     * socket {@link io.kvstash.wire.file.ControlFileDescriptor#DOORBELL_FILE_NAME}).
      */
-    public static final int MINOR = 3;
+    public static final int MINOR = 4;
     /** Patch version. */
     public static final int PATCH = 0;
     /** The packed version this code writes. */

@@ -11,7 +11,8 @@ import io.kvstash.wire.layout.Layout;
 /**
  * LOOKUP and LOOKUP_ALL_RANKS: how many chunks of a range, from its start, are readable. A LOOKUP with
  * RequestFlags.PIN also pins the hits under a lookup transfer, so a PREPARE_RETRIEVE from it finds them still there.
- * A reserved chunk is not a hit: its bytes are not written yet.
+ * A reserved chunk is not a hit: its bytes are not written yet. Both count their range's chunks as lookup hits and
+ * misses, a LOOKUP_ALL_RANKS once whatever its world size (its hits: the prefix every rank holds).
  * <p>
  * Owner: the reserve stage thread (via {@link ChunkBook}). Not thread safe.
  */
@@ -142,6 +143,9 @@ final class KeyLookup
                 index.find(ns, command.keyHi[hits - 1], command.keyLo[hits - 1]) : -1;
             learner.onLookup(ns, command, hits, lastHit);
         }
+        // An engine's scheduler asks this rather than LOOKUP: its hit rate is the one an operator reads.
+        counters.add(StoreCounters.LOOKUP_HIT_CHUNKS, hits);
+        counters.add(StoreCounters.LOOKUP_MISS_CHUNKS, command.chunkCount - hits);
         command.hitChunks = hits;
         command.status = Status.OK;
         command.done = true;

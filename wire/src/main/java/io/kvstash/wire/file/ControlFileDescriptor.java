@@ -26,6 +26,7 @@ import java.nio.charset.StandardCharsets;
  *  |  Config Offset (i32)              |  Config Length (i32)      |  64
  *  |  Counters Offset (i32)            |  Counters Length (i32)    |  72
  *  |  Error Log Offset (i32)           |  Error Log Length (i32)   |  80
+ *  |  Asleep (i32: 1 while the server's thread sleeps on its doorbell, full fence) | 128
  *  +---------------------------------------------------------------+
  * Config (at CONFIG_OFFSET, CONFIG_LENGTH bytes)
  *  |  Pool File Name Length (i32) | Pool File Name (ASCII, 124)   |  0
@@ -80,6 +81,13 @@ public final class ControlFileDescriptor
     public static final int COUNTERS_SECTION_OFFSET = 72;
     /** Offset of the error log offset and length. */
     public static final int ERROR_LOG_SECTION_OFFSET = 80;
+    /**
+     * Offset of the Asleep word (i32), on a cache-line pair of its own: 1 from just before the server's thread takes
+     * its last look at the rings and sleeps on the doorbell ({@link #FEATURE_DOORBELL}) until it wakes, 0 otherwise
+     * (stored with a full fence when raised). A client that reads 1 after publishing a request rings the doorbell.
+     * 0 from a server without the feature (the word was reserved).
+     */
+    public static final int ASLEEP_OFFSET = 128;
     /** Header length. */
     public static final int HEADER_LENGTH = 256;
 
@@ -145,6 +153,15 @@ public final class ControlFileDescriptor
      * {@link io.kvstash.wire.RequestFlags#L2_POLL}.
      */
     public static final int FEATURE_COMPLETED_TICKET = 2;
+    /**
+     * Feature bit: the server's thread sleeps when idle (its blocking wait) and listens on the doorbell, the Unix
+     * stream socket {@link #DOORBELL_FILE_NAME} in its directory: a client connects once, and after publishing a
+     * request writes one byte on its connection when it reads {@link #ASLEEP_OFFSET} as 1, which wakes the server
+     * at once. A client that does not ring is still answered, within the server's park period (a millisecond).
+     */
+    public static final int FEATURE_DOORBELL = 4;
+    /** Name of the doorbell socket in the server's directory (see {@link #FEATURE_DOORBELL}). */
+    public static final String DOORBELL_FILE_NAME = "doorbell";
     /**
      * Id of the counter {@code l2_completed_ticket} (the highest read-through ticket that is over), which a client
      * reads when the server sets {@link #FEATURE_COMPLETED_TICKET}.
