@@ -28,7 +28,8 @@ import java.util.concurrent.atomic.AtomicReference;
  */
 @Command(name = "serve", mixinStandardHelpOptions = true, sortOptions = false,
     description = {
-        "Runs the kvstash server in the foreground; SIGINT or SIGTERM shut it down cleanly and remove its files.",
+        "Runs the kvstash server in the foreground; SIGINT or SIGTERM shut it down cleanly and remove its files",
+        "(all but server.lock, which the next server on the directory locks again).",
         "Prints 'kvstash ready: ...' once workers can connect." })
 public final class ServeCommand implements Callable<Integer>
 {

@@ -29,7 +29,7 @@ import java.util.concurrent.TimeUnit;
 
 /**
  * The kvstash server: the files in its directory, the pipeline, and the receiver that connects the two.
- * {@link #launch(ServerContext)} starts it; {@link #close()} stops it cleanly and removes its files.
+ * {@link #launch(ServerContext)} starts it; {@link #close()} stops it cleanly and removes its files but the lock file.
  */
 public final class KvStashServer implements AutoCloseable
 {
