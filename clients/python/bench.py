@@ -177,7 +177,7 @@ def run_one(directory, sizes, args):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0].replace("\n", " "))
     parser.add_argument("--dir", help="directory of a running server (default: start one)")
     parser.add_argument("--iterations", type=int, default=30,
                         help="distinct chunks per round, at most the pool's slot count (default 30)")
