@@ -14,10 +14,10 @@ when importable, is used to hand out slots as ndarray views.
 """
 
 from .client import Client, Response, connect, default_directory
-from .errors import (BadFilesError, ClosedError, DetachedError, KvStashError, KvStashTimeoutError, Reason,
-                     RejectedError, ServerGoneError, ServerRestartedError)
+from .errors import (BadFilesError, ClosedError, CudaUnavailableError, DetachedError, KvStashError,
+                     KvStashTimeoutError, Reason, RejectedError, ServerGoneError, ServerRestartedError)
 from .hashing import chunk_hashes, namespace, salt_value
-from .tensors import CudaUnavailableError, PagedKV, PinInfo, TensorTransfer     # torch imported on first use
+from .tensors import PagedKV, PinInfo, TensorTransfer     # torch imported on first use
 from .types import Dtype, Layout, RegisterInfo, RequestType, SlotEntry, Status
 
 __all__ = [

@@ -1,4 +1,4 @@
-"""Connection-level failures. Everything a request can answer is a Status, never an exception."""
+"""Failures the client raises. Everything a request can answer is a Status, never an exception."""
 
 import enum
 
@@ -11,16 +11,26 @@ class Reason(enum.Enum):
     TIMEOUT = "timeout"
     BAD_FILES = "bad files"
     CLOSED = "closed"
+    CUDA_UNAVAILABLE = "cuda unavailable"
+
+
+#: The reasons after which the connection still works: the caller may go on using it.
+CONNECTION_KEPT = frozenset((Reason.TIMEOUT, Reason.CUDA_UNAVAILABLE))
 
 
 class KvStashError(Exception):
-    """A connection-level failure; ``reason`` says which. The connection is unusable afterwards
-    (except TIMEOUT, after which the client may keep waiting or close)."""
+    """A failure of the client; ``reason`` says which. After most the connection is unusable; after TIMEOUT the
+    client may keep waiting or close, and after CUDA_UNAVAILABLE it works as before (``connection_lost`` tells)."""
 
     reason = None
 
     def __init__(self, message):
         super().__init__("%s: %s" % (self.reason.value, message))
+
+    @property
+    def connection_lost(self):
+        """Whether the connection is unusable after this error (every reason but TIMEOUT and CUDA_UNAVAILABLE)."""
+        return self.reason not in CONNECTION_KEPT
 
 
 class ServerGoneError(KvStashError):
@@ -60,3 +70,9 @@ class BadFilesError(KvStashError):
 class ClosedError(KvStashError):
     """The client was closed, or broke earlier with another connection error."""
     reason = Reason.CLOSED
+
+
+class CudaUnavailableError(KvStashError, RuntimeError):
+    """pin_pool() on a process where torch sees no CUDA device, or CUDA refused the registration. The connection
+    is not affected: the tensor paths go on through pageable memory."""
+    reason = Reason.CUDA_UNAVAILABLE

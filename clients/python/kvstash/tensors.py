@@ -24,6 +24,7 @@ import time
 from collections import namedtuple
 
 from .client import pieces, range_chunks
+from .errors import CudaUnavailableError
 from .types import Dtype, Layout, Status
 
 STAGING_BYTES_DEFAULT = 256 << 20       # one GPU staging buffer of the paged path (chunks are grouped to fit)
@@ -64,10 +65,6 @@ def kvstash_dtype(dtype):
             return code
     raise ValueError("torch dtype %s has no kvstash dtype (supported: %s)"
                      % (dtype, ", ".join(_TORCH_DTYPE_NAMES.values())))
-
-
-class CudaUnavailableError(RuntimeError):
-    """pin_pool() on a process where torch sees no CUDA device (or CUDA refused the registration)."""
 
 
 PinInfo = namedtuple("PinInfo", "bytes seconds")

@@ -246,8 +246,12 @@ class TensorTest(ServerTestCase):
     @unittest.skipIf(HAS_CUDA, "this machine has CUDA")
     def test_should_say_clearly_that_there_is_no_cuda_and_keep_working(self):
         c = self.connect()
-        with self.assertRaisesRegex(kvstash.CudaUnavailableError, "no CUDA device"):
+        with self.assertRaisesRegex(kvstash.CudaUnavailableError, "no CUDA device") as raised:
             c.pin_pool()
+        # A KvStashError that leaves the connection usable: callers that drop a lost connection keep this one.
+        self.assertIsInstance(raised.exception, kvstash.KvStashError)
+        self.assertIs(kvstash.Reason.CUDA_UNAVAILABLE, raised.exception.reason)
+        self.assertFalse(raised.exception.connection_lost)
         self.assertIsNone(c.pin_info)
         worker = self.instance(c, kvstash.Layout("t-nocuda", layers=1, hidden=8, dtype="float16"))
         self.assertTrue(c.store_tensors(worker, torch.ones((1, 2, 1, C, 8), dtype=torch.float16),
