@@ -24,7 +24,7 @@ class TensorClient(Protocol):
         """The server's lease: a store's reservation ends no earlier than this long after its PREPARE_STORE."""
 
     @property
-    def pool_buffer(self) -> Optional[mmap.mmap]:
+    def pool_buffer(self) -> Union[mmap.mmap, memoryview, None]:
         """The pool mapping (slot entries' offsets index it), or None for a copy-transport client."""
 
     def layout_of(self, response: Response) -> Layout:

@@ -4,7 +4,7 @@ copy transport's WRITE_DATA / READ_DATA messages when the pool is not mapped. Th
 
 import mmap
 from types import ModuleType
-from typing import Any, List, Optional, Tuple
+from typing import Any, List, Optional, Tuple, Union
 
 from . import descriptor as d
 from .response import Response
@@ -31,7 +31,7 @@ class Slots(Transport):
     """Slot views, fencing checks and chunk copies."""
 
     @property
-    def pool_buffer(self) -> Optional[mmap.mmap]:
+    def pool_buffer(self) -> Union[mmap.mmap, memoryview, None]:
         """The mapping of the whole pool file, a writable buffer that slot entries' offsets index, or None for a
         copy-transport client. For code that moves slots itself (kvstash's tensor calls); what it makes over the
         buffer must be dropped before ``close()`` (the mapping goes with the last view of it)."""

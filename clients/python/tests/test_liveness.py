@@ -115,7 +115,7 @@ class DeadWorkerTest(ServerTestCase):
         import kvstash.liveness as liveness_module
         real_wall_ms = liveness_module._wall_ms
         for prefix, step_ms in ((51, 3_600_000), (52, -3_600_000)):
-            liveness_module._wall_ms = lambda: real_wall_ms() + step_ms
+            liveness_module._wall_ms = lambda step_ms=step_ms: real_wall_ms() + step_ms
             try:
                 # the first check finds the heartbeat an hour off, watches it move and connects
                 c = self.connect(timeout=10.0)

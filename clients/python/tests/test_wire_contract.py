@@ -25,12 +25,12 @@ CLIENT_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 REPO = os.path.dirname(os.path.dirname(CLIENT_ROOT))
 sys.path.insert(0, CLIENT_ROOT)             # as support.py does; this module runs without it too
 
-from kvstash import descriptor as d
-from kvstash.client import Client
-from kvstash.keyrange import key_range
-from kvstash.response import REGISTER_EXTRA
-from kvstash.ring import Ring
-from kvstash.types import Dtype, RequestType, Status
+from kvstash import descriptor as d                         # noqa: E402 (after the path above)
+from kvstash.client import Client                           # noqa: E402 (after the path above)
+from kvstash.keyrange import key_range                      # noqa: E402 (after the path above)
+from kvstash.response import REGISTER_EXTRA                 # noqa: E402 (after the path above)
+from kvstash.ring import Ring                               # noqa: E402 (after the path above)
+from kvstash.types import Dtype, RequestType, Status        # noqa: E402 (after the path above)
 
 WIRE_SOURCES = os.path.join(REPO, "wire", "src", "main", "java")
 STORE_COUNTERS = os.path.join(REPO, "core", "src", "main", "java", "io", "kvstash", "core", "StoreCounters.java")
