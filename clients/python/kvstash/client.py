@@ -21,8 +21,8 @@ from . import descriptor as d
 from .connection import TIMEOUT_DEFAULT_S, default_directory
 from .hashing import Salt
 from .keyrange import Keys, RangeLimits, Tokens, pieces, range_chunks
-from .requests import Requests, Transfer
-from .response import Response
+from .requests import Requests
+from .response import Response, Transfer
 from .types import StatusCode
 
 if TYPE_CHECKING:                       # types only: importing kvstash imports neither torch nor the tensor code

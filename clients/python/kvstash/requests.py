@@ -4,19 +4,16 @@ server's limit, the LOOKUP that waits for the second tier, and the control file'
 
 import os
 import time
-from typing import Any, Callable, Dict, List, Optional, Union
+from typing import Any, Callable, Dict, List, Optional
 
 from . import descriptor as d
 from .hashing import Salt, salt_value
 from .keyrange import Keys, Piece, Tokens, key_range, pieces, range_chunks
-from .response import Response, transfer_id_of
-from .slots import Slots
+from .response import Response, Transfer, transfer_id_of
 from .ring import Buffer
+from .slots import Slots
 from .transport import SLEEP_MAX_S, SLEEP_MIN_S
 from .types import Layout, RequestType, Status
-
-#: A transfer: its id, or the Response that carries it.
-Transfer = Union[Response, int]
 
 
 class Requests(Slots):

@@ -101,6 +101,10 @@ class Response:
         return text + ")"
 
 
-def transfer_id_of(transfer: Union[Response, int]) -> int:
+#: A transfer: its id, or the Response that carries it.
+Transfer = Union[Response, int]
+
+
+def transfer_id_of(transfer: Transfer) -> int:
     """The transfer id of a Response, or the id itself."""
     return transfer.transfer_id if isinstance(transfer, Response) else int(transfer)

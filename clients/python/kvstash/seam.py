@@ -8,7 +8,7 @@ from typing import List, Optional, Protocol, Union
 
 from .hashing import Salt
 from .keyrange import Keys, Piece, Tokens
-from .response import Response
+from .response import Response, Transfer
 from .types import Layout
 
 
@@ -56,7 +56,7 @@ class TensorClient(Protocol):
 
     def prepare_retrieve(self, instance: int, keys: Optional[Keys] = None, *, tokens: Optional[Tokens] = None,
                          from_chunk: int = 0, to_chunk: int = -1, salt: Salt = None,
-                         lookup: Optional[Union[Response, int]] = None, prefix: bool = False) -> Response:
+                         lookup: Optional[Transfer] = None, prefix: bool = False) -> Response:
         """PREPARE_RETRIEVE."""
 
     def commit_retrieve(self, instance: int, transfer: Response) -> Response:

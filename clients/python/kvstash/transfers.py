@@ -2,17 +2,13 @@
 cut to the server's limit. They use the client through ``kvstash.seam.TensorClient`` only."""
 
 import time
-from typing import Callable, Iterable, List, Optional, Tuple, Union
+from typing import Callable, Iterable, List, Optional, Tuple
 
 from .hashing import Salt
 from .keyrange import Keys, Tokens
-from .response import Response
+from .response import Response, Transfer
 from .seam import TensorClient
 from .types import Status, StatusCode
-
-#: A pinned LOOKUP's transfer: its id, or its Response.
-Transfer = Union[Response, int]
-
 class TensorTransfer:
     """Outcome of a bulk tensor store or retrieve.
 
