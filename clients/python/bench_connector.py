@@ -84,8 +84,8 @@ def main():
                     mismatches += 1
             mismatches += len(errors)
             keys2 = [(rnd + 100, k) for k in range(args.chunks)]
-            t_store, stored = timer.time(lambda: client.store_paged(worker._instance, paged, src_ids, keys2))
-            t_ret, got = timer.time(lambda: client.retrieve_paged(worker._instance, paged, dst_ids, keys2))
+            t_store, stored = timer.time(lambda k=keys2: client.store_paged(worker._instance, paged, src_ids, k))
+            t_ret, got = timer.time(lambda k=keys2: client.retrieve_paged(worker._instance, paged, dst_ids, k))
             assert stored.ok and got.ok, (stored, got)
             t_out, _ = timer.time(lambda: back.copy_(flat))
             t_in, _ = timer.time(lambda: flat.copy_(back))

@@ -122,8 +122,9 @@ def baselines(torch, timer, device, src, rounds):
         back = torch.empty_like(src)
         d2h = h2d = 0.0
         for _ in range(rounds + 1):                                     # the first round warms up
-            t_out, _ = timer.time(lambda: [host[k].copy_(src[k], non_blocking=True) for k in range(n)])
-            t_in, _ = timer.time(lambda: [back[k].copy_(host[k], non_blocking=True) for k in range(n)])
+            t_out, _ = timer.time(lambda host=host: [host[k].copy_(src[k], non_blocking=True) for k in range(n)])
+            t_in, _ = timer.time(lambda host=host, back=back: [back[k].copy_(host[k], non_blocking=True)
+                                                        for k in range(n)])
             d2h, h2d = max(d2h, gbps(nbytes, t_out)), max(h2d, gbps(nbytes, t_in))
         out[name] = (d2h, h2d)
         del host, back
@@ -141,10 +142,10 @@ def contiguous(torch, timer, c, instance, src, rounds, key_base):
         keys = [(key_base + r, k) for k in range(n)]
         c.clear()
         out.zero_()
-        t_store, stored = timer.time(lambda: c.store_tensors(instance, src, keys))
+        t_store, stored = timer.time(lambda keys=keys: c.store_tensors(instance, src, keys))
         if not stored.ok or len(stored.done) != n:
             raise RuntimeError("store_tensors: %r" % stored)
-        t_ret, got = timer.time(lambda: c.retrieve_tensors(instance, out, keys))
+        t_ret, got = timer.time(lambda keys=keys: c.retrieve_tensors(instance, out, keys))
         if not got.ok or len(got.done) != n:
             raise RuntimeError("retrieve_tensors: %r" % got)
         mismatches += sum(0 if torch.equal(out[k].view(torch.uint8), src[k].view(torch.uint8)) else 1
@@ -178,10 +179,12 @@ def paged(torch, timer, c, instance, model, shape, n_chunks, device, rounds, key
         table_out = torch.randperm(blocks, device="cpu")[:n_chunks * per_chunk]
         keys = [(key_base + rnd, k) for k in range(n_chunks)]
         c.clear()
-        t_store, stored = timer.time(lambda: c.store_paged(instance, src_kv, table_in, keys))
+        t_store, stored = timer.time(lambda paged=src_kv, table=table_in, keys=keys:
+                                     c.store_paged(instance, paged, table, keys))
         if not stored.ok or len(stored.done) != n_chunks:
             raise RuntimeError("store_paged: %r" % stored)
-        t_ret, got = timer.time(lambda: c.retrieve_paged(instance, dst_kv, table_out, keys))
+        t_ret, got = timer.time(lambda paged=dst_kv, table=table_out, keys=keys:
+                                 c.retrieve_paged(instance, paged, table, keys))
         if not got.ok or len(got.done) != n_chunks:
             raise RuntimeError("retrieve_paged: %r" % got)
         a_ids, b_ids = table_in.to(device), table_out.to(device)
@@ -366,9 +369,10 @@ def print_tables(result):
               % limit)
         print("|---|---:|---:|")
         for name, r in heads:
-            print("| %s | %.1f / %.1f | %.2f / %.2f |" % (name, r["paged_heads_store_gbps"], r["paged_heads_retrieve_gbps"],
-                                                        r["paged_heads_store_vs_pinned"],
-                                                        r["paged_heads_retrieve_vs_pinned"]))
+            print("| %s | %.1f / %.1f | %.2f / %.2f |" % (name, r["paged_heads_store_gbps"],
+                                                         r["paged_heads_retrieve_gbps"],
+                                                         r["paged_heads_store_vs_pinned"],
+                                                         r["paged_heads_retrieve_vs_pinned"]))
     first = next(iter(result["shapes"].values()), {})
     if "unpinned_store_gbps" in first:
         print()

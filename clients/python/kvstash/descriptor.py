@@ -15,17 +15,18 @@ MAJOR_VERSION = 2
 MINOR_VERSION = 4
 
 
-def major(version):
+def major(version: int) -> int:
     """Major number of a packed 0x00MMmmpp version (§2.1)."""
     return (version >> 16) & 0xFF
 
 
-def minor(version):
+def minor(version: int) -> int:
     """Minor number of a packed 0x00MMmmpp version (§2.1)."""
     return (version >> 8) & 0xFF
 
 
-def pad8(n):
+def pad8(n: int) -> int:
+    """``n`` rounded up to a multiple of 8."""
     return (n + 7) & ~7
 
 
@@ -129,11 +130,13 @@ REJECT_REASONS = {
 }
 
 
-def client_file_length(request_capacity, response_capacity):
+def client_file_length(request_capacity: int, response_capacity: int) -> int:
+    """Bytes of a client file with rings of these capacities (§4.1)."""
     return CLIENT_HEADER_LENGTH + 128 + request_capacity + 128 + response_capacity
 
 
-def response_ring_offset(request_capacity):
+def response_ring_offset(request_capacity: int) -> int:
+    """File offset of the response ring, after the request ring of ``request_capacity`` bytes (§4.1)."""
     return CLI_REQUEST_RING_OFFSET + 128 + request_capacity
 
 

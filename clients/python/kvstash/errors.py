@@ -1,6 +1,7 @@
 """Failures the client raises. Everything a request can answer is a Status, never an exception."""
 
 import enum
+from typing import FrozenSet, Optional
 
 
 class Reason(enum.Enum):
@@ -15,20 +16,20 @@ class Reason(enum.Enum):
 
 
 #: The reasons after which the connection still works: the caller may go on using it.
-CONNECTION_KEPT = frozenset((Reason.TIMEOUT, Reason.CUDA_UNAVAILABLE))
+CONNECTION_KEPT: FrozenSet[Reason] = frozenset((Reason.TIMEOUT, Reason.CUDA_UNAVAILABLE))
 
 
 class KvStashError(Exception):
     """A failure of the client; ``reason`` says which. After most the connection is unusable; after TIMEOUT the
     client may keep waiting or close, and after CUDA_UNAVAILABLE it works as before (``connection_lost`` tells)."""
 
-    reason = None
+    reason: Optional[Reason] = None
 
-    def __init__(self, message):
-        super().__init__("%s: %s" % (self.reason.value, message))
+    def __init__(self, message: str) -> None:
+        super().__init__("%s: %s" % (self.reason.value if self.reason is not None else "error", message))
 
     @property
-    def connection_lost(self):
+    def connection_lost(self) -> bool:
         """Whether the connection is unusable after this error (every reason but TIMEOUT and CUDA_UNAVAILABLE)."""
         return self.reason not in CONNECTION_KEPT
 
@@ -52,7 +53,7 @@ class RejectedError(KvStashError):
     """The server refused the client file (attach state REJECTED); ``reject_reason`` is the code."""
     reason = Reason.REJECTED
 
-    def __init__(self, message, reject_reason=0):
+    def __init__(self, message: str, reject_reason: int = 0) -> None:
         super().__init__(message)
         self.reject_reason = reject_reason
 

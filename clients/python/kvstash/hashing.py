@@ -3,24 +3,30 @@
 import hashlib
 import struct
 import sys
+from typing import Any, List, Optional, Tuple, Union
 
 from .descriptor import MASK64
 
+#: A cache salt: None, a string or bytes (hashed), or the 64-bit value itself.
+Salt = Optional[Union[str, bytes, int]]
 
-def _tokens_le(tokens):
+
+def _tokens_le(tokens: Any) -> bytes:
     """Little-endian int32 bytes of ``tokens`` (a sequence of ints, array('i'), bytes, or a numpy array)."""
     if isinstance(tokens, (bytes, bytearray, memoryview)):
         return bytes(tokens)
     tobytes = getattr(tokens, "astype", None)
     if tobytes is not None:                                   # numpy array
-        return tokens.astype("<i4", copy=False).tobytes()
+        data: bytes = tokens.astype("<i4", copy=False).tobytes()
+        return data
     if hasattr(tokens, "typecode") and tokens.typecode == "i" and tokens.itemsize == 4 \
             and sys.byteorder == "little":
-        return tokens.tobytes()
+        array_bytes: bytes = tokens.tobytes()
+        return array_bytes
     return struct.pack("<%di" % len(tokens), *tokens)
 
 
-def chunk_hashes(tokens, chunk_tokens):
+def chunk_hashes(tokens: Any, chunk_tokens: int) -> List[Tuple[int, int]]:
     """[(hi, lo)] of every full chunk of ``tokens`` (§8.1), unsigned 64-bit ints.
 
     ``h(i) = SHA-256(h(i-1) || tokens of chunk i as int32 LE)[0:16]``, h(-1) = 16 zero bytes;
@@ -38,7 +44,7 @@ def chunk_hashes(tokens, chunk_tokens):
     return out
 
 
-def salt_value(salt):
+def salt_value(salt: Salt) -> int:
     """64-bit Salt field of a cache-salt string (§8.3); None or "" -> 0; an int is taken as is."""
     if salt is None:
         return 0
@@ -51,7 +57,7 @@ def salt_value(salt):
     return int.from_bytes(hashlib.sha256(salt).digest()[:8], "big")
 
 
-def namespace(model, world_size, rank, salt=0):
+def namespace(model: Union[str, bytes], world_size: int, rank: int, salt: Salt = 0) -> int:
     """64-bit namespace of (model, world size, rank, salt) (§8.2); the server computes it, never sent."""
     m = model.encode("utf-8") if isinstance(model, str) else bytes(model)
     data = struct.pack("<H", len(m)) + m + struct.pack("<IIQ", world_size, rank, salt_value(salt))

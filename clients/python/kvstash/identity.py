@@ -23,6 +23,7 @@ import logging
 import os
 import re
 import time
+from typing import Dict, List, Optional, Sequence
 
 logger = logging.getLogger("kvstash.identity")
 
@@ -41,17 +42,17 @@ class Checkpoint:
 
     __slots__ = ("digest", "source", "directory", "files")
 
-    def __init__(self, digest, source, directory=None, files=0):
+    def __init__(self, digest: str, source: str, directory: Optional[str] = None, files: int = 0) -> None:
         self.digest = digest
         self.source = source
         self.directory = directory
         self.files = files
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return "Checkpoint(%s, %s)" % (self.digest, self.source)
 
 
-def digest_of(*parts) -> str:
+def digest_of(*parts: object) -> str:
     """32 hex characters of SHA-256 over ``parts`` (each ``str()``-ed, separated), stable across processes."""
     h = hashlib.sha256()
     for part in parts:
@@ -60,7 +61,8 @@ def digest_of(*parts) -> str:
     return h.hexdigest()[:32]
 
 
-def checkpoint_of(model, revision=None, override=None, cache_file=None, hub_dirs=()) -> Checkpoint:
+def checkpoint_of(model: Optional[str], revision: Optional[str] = None, override: Optional[object] = None,
+                  cache_file: Optional[str] = None, hub_dirs: Sequence[Optional[str]] = ()) -> Optional[Checkpoint]:
     """The identity of the checkpoint ``model`` (a directory, or a hub id found at ``revision`` in one of
     ``hub_dirs`` or the local hub cache), or of ``override`` when one is given. ``None`` when the files cannot be
     found: the caller then shares with nobody (it must not guess from a name)."""
@@ -69,7 +71,7 @@ def checkpoint_of(model, revision=None, override=None, cache_file=None, hub_dirs
     directory = resolve_directory(model, revision, hub_dirs)
     if directory is None:
         return None
-    parts = []
+    parts: List[str] = []
     configs = 0
     for name in CONFIG_FILES:
         path = os.path.join(directory, name)
@@ -88,7 +90,8 @@ def checkpoint_of(model, revision=None, override=None, cache_file=None, hub_dirs
                       len(weights))
 
 
-def resolve_directory(model, revision=None, hub_dirs=()):
+def resolve_directory(model: Optional[object], revision: Optional[str] = None,
+                      hub_dirs: Sequence[Optional[str]] = ()) -> Optional[str]:
     """``model`` when it is a directory, else its snapshot at ``revision`` (a branch, tag or commit; default
     ``main``) in the first of ``hub_dirs`` (an engine's download directory) and the local Hugging Face hub cache
     (``HF_HUB_CACHE``, ``HF_HOME/hub`` or ``~/.cache/huggingface/hub``) that has it, else ``None``."""
@@ -117,9 +120,9 @@ def resolve_directory(model, revision=None, hub_dirs=()):
     return None
 
 
-def weight_files(directory):
+def weight_files(directory: str) -> List[str]:
     """The weight files under ``directory`` (up to ``MAX_DEPTH`` folders down), relative, sorted."""
-    found = []
+    found: List[str] = []
     base_depth = directory.rstrip(os.sep).count(os.sep)
     for root, dirs, files in os.walk(directory, followlinks=True):
         dirs[:] = sorted(d for d in dirs if not d.startswith(".")) if root.count(os.sep) - base_depth < MAX_DEPTH \
@@ -133,14 +136,15 @@ def weight_files(directory):
 class FileDigests:
     """SHA-256 of files, remembered across processes in a small JSON file (see the module doc)."""
 
-    def __init__(self, cache_file=None):
+    def __init__(self, cache_file: Optional[str] = None) -> None:
         self.path = cache_file or os.path.join(os.environ.get("XDG_CACHE_HOME") or
                                                os.path.join(os.path.expanduser("~"), ".cache"),
                                                "kvstash", "checkpoint-digests.json")
         self.known = self._load()
-        self.added = {}
+        self.added: Dict[str, str] = {}
 
-    def of(self, path) -> str:
+    def of(self, path: str) -> str:
+        """The SHA-256 (hex) of the file at ``path``: a hub blob's name, remembered, or computed once."""
         target = os.path.realpath(path)
         blob = os.path.basename(target)
         if target != os.path.abspath(path) and _SHA256_HEX.match(blob) and \
@@ -153,7 +157,7 @@ class FileDigests:
             digest = self._hash(target, key)
         return digest
 
-    def _hash(self, target, key):
+    def _hash(self, target: str, key: str) -> str:
         # One process hashes a file at a time; the others wait for it and find its digest remembered.
         lock_path = self.path + ".lock"
         try:
@@ -185,7 +189,7 @@ class FileDigests:
             if lock is not None:
                 lock.close()
 
-    def _load(self):
+    def _load(self) -> Dict[str, str]:
         try:
             with open(self.path) as f:
                 known = json.load(f)
@@ -193,7 +197,8 @@ class FileDigests:
         except (OSError, ValueError):
             return {}
 
-    def save(self):
+    def save(self) -> None:
+        """Writes the digests computed here to the cache file (atomically, merged with what others wrote)."""
         if not self.added:
             return
         known = self._load()
@@ -213,7 +218,7 @@ class FileDigests:
                 pass
 
 
-def namespace(engine, checkpoint_digest, **meaning) -> str:
+def namespace(engine: str, checkpoint_digest: str, **meaning: object) -> str:
     """The model name an engine registers: ``engine`` (``vllm``, ``sglang``), a readable summary and a digest of the
     checkpoint and every field of ``meaning`` (dtype, layout, backend, block geometry, parallel slice). Equal for two
     engines exactly when they agree on all of them; never longer than a REGISTER's 255 bytes."""
@@ -226,6 +231,6 @@ def namespace(engine, checkpoint_digest, **meaning) -> str:
     return name
 
 
-def _short(value, limit=40):
+def _short(value: str, limit: int = 40) -> str:
     value = re.sub(r"[^A-Za-z0-9_.+/-]", "_", value)
     return value[:limit]

@@ -3,6 +3,10 @@ once at start: a wrong type or value is one line naming the option, what was giv
 unknown option is a warning that lists the known ones. Standard library only."""
 
 import math
+from typing import Any, Dict, Iterable, Optional, Sequence, Union
+
+#: An option's value: what ``Option.parse`` returns.
+Value = Union[str, float, int, bool, None]
 
 
 class OptionError(ValueError):
@@ -15,7 +19,8 @@ class Option:
 
     __slots__ = ("name", "kind", "default", "minimum", "maximum", "doc")
 
-    def __init__(self, name, kind, default, doc, minimum=None, maximum=None):
+    def __init__(self, name: str, kind: str, default: Value, doc: str, minimum: Optional[float] = None,
+                 maximum: Optional[float] = None) -> None:
         self.name = name
         self.kind = kind
         self.default = default
@@ -23,7 +28,8 @@ class Option:
         self.maximum = maximum
         self.doc = doc
 
-    def expected(self):
+    def expected(self) -> str:
+        """What a good value is, in words (for the error message)."""
         text = {"str": "a non-empty string", "float": "a number", "int": "an integer",
                 "bool": "true or false"}[self.kind]
         if self.minimum is not None and self.maximum is not None:
@@ -32,9 +38,11 @@ class Option:
             text += " >= %s" % self.minimum
         return text
 
-    def parse(self, where, value):
+    def parse(self, where: str, value: Any) -> Any:
+        """``value`` (None: the default) checked and converted to the option's kind; OptionError if it is bad."""
         if value is None:
             return self.default
+        number: Union[int, float]
         bad = OptionError("%s option %r: got %r (%s); expected %s" % (where, self.name, value, type(value).__name__,
                                                                       self.expected()))
         if self.kind == "str":
@@ -64,7 +72,8 @@ class Option:
         return number
 
 
-def parse_options(where, given, options, logger, passthrough=()):
+def parse_options(where: str, given: Optional[Dict[Any, Any]], options: Sequence[Option], logger: Any,
+                  passthrough: Iterable[str] = ()) -> Dict[str, Any]:
     """The values of ``options`` (a sequence of Option) read from the dict ``given``: defaults for those absent,
     OptionError for a bad one; one warning through ``logger`` naming every unknown key and the known ones (keys
     in ``passthrough`` are the engine's own and pass silently)."""

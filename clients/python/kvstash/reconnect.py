@@ -5,9 +5,11 @@ tried again, so an engine asks at most that often while the server is away, and 
 runs on every new connection. Not thread-safe (hold a lock around it where several threads use it).
 """
 
+import logging
 import time
+from typing import Callable, Optional
 
-from .client import connect
+from .client import Client, connect
 from .errors import KvStashError
 
 REFUSED_RETRY_S = 30.0                  # the server refused what on_connect asked (a layout): asked again this rarely
@@ -24,8 +26,9 @@ class Reconnecting:
     ``logger`` gets one line per new kind of failure (``meanwhile`` says what the engine does without the
     server, e.g. "recomputing until it is back") and one when the connection is back."""
 
-    def __init__(self, directory, timeout_s, reconnect_s, logger, meanwhile, on_connect=None,
-                 copy_transport=False, refused_retry_s=REFUSED_RETRY_S):
+    def __init__(self, directory: Optional[str], timeout_s: float, reconnect_s: float, logger: logging.Logger,
+                 meanwhile: str, on_connect: Optional[Callable[[Client], object]] = None,
+                 copy_transport: bool = False, refused_retry_s: float = REFUSED_RETRY_S) -> None:
         self.directory = directory
         self.timeout_s = timeout_s
         self.reconnect_s = reconnect_s
@@ -34,13 +37,13 @@ class Reconnecting:
         self.on_connect = on_connect
         self.copy_transport = copy_transport
         self.refused_retry_s = refused_retry_s
-        self.client = None
+        self.client: Optional[Client] = None
         self.next_try = 0.0
         self.failures = 0
         self.reconnects = 0
         self.last_error = ""
 
-    def get(self, bound_s=None):
+    def get(self, bound_s: Optional[float] = None) -> Optional[Client]:
         """The connected client, or None while the server is unavailable (not tried again before its time).
         ``bound_s``: at most this long for a new connection (what is left of a caller's own bound); none is tried
         when it is 0 or less."""
@@ -51,7 +54,7 @@ class Reconnecting:
         timeout = self.timeout_s if bound_s is None else min(self.timeout_s, bound_s)
         if timeout <= 0:
             return None
-        client = None
+        client: Optional[Client] = None
         try:
             client = connect(self.directory, timeout=timeout, copy_transport=self.copy_transport)
             if self.on_connect is not None:
@@ -70,24 +73,25 @@ class Reconnecting:
         self.client = client
         return client
 
-    def lost(self, ex):
+    def lost(self, ex: BaseException) -> None:
         """The client failed with a connection error: drop it; get() tries again after reconnect_s."""
         if self.client is not None:
             close_quietly(self.client)
             self.client = None
         self._failed(ex)
 
-    def retry_now(self):
+    def retry_now(self) -> None:
         """Drops the client and lets the next get() connect at once (e.g. to register a new layout)."""
         self.close()
         self.next_try = 0.0
 
-    def close(self):
+    def close(self) -> None:
+        """Closes the client, if one is held."""
         if self.client is not None:
             close_quietly(self.client)
             self.client = None
 
-    def _failed(self, ex):
+    def _failed(self, ex: BaseException) -> None:
         self.failures += 1
         text = "%s: %s" % (type(ex).__name__, ex)
         if isinstance(ex, Refused):
@@ -103,7 +107,7 @@ class Reconnecting:
         self.last_error = text
 
 
-def close_quietly(client):
+def close_quietly(client: Client) -> None:
     """Closes a client whose server may be gone: never raises into the engine."""
     try:
         client.close()

@@ -22,7 +22,12 @@ Memory ordering: why plain Python stores and loads are enough here, and where th
   machine other than x86-64 unless KVSTASH_ALLOW_WEAK_MEMORY=1 is set.
 """
 
+from typing import Optional, Tuple, Union
+
 from .descriptor import PADDING_TYPE, RING_HEADER_LENGTH, RING_HEAD_OFFSET, RING_TAIL_OFFSET
+
+#: Bytes-like data a ring copies in.
+Buffer = Union[bytes, bytearray, memoryview]
 
 
 class RingCorrupt(Exception):
@@ -35,7 +40,7 @@ class Ring:
     __slots__ = ("capacity", "mask", "max_payload", "_positions", "_records", "_words", "_zeros",
                  "_position", "_cached_head")
 
-    def __init__(self, file_view, base, capacity):
+    def __init__(self, file_view: memoryview, base: int, capacity: int) -> None:
         if capacity < 1024 or capacity & (capacity - 1):
             raise ValueError("ring capacity must be a power of two >= 1024: %d" % capacity)
         self.capacity = capacity
@@ -46,20 +51,22 @@ class Ring:
         self._records = file_view[base + RING_HEADER_LENGTH:base + RING_HEADER_LENGTH + capacity]
         # i32 view of the record area: the Length word of a record at index i is _words[i >> 2].
         self._words = self._records.cast("i")
-        self._zeros = None
+        self._zeros = memoryview(b"")             # the consumer's: a capacity of zeros to clear records with
         self._position = 0
         self._cached_head = 0
 
-    def start_as_producer(self):
+    def start_as_producer(self) -> None:
+        """Takes up publishing where the Tail stands."""
         self._position = self._positions[RING_TAIL_OFFSET >> 3]
         self._cached_head = self._positions[RING_HEAD_OFFSET >> 3]
 
-    def start_as_consumer(self):
+    def start_as_consumer(self) -> None:
+        """Takes up consuming where the Head stands."""
         self._position = self._positions[RING_HEAD_OFFSET >> 3]
         self._zeros = memoryview(bytes(self.capacity))
 
     # -- producer (§5.2) -----------------------------------------------------------------------------
-    def offer(self, msg_type, part1, part2=None):
+    def offer(self, msg_type: int, part1: Buffer, part2: Optional[Buffer] = None) -> bool:
         """Publishes one record whose payload is ``part1`` followed by ``part2`` (both bytes-like, part2
         optional). Returns False when the ring has no room (consume responses and try again)."""
         size = len(part1) + (len(part2) if part2 is not None else 0)
@@ -96,7 +103,7 @@ class Ring:
         return True
 
     # -- consumer (§5.3) -----------------------------------------------------------------------------
-    def poll(self):
+    def poll(self) -> Optional[Tuple[int, bytes]]:
         """Takes the next record: (type, payload bytes), or None when the ring is empty."""
         words = self._words
         records = self._records
@@ -118,7 +125,7 @@ class Ring:
             if msg_type != PADDING_TYPE:
                 return msg_type, payload
 
-    def release(self):
+    def release(self) -> None:
         """Drops the views so that the mapping can be closed."""
         for view in (self._words, self._records, self._positions):
             view.release()

@@ -2,12 +2,13 @@
 
 import enum
 from collections import namedtuple
+from typing import Any, Dict, NamedTuple, Tuple, Union
 
 
 class _Named(enum.IntEnum):
     """An IntEnum that prints as its name (Python 3.11 prints an IntEnum member as its number)."""
 
-    def __str__(self):
+    def __str__(self) -> str:
         return self.name
 
 
@@ -59,19 +60,20 @@ class Dtype(_Named):
     UINT8 = 7
 
     @property
-    def item_bytes(self):
+    def item_bytes(self) -> int:
+        """Bytes per element."""
         return _ITEM_BYTES[self]
 
     @property
-    def numpy_dtype(self):
+    def numpy_dtype(self) -> str:
         """numpy dtype string of a view of this type; bfloat16 and fp8 have no numpy type: raw uint16/uint8."""
         return _NUMPY[self]
 
-    def __str__(self):
+    def __str__(self) -> str:
         return self.name.lower()
 
     @classmethod
-    def of(cls, value):
+    def of(cls, value: Union["Dtype", int, str]) -> "Dtype":
         """A Dtype from a Dtype, a wire code, or a name such as "bfloat16" / "float8_e4m3fn"; ValueError
         naming the value and the accepted names otherwise."""
         if isinstance(value, cls):
@@ -85,17 +87,29 @@ class Dtype(_Named):
                              % (value, ", ".join(d.name.lower() for d in cls), min(cls), max(cls))) from None
 
 
-_ITEM_BYTES = {Dtype.FLOAT32: 4, Dtype.FLOAT16: 2, Dtype.BFLOAT16: 2, Dtype.FLOAT8_E4M3FN: 1,
-               Dtype.FLOAT8_E5M2: 1, Dtype.INT8: 1, Dtype.UINT8: 1}
-_NUMPY = {Dtype.FLOAT32: "<f4", Dtype.FLOAT16: "<f2", Dtype.BFLOAT16: "<u2", Dtype.FLOAT8_E4M3FN: "u1",
-          Dtype.FLOAT8_E5M2: "u1", Dtype.INT8: "i1", Dtype.UINT8: "u1"}
+#: A response's status: a ``Status``, or the bare code of a status this client does not know.
+StatusCode = Union[Status, int]
+
+_ITEM_BYTES: Dict[Dtype, int] = {Dtype.FLOAT32: 4, Dtype.FLOAT16: 2, Dtype.BFLOAT16: 2, Dtype.FLOAT8_E4M3FN: 1,
+                                 Dtype.FLOAT8_E5M2: 1, Dtype.INT8: 1, Dtype.UINT8: 1}
+_NUMPY: Dict[Dtype, str] = {Dtype.FLOAT32: "<f4", Dtype.FLOAT16: "<f2", Dtype.BFLOAT16: "<u2",
+                            Dtype.FLOAT8_E4M3FN: "u1", Dtype.FLOAT8_E5M2: "u1", Dtype.INT8: "i1", Dtype.UINT8: "u1"}
 
 
 class Layout(namedtuple("Layout", "model world_size rank layers hidden dtype mla")):
     """A worker's KV layout (docs/PROTOCOL.md §7.2): chunk shape [2, L, C, H], or [L, C, H] when mla."""
 
-    def __new__(cls, model, world_size=1, rank=0, layers=1, hidden=1, dtype=Dtype.FLOAT16, mla=False):
-        numbers = {}
+    model: str
+    world_size: int
+    rank: int
+    layers: int
+    hidden: int
+    dtype: Dtype
+    mla: bool
+
+    def __new__(cls, model: str, world_size: Any = 1, rank: Any = 0, layers: Any = 1, hidden: Any = 1,
+                dtype: Union[Dtype, int, str] = Dtype.FLOAT16, mla: bool = False) -> "Layout":
+        numbers: Dict[str, int] = {}
         for name, value in (("world_size", world_size), ("rank", rank), ("layers", layers), ("hidden", hidden)):
             try:
                 numbers[name] = int(value)
@@ -104,28 +118,39 @@ class Layout(namedtuple("Layout", "model world_size rank layers hidden dtype mla
         return super().__new__(cls, model, numbers["world_size"], numbers["rank"], numbers["layers"],
                                numbers["hidden"], Dtype.of(dtype), bool(mla))
 
-    def _replace(self, **fields):
+    def _replace(self, **fields: Any) -> "Layout":
         """A copy with ``fields`` changed, checked and converted like a new Layout (a dtype name works)."""
         values = self._asdict()
         values.update(fields)
         return Layout(**values)
 
-    def shape(self, chunk_tokens):
+    def shape(self, chunk_tokens: int) -> Tuple[int, ...]:
         """Chunk tensor shape for a server with ``chunk_tokens`` tokens per chunk (§7.2)."""
         if self.mla:
             return (self.layers, chunk_tokens, self.hidden)
         return (2, self.layers, chunk_tokens, self.hidden)
 
-    def chunk_bytes(self, chunk_tokens):
+    def chunk_bytes(self, chunk_tokens: int) -> int:
+        """Bytes of a chunk of ``chunk_tokens`` tokens."""
         n = self.dtype.item_bytes
         for d in self.shape(chunk_tokens):
             n *= d
         return n
 
 
-SlotEntry = namedtuple("SlotEntry", "range_index generation offset")
-SlotEntry.__doc__ = """One slot of a PREPARE/DATA answer (§6.8): range index, generation (u32), pool FILE offset."""
+class SlotEntry(NamedTuple):
+    """One slot of a PREPARE/DATA answer (§6.8): range index, generation (u32), pool FILE offset."""
 
-RegisterInfo = namedtuple("RegisterInfo",
-                          "incarnation pool_data_bytes lease_ns chunk_tokens pool_file_name")
-RegisterInfo.__doc__ = """The Extra of an OK REGISTER answer (§6.8)."""
+    range_index: int
+    generation: int
+    offset: int
+
+
+class RegisterInfo(NamedTuple):
+    """The Extra of an OK REGISTER answer (§6.8)."""
+
+    incarnation: int
+    pool_data_bytes: int
+    lease_ns: int
+    chunk_tokens: int
+    pool_file_name: str

@@ -206,7 +206,7 @@ class ClientTest(ServerTestCase):
         c = self.connect()
         instance, _ = self.register(c, "py-shm")
         prepared = c.prepare_store(instance, [(0x4E4F, 1)])
-        with mock.patch("kvstash.client._np", None):
+        with mock.patch("kvstash.slots._numpy", lambda: None):
             view = c.slot(prepared, 0)
             self.assertIsInstance(view, memoryview)
             self.assertEqual(len(view), prepared.chunk_bytes)

@@ -1,5 +1,6 @@
 """Python and Java workers on one server: chunks stored by one language are retrieved by the other, bytes
-verified by SHA-256 both ways, on both transports (Java peer: io.kvstash.testkit.TestWorker, server: io.kvstash.testkit.TestServer)."""
+verified by SHA-256 both ways, on both transports (Java peer: io.kvstash.testkit.TestWorker, server:
+io.kvstash.testkit.TestServer)."""
 
 import hashlib
 import itertools

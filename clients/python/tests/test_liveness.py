@@ -112,10 +112,10 @@ class DeadWorkerTest(ServerTestCase):
         self.assertEqual(c.counter(CLIENTS), attached)
 
     def test_should_neither_refuse_nor_drop_a_live_server_when_this_wall_clock_steps(self):
-        import kvstash.client as client_module
-        real_wall_ms = client_module._wall_ms
+        import kvstash.liveness as liveness_module
+        real_wall_ms = liveness_module._wall_ms
         for prefix, step_ms in ((51, 3_600_000), (52, -3_600_000)):
-            client_module._wall_ms = lambda: real_wall_ms() + step_ms
+            liveness_module._wall_ms = lambda step_ms=step_ms: real_wall_ms() + step_ms
             try:
                 # the first check finds the heartbeat an hour off, watches it move and connects
                 c = self.connect(timeout=10.0)
@@ -131,7 +131,7 @@ class DeadWorkerTest(ServerTestCase):
                 self.assertEqual(2, c.lookup(50, keys).hit_chunks)
                 c.close()
             finally:
-                client_module._wall_ms = real_wall_ms
+                liveness_module._wall_ms = real_wall_ms
 
     def test_should_time_out_when_no_answer_comes(self):
         c = kvstash.connect(self.server.directory, timeout=10.0)  # attaching may be slow on a loaded machine

@@ -10,6 +10,7 @@ from support import ServerTestCase, counter
 import kvstash
 from kvstash import RequestType, Status
 from kvstash import descriptor as d
+from kvstash.keyrange import key_range
 
 _ids = itertools.count(50_000)
 LAYOUT = kvstash.Layout("py-status", layers=2, hidden=64, dtype="float16")     # 8 KiB chunks at C = 16
@@ -88,7 +89,7 @@ class StatusTest(ServerTestCase):
     def test_should_refuse_prefix_on_another_type_or_with_from_lookup(self):
         keys = ids(2, 0xC2)
         self.stored(keys)
-        _, body = self.c._key_range(keys, None, 0, -1)
+        _, body = key_range(keys, None, 0, -1)
         for request_type in (RequestType.LOOKUP, RequestType.PREPARE_STORE, RequestType.COMMIT_RETRIEVE):
             r = self.c.receive(self.c.send(request_type, self.instance, flags=d.FLAG_PREFIX,
                                            key_mode=d.KEY_MODE_HASHES, body=body))

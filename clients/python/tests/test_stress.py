@@ -49,7 +49,7 @@ class StressTest(ServerTestCase):
             mirror = [bytearray(chunk) for _ in store.slots]
             offsets = [e.offset for e in store.slots]
 
-            def piece():
+            def piece(chunk=chunk):
                 slot = rng.randrange(CHUNKS_PER_ROUND)
                 length = rng.randrange(32768) if rng.random() < 0.05 else rng.randrange(600)
                 offset = rng.randrange(chunk - length + 1)

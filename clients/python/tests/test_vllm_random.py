@@ -56,7 +56,7 @@ PINNED_CHUNKS, RESERVED_CHUNKS = 2, 1   # gauges (docs/PROTOCOL.md, counters)
 if HAS_VLLM:
     import torch
     torch.set_num_threads(1)
-    from vllm_engine import BLOCK, Engine, StoreChecker
+    from vllm_engine import Engine, StoreChecker
 
 
 class Timed:

@@ -25,11 +25,12 @@ CLIENT_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 REPO = os.path.dirname(os.path.dirname(CLIENT_ROOT))
 sys.path.insert(0, CLIENT_ROOT)             # as support.py does; this module runs without it too
 
-from kvstash import descriptor as d
-from kvstash import client as client_module
-from kvstash.client import Client
-from kvstash.ring import Ring
-from kvstash.types import Dtype, RequestType, Status
+from kvstash import descriptor as d                         # noqa: E402 (after the path above)
+from kvstash.client import Client                           # noqa: E402 (after the path above)
+from kvstash.keyrange import key_range                      # noqa: E402 (after the path above)
+from kvstash.response import REGISTER_EXTRA                 # noqa: E402 (after the path above)
+from kvstash.ring import Ring                               # noqa: E402 (after the path above)
+from kvstash.types import Dtype, RequestType, Status        # noqa: E402 (after the path above)
 
 WIRE_SOURCES = os.path.join(REPO, "wire", "src", "main", "java")
 STORE_COUNTERS = os.path.join(REPO, "core", "src", "main", "java", "io", "kvstash", "core", "StoreCounters.java")
@@ -764,15 +765,15 @@ class StructLayoutTest(unittest.TestCase):
         # KeyedRequestFlyweight.hashesLength / tokensLength less the common header
         s = sources()
         hash_length = s.value("KeyedRequestFlyweight.HASH_LENGTH")
-        mode, body = Client._key_range(None, [(1, 2), (3, 4), (5, 6)], None, 0, -1)
+        mode, body = key_range([(1, 2), (3, 4), (5, 6)], None, 0, -1)
         self.assertEqual(mode, s.value(WD + "KEY_MODE_HASHES"))
         self.assertEqual(len(body), s.value(WD + "HASHES_HEADER_LENGTH") + 3 * hash_length)
-        mode, body = Client._key_range(None, bytes(2 * hash_length), None, 0, -1)
+        mode, body = key_range(bytes(2 * hash_length), None, 0, -1)
         self.assertEqual(struct.unpack_from("<i", body)[0], 2)
-        mode, body = Client._key_range(None, None, list(range(10)), 0, -1)
+        mode, body = key_range(None, list(range(10)), 0, -1)
         self.assertEqual(mode, s.value(WD + "KEY_MODE_TOKENS"))
         self.assertEqual(len(body), s.value(WD + "TOKENS_HEADER_LENGTH") + 10 * 4)
-        self.assertEqual(Client._key_range(None, None, None, 0, -1), (s.value(WD + "KEY_MODE_NONE"), b""))
+        self.assertEqual(key_range(None, None, 0, -1), (s.value(WD + "KEY_MODE_NONE"), b""))
 
     def test_should_read_the_lookup_tier_extra_where_the_server_writes_it(self):
         self._check(d.LOOKUP_TIER_EXTRA, "ResponseFlyweight.LOOKUP_TIER_EXTRA_LENGTH",
@@ -780,7 +781,7 @@ class StructLayoutTest(unittest.TestCase):
 
     def test_should_read_the_register_extra_where_the_server_writes_it(self):
         s = sources()
-        layout = client_module._REGISTER_EXTRA
+        layout = REGISTER_EXTRA
         self.assertEqual(layout.size, s.value("ResponseFlyweight.REGISTER_NAME_OFFSET"))
         self.assertEqual(struct_offsets(layout),
                          [s.value("ResponseFlyweight.REGISTER_" + f) for f in (

@@ -73,8 +73,8 @@ def vllm_config(directory, role="kv_both", tp=1, rank=0, extra=None, batched_tok
     extra_config = {"dir": directory, "timeout_s": 2.0, "reconnect_s": 0.2, "log_interval_s": 0}
     extra_config.update(extra or {})
     return VllmConfig(
-        model_config=ModelConfig(model=model_path or model_dir(model_config), skip_tokenizer_init=True, dtype="bfloat16",
-                                 max_model_len=8192),
+        model_config=ModelConfig(model=model_path or model_dir(model_config), skip_tokenizer_init=True,
+                                 dtype="bfloat16", max_model_len=8192),
         scheduler_config=SchedulerConfig(max_num_seqs=16, max_num_batched_tokens=batched_tokens, max_model_len=8192,
                                          is_encoder_decoder=False, enable_chunked_prefill=True,
                                          async_scheduling=async_scheduling),
