@@ -54,11 +54,11 @@ class ConnectorTest(ServerTestCase):
         """vLLM's scheduler and the connector hold nothing once every request has finished."""
         self.assertFalse(engine.scheduler.has_requests())
         self.assertEqual(engine.free_blocks(), engine.num_blocks - 1)          # all but vLLM's null block
-        self.assertEqual(engine.connector._trackers, {})
-        self.assertEqual(engine.connector._matched, {})
-        self.assertEqual(engine.connector._asked, set())
-        self.assertEqual(engine.connector._held, {})
-        self.assertEqual(engine.connector._spent, {})
+        self.assertEqual(engine.connector.scheduler._trackers, {})
+        self.assertEqual(engine.connector.scheduler._matched, {})
+        self.assertEqual(engine.connector.scheduler._asked, set())
+        self.assertEqual(engine.connector.scheduler._held, {})
+        self.assertEqual(engine.connector.scheduler._spent, {})
 
     def assertStoreRight(self, *engines):
         """Every chunk any of ``engines`` asked to save is absent from the store or holds its tokens' KV."""
@@ -154,7 +154,7 @@ class ConnectorTest(ServerTestCase):
         # as referenced in the store's eviction policy (a LOOKUP_ALL_RANKS with QUIET says "asked before").
         engine = self.engine(tp=2)
         request = engine.add("w", prompt(7, 3, extra=1))
-        client = engine.connector._connection.get()
+        client = engine.connector.scheduler._connection.get()
         flags = []
         call = client._call
 

@@ -485,38 +485,38 @@ class KvStashHiCacheStorage(HiCacheStorage):
                      extra_info: Optional[HiCacheStorageExtraInfo] = None) -> List[bool]:
         """Each page from its kvstash slot into SGLang's host pool (straight into the page when the pool's page
         view is its memory). The True pages are a leading run."""
-        keys = list(keys)
-        if not keys:
-            return []
-        starts = host_pages(keys, host_indices, self._page_size) if self.mem_pool_host is not None else None
-        if starts is None:
-            return [False] * len(keys)
         pool = self.mem_pool_host
         if self._page_shape is not None:
-            def sink(i: int, slot: torch.Tensor) -> None:
-                pool.get_data_page(starts[i], flat=False).copy_(self._typed(slot))
+            def sink(start: int, slot: torch.Tensor) -> None:
+                pool.get_data_page(start, flat=False).copy_(self._typed(slot))
         else:
-            def sink(i: int, slot: torch.Tensor) -> None:
-                pool.set_from_flat_data_page(starts[i], slot.view(self._page_dtype))
-        return self._retrieve(keys, sink)
+            def sink(start: int, slot: torch.Tensor) -> None:
+                pool.set_from_flat_data_page(start, slot.view(self._page_dtype))
+        return self._host_transfer(keys, host_indices, self._retrieve, sink)
 
     def batch_set_v1(self, keys: List[str], host_indices: torch.Tensor,
                      extra_info: Optional[HiCacheStorageExtraInfo] = None) -> List[bool]:
         """Each page from SGLang's host pool straight into its reserved kvstash slot."""
+        pool = self.mem_pool_host
+        if self._page_shape is not None:
+            def source(start: int, slot: torch.Tensor) -> None:
+                self._typed(slot).copy_(pool.get_data_page(start, flat=False))
+        else:
+            def source(start: int, slot: torch.Tensor) -> None:
+                slot.copy_(pool.get_data_page(start, flat=True).reshape(-1).contiguous().view(torch.uint8))
+        return self._host_transfer(keys, host_indices, self._store, source)
+
+    def _host_transfer(self, keys: List[str], host_indices: torch.Tensor,
+                       transfer: Callable[[List[str], PageCopy], List[bool]], copy: PageCopy) -> List[bool]:
+        """``transfer`` (``_retrieve`` or ``_store``) of the pages of ``keys`` at ``host_indices`` in the host pool,
+        ``copy(first host index of the page, slot)`` moving each; all False when the indices are not whole pages."""
         keys = list(keys)
         if not keys:
             return []
         starts = host_pages(keys, host_indices, self._page_size) if self.mem_pool_host is not None else None
         if starts is None:
             return [False] * len(keys)
-        pool = self.mem_pool_host
-        if self._page_shape is not None:
-            def source(i: int, slot: torch.Tensor) -> None:
-                self._typed(slot).copy_(pool.get_data_page(starts[i], flat=False))
-        else:
-            def source(i: int, slot: torch.Tensor) -> None:
-                slot.copy_(pool.get_data_page(starts[i], flat=True).reshape(-1).contiguous().view(torch.uint8))
-        return self._store(keys, source)
+        return transfer(keys, lambda i, slot: copy(starts[i], slot))
 
     def clear(self) -> None:
         """SGLang's ``/clear_hicache_storage``: this engine's pages are gone for it. The server is shared by other
