@@ -2,13 +2,16 @@
 
 Every call on it is bounded by the client's timeout; a lost server is left alone for ``reconnect_s`` and then
 tried again, so an engine asks at most that often while the server is away, and ``on_connect`` (a REGISTER)
-runs on every new connection. Not thread-safe (hold a lock around it where several threads use it).
+runs on every new connection. Only an error that ends the connection (``KvStashError.connection_lost``) drops the
+client: after a timeout the same connection is used again once ``reconnect_s`` has passed, and after an error that
+does not concern the server at all (``CudaUnavailableError``) at once. Not thread-safe (hold a lock around it where
+several threads use it).
 """
 
 import time
 
 from .client import connect
-from .errors import KvStashError
+from .errors import KvStashError, KvStashTimeoutError
 
 REFUSED_RETRY_S = 30.0                  # the server refused what on_connect asked (a layout): asked again this rarely
 
@@ -45,7 +48,7 @@ class Reconnecting:
         ``bound_s``: at most this long for a new connection (what is left of a caller's own bound); none is tried
         when it is 0 or less."""
         if self.client is not None:
-            return self.client
+            return self.client if time.monotonic() >= self.next_try else None     # a timeout: left alone a while
         if time.monotonic() < self.next_try:
             return None
         timeout = self.timeout_s if bound_s is None else min(self.timeout_s, bound_s)
@@ -70,12 +73,26 @@ class Reconnecting:
         self.client = client
         return client
 
-    def lost(self, ex):
-        """The client failed with a connection error: drop it; get() tries again after reconnect_s."""
-        if self.client is not None:
-            close_quietly(self.client)
-            self.client = None
-        self._failed(ex)
+    def failed(self, ex):
+        """A call on the client raised the KvStashError ``ex``. One that ends the connection (``connection_lost``:
+        the server gone, restarted, or this client detached) drops the client, and get() connects again after
+        ``reconnect_s``; a timeout keeps the connection (it still works) but leaves the server alone as long: get()
+        answers None until then. Any other (``CudaUnavailableError``) keeps the connection in use; it is logged."""
+        if ex.connection_lost:
+            if self.client is not None:
+                close_quietly(self.client)
+                self.client = None
+            self._failed(ex)
+        elif isinstance(ex, KvStashTimeoutError):
+            self._failed(ex)
+        else:
+            self.logger.warning("kvstash: %s: %s; the connection to %s is kept", type(ex).__name__, ex,
+                                self.directory)
+
+    def resting(self):
+        """Whether get() answers None now: the server is being left alone after a failure (a lost connection or a
+        timeout) until ``reconnect_s`` has passed."""
+        return time.monotonic() < self.next_try
 
     def retry_now(self):
         """Drops the client and lets the next get() connect at once (e.g. to register a new layout)."""

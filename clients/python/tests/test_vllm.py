@@ -426,6 +426,16 @@ class ConnectorTest(ServerTestCase):
 
 @unittest.skipUnless(HAS_VLLM, NO_VLLM)
 class ServerLossTest(unittest.TestCase):
+    def connected_worker(self):
+        """An engine on a server of its own, connected, that would not connect again within a test: (the engine,
+        its worker side, the worker's client)."""
+        server = Server(pool_bytes=64 << 20, chunk_tokens=C).start()
+        self.addCleanup(server.close)
+        engine = Engine(server.directory, extra={"reconnect_s": 30})
+        self.addCleanup(engine.close)
+        worker = engine.workers[0].worker
+        return engine, worker, worker._connection.get()
+
     def test_should_serve_by_recompute_while_the_server_is_gone_and_reconnect_when_it_is_back(self):
         server = Server(pool_bytes=64 << 20, chunk_tokens=C).start()
         self.addCleanup(server.close)
@@ -470,6 +480,39 @@ class ServerLossTest(unittest.TestCase):
         self.assertEqual(engine.first_computed["r4"], 3 * C)
         self.assertEqual(engine.mismatched_blocks, 0)
         self.assertGreater(engine.checked_blocks, 0)
+
+    def test_should_keep_its_connection_after_an_error_that_does_not_end_it(self):
+        # A KvStashError that leaves the connection working (CudaUnavailableError: KvStashError.connection_lost is
+        # False) is no lost server: the worker's next save goes through the same connection at once, not after
+        # reconnect_s of recomputing.
+        engine, worker, client = self.connected_worker()
+        store = client.store_paged
+
+        def refuse_once(*args, **kwargs):
+            client.store_paged = store
+            raise kvstash.CudaUnavailableError("cudaHostRegister refused (the test's)")
+        client.store_paged = refuse_once
+        engine.add("a", prompt(30, 2, extra=1))
+        engine.run()
+        self.assertEqual(worker.stats["store_errors"], 1)
+        engine.add("b", prompt(31, 2, extra=1))
+        engine.run()
+        self.assertEqual(worker.stats["stored_chunks"], 2)
+        self.assertIs(worker._connection.get(), client)
+
+    @unittest.skipIf(HAS_VLLM and torch.cuda.is_available(), "CUDA is here: it does not refuse the pool")
+    def test_should_go_on_through_pageable_memory_where_cuda_refuses_the_pool(self):
+        # A rank with GPU caches registers the pool with CUDA on each connection; where CUDA refuses (here: torch
+        # sees no device), it warns once and goes on with the same connection, through pageable memory.
+        engine, worker, client = self.connected_worker()
+        with self.assertLogs("vllm.kvstash", "WARNING") as logs:
+            worker._pin_pool(client)
+        self.assertIn("pageable memory", logs.output[0])
+        self.assertFalse(worker._pin)                           # not asked again on later connections
+        self.assertIs(worker._connection.get(), client)
+        engine.add("a", prompt(32, 2, extra=1))
+        engine.run()
+        self.assertEqual(worker.stats["stored_chunks"], 2)
 
     def test_should_wait_on_a_stopped_server_one_timeout_per_request(self):
         # SIGSTOP: the server's process lives and answers nothing. A new request's first step asks it in the

@@ -127,7 +127,7 @@ class SchedulerSide(Side):
                     self.stats["tier_chunks"] += more
                     hits += more
         except KvStashError as ex:
-            self._connection.lost(ex)
+            self._connection.failed(ex)
             self.stats["unavailable"] += 1
             return 0, False
         self.stats["lookups"] += 1
@@ -205,7 +205,7 @@ class SchedulerSide(Side):
             self._recompute(steps)
         self._recent_loads.append(loading)
         self._derived.append(self._computed_over(steps, set().union(*self._recent_loads)))
-        meta.server_lost = self._connection.client is None and time.monotonic() < self._connection.next_try
+        meta.server_lost = self._connection.resting()
         if not self._consumer_only:
             suspect = self._invalid.union(*self._recent_loads) if self._invalid or loading or \
                 any(self._recent_loads) else None

@@ -9,7 +9,7 @@ import time
 from typing import Any, Dict, List, Optional, Set, Tuple
 
 import kvstash
-from kvstash import KvStashError, Status
+from kvstash import CudaUnavailableError, KvStashError, Status
 from kvstash.reconnect import Reconnecting, Refused
 
 from .metadata import (ChunkRange, KvStashConnectorMetadata, KvStashHandshake, KvStashWorkerMetadata, LoadSpec,
@@ -85,8 +85,16 @@ class WorkerSide(Side):
             raise Refused("REGISTER %s: %s %s" % (layout.model, r.status.name, r.message))
 
     def _pin_pool(self, client: kvstash.Client) -> None:
-        """Registers the pool with CUDA, so copies between the GPU caches and the pool run at PCIe speed."""
-        info = client.pin_pool()
+        """Registers the pool with CUDA, so copies between the GPU caches and the pool run at PCIe speed. Where CUDA
+        refuses (``CudaUnavailableError``: the connection is not affected), the connector goes on through pageable
+        memory, slower, and does not ask again."""
+        try:
+            info = client.pin_pool()
+        except CudaUnavailableError as ex:
+            self._pin = False
+            logger.warning("kvstash: the pool could not be registered with CUDA (%s): transfers go through pageable "
+                           "memory", ex)
+            return
         logger.info("kvstash: pool of %.1f GiB registered with CUDA in %.2f s", info.bytes / (1 << 30), info.seconds)
 
     def start_load_kv(self, meta: Any) -> None:
@@ -141,7 +149,7 @@ class WorkerSide(Side):
                 result = client.retrieve_paged(self._instance, self._paged, self._kernel_blocks(load.block_ids),
                                                load.keys, salt=load.salt, prefix=True)
         except KvStashError as ex:
-            self._connection.lost(ex)
+            self._connection.failed(ex)
             self._fail_load(wanted)
             return
         except Exception:                       # a bug must not stop the engine: recompute, and say so
@@ -220,7 +228,7 @@ class WorkerSide(Side):
             else:
                 self.stats["store_errors"] += 1         # NO_SPACE or a lease that ended: a future miss, no more
         except KvStashError as ex:
-            self._connection.lost(ex)
+            self._connection.failed(ex)
             self.stats["store_errors"] += 1
         except Exception:                       # a bug must not stop the engine: the chunk is a future miss
             logger.exception("kvstash: saving request %s failed", save.req_id)
