@@ -2,10 +2,9 @@
 
 Every call on it is bounded by the client's timeout; a lost server is left alone for ``reconnect_s`` and then
 tried again, so an engine asks at most that often while the server is away, and ``on_connect`` (a REGISTER)
-runs on every new connection. Only an error that ends the connection (``KvStashError.connection_lost``) drops the
-client: after a timeout the same connection is used again once ``reconnect_s`` has passed, and after an error that
-does not concern the server at all (``CudaUnavailableError``) at once. Not thread-safe (hold a lock around it where
-several threads use it).
+runs on every new connection. An error that ends the connection (``KvStashError.connection_lost``) and a timeout
+drop the client; one that leaves the connection working and the server answering (``CudaUnavailableError``) keeps it
+in use. Not thread-safe (hold a lock around it where several threads use it).
 """
 
 import time
@@ -48,7 +47,7 @@ class Reconnecting:
         ``bound_s``: at most this long for a new connection (what is left of a caller's own bound); none is tried
         when it is 0 or less."""
         if self.client is not None:
-            return self.client if time.monotonic() >= self.next_try else None     # a timeout: left alone a while
+            return self.client
         if time.monotonic() < self.next_try:
             return None
         timeout = self.timeout_s if bound_s is None else min(self.timeout_s, bound_s)
@@ -76,23 +75,23 @@ class Reconnecting:
     def failed(self, ex):
         """A call on the client raised the KvStashError ``ex``. One that ends the connection (``connection_lost``:
         the server gone, restarted, or this client detached) drops the client, and get() connects again after
-        ``reconnect_s``; a timeout keeps the connection (it still works) but leaves the server alone as long: get()
-        answers None until then. Any other (``CudaUnavailableError``) keeps the connection in use; it is logged."""
-        if ex.connection_lost:
+        ``reconnect_s``. So does a timeout, though the client could go on: the call given up on may hold slots on
+        the server (a reservation, pins) that nothing but the end of its lease or of the connection frees, and a
+        server that does not answer is left alone as long either way. Any other error (``CudaUnavailableError``)
+        keeps the connection in use; it is logged."""
+        if ex.connection_lost or isinstance(ex, KvStashTimeoutError):
             if self.client is not None:
                 close_quietly(self.client)
                 self.client = None
-            self._failed(ex)
-        elif isinstance(ex, KvStashTimeoutError):
             self._failed(ex)
         else:
             self.logger.warning("kvstash: %s: %s; the connection to %s is kept", type(ex).__name__, ex,
                                 self.directory)
 
     def resting(self):
-        """Whether get() answers None now: the server is being left alone after a failure (a lost connection or a
-        timeout) until ``reconnect_s`` has passed."""
-        return time.monotonic() < self.next_try
+        """Whether get() answers None now: the server is being left alone after a failure until ``reconnect_s``
+        has passed."""
+        return self.client is None and time.monotonic() < self.next_try
 
     def retry_now(self):
         """Drops the client and lets the next get() connect at once (e.g. to register a new layout)."""

@@ -85,7 +85,7 @@ class Timed:
         scheduler.get_num_new_matched_tokens = timed_lookup
         for rank, worker in enumerate(engine.workers):
             for name in ("_load", "_save"):
-                self._wrap(rank, worker, name)
+                self._wrap(rank, worker.worker, name)
 
     def _wrap(self, rank, worker, name):
         call = getattr(worker, name)

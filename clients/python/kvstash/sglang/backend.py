@@ -95,8 +95,8 @@ How it works:
 - **Failures.** A MISS, an evicted or fenced page, NO_SPACE, a timeout, a server that is gone or restarted:
   misses, 0 and False, never an exception into SGLang. A call, lock wait and reconnection included, ends within
   ``timeout_s``; a lost server is tried again every ``reconnect_s`` and the backend re-registers by itself when
-  it is back. A timeout keeps the connection (only an error that ends it, ``KvStashError.connection_lost``, drops
-  it): the server is left alone for ``reconnect_s``, then asked again on the same connection.
+  it is back. An error that leaves the connection working and the server answering (``KvStashError.connection_lost``
+  False, but not a timeout) is a miss for that call only: the connection stays.
 - **Threads.** SGLang calls the backend from its prefetch and backup threads; one kvstash client is
   shared under a lock (a client is not thread-safe).
 """

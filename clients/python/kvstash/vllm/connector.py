@@ -41,9 +41,9 @@ How it works:
   restarted turns into ``get_block_ids_with_load_errors`` from the first chunk that did not arrive intact (vLLM
   recomputes those blocks with ``kv_load_failure_policy: recompute``); never an exception into the engine, never
   KV that was not verified. A lost server is retried every ``reconnect_s`` (lookups answer 0 meanwhile) and the
-  connection comes back by itself; after a timeout the connection is kept, and the server left alone as long. Where
-  CUDA refuses to register the pool (``CudaUnavailableError``), one warning, and transfers go on through pageable
-  memory.
+  connection comes back by itself. An error that leaves the connection working and the server answering
+  (``KvStashError.connection_lost`` False, but not a timeout) fails that call only: the connection stays. Where CUDA
+  refuses to register the pool (``CudaUnavailableError``), one warning, and transfers go on through pageable memory.
 - **One bound per request.** All the kvstash calls made for one request (the scheduler's lookups, then each
   worker's loads and saves) share one budget of ``timeout_s``: a server that stops answering costs a request at
   most that much in all, not that much per call. Workers report the time they spent per request back to the
