@@ -339,7 +339,7 @@ def summarize(entry, references):
     return out
 
 
-def main():
+def parse_args():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--peers", default=",".join(PEERS),
                         help="comma-separated configurations among %s (default: all)" % ",".join(PEERS))
@@ -376,10 +376,15 @@ def main():
                         help="measure a connector that failed to start and runs without a cache (default: stop it)")
     parser.add_argument("--json", default=None, help="write the results here")
     args = parser.parse_args()
+    for p in args.peers.split(","):
+        if p.strip() and p.strip() not in PEERS:
+            parser.error("unknown peer %r (choose from %s)" % (p.strip(), ", ".join(PEERS)))
+    return args
+
+
+def main():
+    args = parse_args()
     peers = [p.strip() for p in args.peers.split(",") if p.strip()]
-    for p in peers:
-        if p not in PEERS:
-            parser.error("unknown peer %r (choose from %s)" % (p, ", ".join(PEERS)))
     for reference in ("local", "none"):         # the references first: the others are compared with them
         if reference in peers:
             peers.remove(reference)
