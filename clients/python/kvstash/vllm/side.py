@@ -57,6 +57,11 @@ class Side:
         self._last_log = time.monotonic()
 
     @property
+    def directory(self) -> str:
+        """The kvstash server's directory (the ``dir`` option, or ``kvstash.default_directory()``)."""
+        return self._directory
+
+    @property
     def chunk_tokens(self) -> Optional[int]:
         """The server's chunk tokens: the option, or what the server said once connected; None before."""
         return self._chunk_tokens
