@@ -57,8 +57,8 @@ def main():
         worker.register_kv_caches(caches)
         src_ids = list(range(args.chunks * n))
         dst_ids = list(range(args.chunks * n, 2 * args.chunks * n))
-        paged = worker._paged
-        client = worker._connection.get()
+        paged = worker.worker._paged
+        client = worker.worker._connection.get()
         timer = bench_tensors.Timer(torch, args.device)
         nbytes = args.chunks * chunk_bytes
         best = {}
@@ -84,8 +84,8 @@ def main():
                     mismatches += 1
             mismatches += len(errors)
             keys2 = [(rnd + 100, k) for k in range(args.chunks)]
-            t_store, stored = timer.time(lambda k=keys2: client.store_paged(worker._instance, paged, src_ids, k))
-            t_ret, got = timer.time(lambda k=keys2: client.retrieve_paged(worker._instance, paged, dst_ids, k))
+            t_store, stored = timer.time(lambda k=keys2: client.store_paged(worker.worker._instance, paged, src_ids, k))
+            t_ret, got = timer.time(lambda k=keys2: client.retrieve_paged(worker.worker._instance, paged, dst_ids, k))
             assert stored.ok and got.ok, (stored, got)
             t_out, _ = timer.time(lambda: back.copy_(flat))
             t_in, _ = timer.time(lambda: flat.copy_(back))

@@ -33,7 +33,8 @@ def plot(result, run):
     step = 0.5 if top > 1.5 else 0.25
     tick = 0.0
     while tick <= top:
-        out.append('<line x1="%d" x2="%d" y1="%.1f" y2="%.1f" stroke="#ddd"/>' % (LEFT, LEFT + plot_w, y(tick), y(tick)))
+        out.append('<line x1="%d" x2="%d" y1="%.1f" y2="%.1f" stroke="#ddd"/>'
+                   % (LEFT, LEFT + plot_w, y(tick), y(tick)))
         out.append('<text x="%d" y="%.1f" text-anchor="end">%.2g s</text>' % (LEFT - 6, y(tick) + 4, tick))
         tick += step
     labels = []

@@ -2,7 +2,9 @@
 
 Every call on it is bounded by the client's timeout; a lost server is left alone for ``reconnect_s`` and then
 tried again, so an engine asks at most that often while the server is away, and ``on_connect`` (a REGISTER)
-runs on every new connection. Not thread-safe (hold a lock around it where several threads use it).
+runs on every new connection. An error that ends the connection (``KvStashError.connection_lost``) and a timeout
+drop the client; one that leaves the connection working and the server answering (``CudaUnavailableError``) keeps it
+in use. Not thread-safe (hold a lock around it where several threads use it).
 """
 
 import logging
@@ -10,7 +12,7 @@ import time
 from typing import Callable, Optional
 
 from .client import Client, connect
-from .errors import KvStashError
+from .errors import KvStashError, KvStashTimeoutError
 
 REFUSED_RETRY_S = 30.0                  # the server refused what on_connect asked (a layout): asked again this rarely
 
@@ -73,12 +75,26 @@ class Reconnecting:
         self.client = client
         return client
 
-    def lost(self, ex: BaseException) -> None:
-        """The client failed with a connection error: drop it; get() tries again after reconnect_s."""
-        if self.client is not None:
-            close_quietly(self.client)
-            self.client = None
-        self._failed(ex)
+    def failed(self, ex: KvStashError) -> None:
+        """A call on the client raised the KvStashError ``ex``. One that ends the connection (``connection_lost``:
+        the server gone, restarted, or this client detached) drops the client, and get() connects again after
+        ``reconnect_s``. So does a timeout, though the client could go on: the call given up on may hold slots on
+        the server (a reservation, pins) that nothing but the end of its lease or of the connection frees, and a
+        server that does not answer is left alone as long either way. Any other error (``CudaUnavailableError``)
+        keeps the connection in use; it is logged."""
+        if ex.connection_lost or isinstance(ex, KvStashTimeoutError):
+            if self.client is not None:
+                close_quietly(self.client)
+                self.client = None
+            self._failed(ex)
+        else:
+            self.logger.warning("kvstash: %s: %s; the connection to %s is kept", type(ex).__name__, ex,
+                                self.directory)
+
+    def resting(self) -> bool:
+        """Whether get() answers None now: the server is being left alone after a failure until ``reconnect_s``
+        has passed."""
+        return self.client is None and time.monotonic() < self.next_try
 
     def retry_now(self) -> None:
         """Drops the client and lets the next get() connect at once (e.g. to register a new layout)."""

@@ -60,6 +60,11 @@ class Response:
         return self.status == Status.OK
 
     @property
+    def status_name(self) -> str:
+        """The status's name, or its number where this client does not know the code."""
+        return self.status.name if isinstance(self.status, Status) else str(self.status)
+
+    @property
     def message(self) -> str:
         """The reason of an error status (a constant English sentence; show it, do not parse it)."""
         return "" if self.ok else self.extra.decode("utf-8", "replace")
@@ -91,7 +96,7 @@ class Response:
         return list(struct.unpack_from("<%dq" % (len(self.extra) // 8), self.extra, 0))
 
     def __repr__(self) -> str:
-        status = self.status.name if isinstance(self.status, Status) else self.status
+        status = self.status_name
         rtype = self.request_type.name if isinstance(self.request_type, RequestType) else self.request_type
         text = "Response(%s %s corr=%d transfer=%#x hits=%d slots=%d count=%d chunk=%d slot=%d" % (
             rtype, status, self.correlation_id, self.transfer_id, self.hit_chunks, len(self.slots),

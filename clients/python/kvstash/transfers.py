@@ -46,6 +46,11 @@ class TensorTransfer:
         return self.status == Status.OK and not self.failed and not self.missing
 
     @property
+    def status_name(self) -> str:
+        """The status's name, or its number where this client does not know the code."""
+        return self.status.name if isinstance(self.status, Status) else str(self.status)
+
+    @property
     def transfer_id(self) -> int:
         """The transfer of the (first) PREPARE, or 0."""
         return self.prepare.transfer_id if self.prepare is not None else 0
@@ -56,7 +61,7 @@ class TensorTransfer:
         return self.bytes / self.seconds / 1e9 if self.seconds else 0.0
 
     def __repr__(self) -> str:
-        status = self.status.name if isinstance(self.status, Status) else self.status
+        status = self.status_name
         return "TensorTransfer(%s done=%d failed=%s present=%d%s bytes=%d %.3f s%s)" % (
             status, len(self.done), self.failed, len(self.present), _missing_repr(self.missing), self.bytes,
             self.seconds, (" %r" % self.message) if self.message else "")

@@ -500,14 +500,20 @@ class ServerLossTest(unittest.TestCase):
         self.server = Server(pool_bytes=16 << 20, chunk_tokens=16).start()
         self.addCleanup(self.server.close)
 
-    def test_should_miss_while_the_server_is_gone_and_reconnect_after_a_restart(self):
+    def stored(self, name, n, seed):
+        """A backend on the server with n pages stored under keys ``name``: (its pool, it, the keys, the pages' host
+        indices)."""
         pool = make_pool()
         backend = make_backend(self.server.directory, pool, timeout_s=self.TIMEOUT_S, reconnect_s=0.2)
         self.addCleanup(backend.close)
-        keys = page_keys("restart", 4)
-        src = pool.alloc(64)
-        fill(pool, src, seed=21)
-        self.assertEqual(backend.batch_set_v1(keys, src), [True] * 4)
+        keys = page_keys(name, n)
+        src = pool.alloc(16 * n)
+        fill(pool, src, seed=seed)
+        self.assertEqual(backend.batch_set_v1(keys, src), [True] * n)
+        return pool, backend, keys, src
+
+    def test_should_miss_while_the_server_is_gone_and_reconnect_after_a_restart(self):
+        pool, backend, keys, src = self.stored("restart", 4, seed=21)
         self.assertEqual(backend.batch_exists(keys), 4)
 
         self.server.kill()                                       # kill -9 mid-run
@@ -535,6 +541,24 @@ class ServerLossTest(unittest.TestCase):
         self.assertEqual(backend.batch_get_v1(keys, dst), [True] * 4)
         self.assertEqual(digests(pool, dst, 4), digests(pool, src, 4))
         print("server restarted: the backend stored again %.0f ms later" % (reconnected * 1000), file=sys.stderr)
+
+    def test_should_keep_its_connection_after_an_error_that_does_not_end_it(self):
+        # An error that leaves the connection working and the server answering (CudaUnavailableError:
+        # KvStashError.connection_lost is False) is no lost server: a miss for that call, and the next one goes
+        # through the same connection at once, not after reconnect_s of misses.
+        _, backend, keys, _ = self.stored("timeout", 3, seed=23)
+        client = backend._connection.client
+        lookup = client.lookup
+
+        def refuse_once(*args, **kwargs):
+            client.lookup = lookup
+            raise kvstash.CudaUnavailableError("cudaHostRegister refused (the test's)")
+        client.lookup = refuse_once
+        self.assertEqual(backend.batch_exists(keys), 0)
+        self.assertEqual(backend.batch_exists(keys), 3)
+        self.assertEqual(backend.stats["unavailable"], 0)
+        self.assertIs(backend._connection.client, client)
+        self.assertEqual(backend._connection.reconnects, 0)
 
     def test_should_end_every_call_within_timeout_s_while_the_server_is_stopped(self):
         timeout_s = 1.0

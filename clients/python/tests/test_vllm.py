@@ -54,11 +54,11 @@ class ConnectorTest(ServerTestCase):
         """vLLM's scheduler and the connector hold nothing once every request has finished."""
         self.assertFalse(engine.scheduler.has_requests())
         self.assertEqual(engine.free_blocks(), engine.num_blocks - 1)          # all but vLLM's null block
-        self.assertEqual(engine.connector._trackers, {})
-        self.assertEqual(engine.connector._matched, {})
-        self.assertEqual(engine.connector._asked, set())
-        self.assertEqual(engine.connector._held, {})
-        self.assertEqual(engine.connector._spent, {})
+        self.assertEqual(engine.connector.scheduler._trackers, {})
+        self.assertEqual(engine.connector.scheduler._matched, {})
+        self.assertEqual(engine.connector.scheduler._asked, set())
+        self.assertEqual(engine.connector.scheduler._held, {})
+        self.assertEqual(engine.connector.scheduler._spent, {})
 
     def assertStoreRight(self, *engines):
         """Every chunk any of ``engines`` asked to save is absent from the store or holds its tokens' KV."""
@@ -154,7 +154,7 @@ class ConnectorTest(ServerTestCase):
         # as referenced in the store's eviction policy (a LOOKUP_ALL_RANKS with QUIET says "asked before").
         engine = self.engine(tp=2)
         request = engine.add("w", prompt(7, 3, extra=1))
-        client = engine.connector._connection.get()
+        client = engine.connector.scheduler._connection.get()
         flags = []
         call = client._call
 
@@ -426,6 +426,16 @@ class ConnectorTest(ServerTestCase):
 
 @unittest.skipUnless(HAS_VLLM, NO_VLLM)
 class ServerLossTest(unittest.TestCase):
+    def connected_worker(self):
+        """An engine on a server of its own, connected, that would not connect again within a test: (the engine,
+        its worker side, the worker's client)."""
+        server = Server(pool_bytes=64 << 20, chunk_tokens=C).start()
+        self.addCleanup(server.close)
+        engine = Engine(server.directory, extra={"reconnect_s": 30})
+        self.addCleanup(engine.close)
+        worker = engine.workers[0].worker
+        return engine, worker, worker._connection.get()
+
     def test_should_serve_by_recompute_while_the_server_is_gone_and_reconnect_when_it_is_back(self):
         server = Server(pool_bytes=64 << 20, chunk_tokens=C).start()
         self.addCleanup(server.close)
@@ -470,6 +480,39 @@ class ServerLossTest(unittest.TestCase):
         self.assertEqual(engine.first_computed["r4"], 3 * C)
         self.assertEqual(engine.mismatched_blocks, 0)
         self.assertGreater(engine.checked_blocks, 0)
+
+    def test_should_keep_its_connection_after_an_error_that_does_not_end_it(self):
+        # A KvStashError that leaves the connection working (CudaUnavailableError: KvStashError.connection_lost is
+        # False) is no lost server: the worker's next save goes through the same connection at once, not after
+        # reconnect_s of recomputing.
+        engine, worker, client = self.connected_worker()
+        store = client.store_paged
+
+        def refuse_once(*args, **kwargs):
+            client.store_paged = store
+            raise kvstash.CudaUnavailableError("cudaHostRegister refused (the test's)")
+        client.store_paged = refuse_once
+        engine.add("a", prompt(30, 2, extra=1))
+        engine.run()
+        self.assertEqual(worker.stats["store_errors"], 1)
+        engine.add("b", prompt(31, 2, extra=1))
+        engine.run()
+        self.assertEqual(worker.stats["stored_chunks"], 2)
+        self.assertIs(worker._connection.get(), client)
+
+    @unittest.skipIf(HAS_VLLM and torch.cuda.is_available(), "CUDA is here: it does not refuse the pool")
+    def test_should_go_on_through_pageable_memory_where_cuda_refuses_the_pool(self):
+        # A rank with GPU caches registers the pool with CUDA on each connection; where CUDA refuses (here: torch
+        # sees no device), it warns once and goes on with the same connection, through pageable memory.
+        engine, worker, client = self.connected_worker()
+        with self.assertLogs("vllm.kvstash", "WARNING") as logs:
+            worker._pin_pool(client)
+        self.assertIn("pageable memory", logs.output[0])
+        self.assertFalse(worker._pin)                           # not asked again on later connections
+        self.assertIs(worker._connection.get(), client)
+        engine.add("a", prompt(32, 2, extra=1))
+        engine.run()
+        self.assertEqual(worker.stats["stored_chunks"], 2)
 
     def test_should_wait_on_a_stopped_server_one_timeout_per_request(self):
         # SIGSTOP: the server's process lives and answers nothing. A new request's first step asks it in the

@@ -85,7 +85,7 @@ class Timed:
         scheduler.get_num_new_matched_tokens = timed_lookup
         for rank, worker in enumerate(engine.workers):
             for name in ("_load", "_save"):
-                self._wrap(rank, worker, name)
+                self._wrap(rank, worker.worker, name)
 
     def _wrap(self, rank, worker, name):
         call = getattr(worker, name)
@@ -283,7 +283,7 @@ class Schedule:
         for engine in self.engines:
             t.assertFalse(engine.has_work())
             t.assertEqual(engine.free_blocks(), engine.num_blocks - 1, "KV blocks held after every request ended")
-            c = engine.connector
+            c = engine.connector.scheduler
             t.assertEqual((c._trackers, c._matched, c._asked, c._held, c._spent), ({}, {}, set(), {}, {}),
                           "the scheduler's connector keeps state of finished requests")
         self._check_store()

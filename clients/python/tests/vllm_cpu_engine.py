@@ -48,7 +48,7 @@ class EvictingConnector(KvStashConnector):
         meta = self._connector_metadata
         if _evict_next_load and meta is not None and meta.loads:
             _evict_next_load = False
-            with kvstash.connect(self._directory) as admin:
+            with kvstash.connect(self.worker.directory) as admin:
                 admin.clear()
         return super().start_load_kv(forward_context, **kwargs)
 

@@ -241,7 +241,7 @@ class Engine:
         meta = out.kv_connector_metadata
         if before_load is not None:
             before_load(meta)
-        chunk = self.workers[0]._chunk_tokens
+        chunk = self.workers[0].worker.chunk_tokens
         for save in getattr(meta, "saves", ()):
             for i, key in enumerate(save.keys):
                 end = (save.first_chunk + i + 1) * chunk
@@ -263,7 +263,7 @@ class Engine:
                 worker.start_load_kv(None)
         # The test's oracle peeks at the load errors the workers will report after the step (vLLM asks for them
         # then); a block loaded without one holds right KV again.
-        self._step_errors = set().union(*(w._load_errors for w in self.workers))
+        self._step_errors = set().union(*(w.worker._load_errors for w in self.workers))
         for load in getattr(meta, "loads", ()):
             self.tainted.difference_update(b for b in load.block_ids if b >= 0 and b not in self._step_errors)
         self.tainted |= self._step_errors
@@ -383,7 +383,7 @@ class Engine:
         """The kvstash keys of the whole chunks of ``tokens`` (vLLM's block hashes, as the connector names them)."""
         request = Request(request_id="keys", prompt_token_ids=list(tokens), sampling_params=SamplingParams(),
                           pooling_params=None, block_hasher=self.hasher, cache_salt=salt)
-        per = self.workers[0]._chunk_tokens // BLOCK
+        per = self.workers[0].worker.chunk_tokens // BLOCK
         return [chunk_key(request.block_hashes[(k + 1) * per - 1]) for k in range(len(tokens) // (per * BLOCK))]
 
     def free_blocks(self):
@@ -403,7 +403,7 @@ class StoreChecker:
     def __init__(self, engine, directory):
         self.engine = engine
         self.directory = directory
-        self.per = engine.workers[0]._chunk_tokens // BLOCK
+        self.per = engine.workers[0].worker.chunk_tokens // BLOCK
         self.scratch = kvstash.PagedKV({"layer.%d" % i: torch.zeros((self.per, HEADS, BLOCK, 2 * HEAD),
                                                                     dtype=torch.bfloat16)
                                       for i in range(engine.model.layers)})
