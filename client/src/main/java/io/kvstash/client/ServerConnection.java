@@ -67,31 +67,8 @@ final class ServerConnection
     ServerConnection(final ClientContext context)
     {
         this.directory = context.directory();
-        try
-        {
-            SecureDirectory.check(directory);
-        }
-        catch (final NoSuchFileException ex)
-        {
-            throw new KvStashException(KvStashException.Reason.SERVER_GONE, "no kvstash server on " + directory);
-        }
-        catch (final IOException ex)
-        {
-            throw new KvStashException(KvStashException.Reason.BAD_FILES, ex.getMessage(), ex);
-        }
         final Path controlPath = directory.resolve(ControlFileDescriptor.FILE_NAME);
-        try (FileChannel channel = FileChannel.open(controlPath, StandardOpenOption.READ))
-        {
-            controlMapped = channel.map(FileChannel.MapMode.READ_ONLY, 0, channel.size());
-        }
-        catch (final NoSuchFileException ex)
-        {
-            throw new KvStashException(KvStashException.Reason.SERVER_GONE, "no kvstash server on " + directory);
-        }
-        catch (final IOException ex)
-        {
-            throw new KvStashException(KvStashException.Reason.BAD_FILES, "cannot map " + controlPath, ex);
-        }
+        controlMapped = mapControl(directory, controlPath);
         control = new UnsafeBuffer(controlMapped);
         try
         {
@@ -134,13 +111,7 @@ final class ServerConnection
             clientChannel.write(ByteBuffer.wrap(new byte[1]), fileLength - 1);
             clientMapped = clientChannel.map(FileChannel.MapMode.READ_WRITE, 0, fileLength);
             clientHeader = new UnsafeBuffer(clientMapped, 0, ClientFileDescriptor.HEADER_LENGTH);
-            clientHeader.putLong(ClientFileDescriptor.MAGIC_OFFSET, ClientFileDescriptor.MAGIC);
-            clientHeader.putInt(ClientFileDescriptor.HEADER_LENGTH_OFFSET, ClientFileDescriptor.HEADER_LENGTH);
-            clientHeader.putLong(ClientFileDescriptor.PID_OFFSET, pid);
-            clientHeader.putLong(ClientFileDescriptor.INCARNATION_OFFSET, incarnation);
-            clientHeader.putInt(ClientFileDescriptor.REQUEST_CAPACITY_OFFSET, requestCapacity);
-            clientHeader.putInt(ClientFileDescriptor.RESPONSE_CAPACITY_OFFSET, responseCapacity);
-            clientHeader.putInt(ClientFileDescriptor.FLAGS_OFFSET,
+            writeClientHeader(clientHeader, pid, incarnation, requestCapacity, responseCapacity,
                 context.copyTransport() ? ClientFileDescriptor.FLAG_COPY_TRANSPORT : 0);
             requests = new RingProducer(new UnsafeBuffer(clientMapped, ClientFileDescriptor.REQUEST_RING_OFFSET,
                 RingDescriptor.totalLength(requestCapacity)));
@@ -173,6 +144,58 @@ final class ServerConnection
             release();
             throw ex;
         }
+    }
+
+    /**
+     * Checks the directory and maps its control file read-only.
+     *
+     * @throws KvStashException SERVER_GONE when there is no directory or control file, BAD_FILES when either is
+     *                          not as the server makes it.
+     */
+    private static MappedByteBuffer mapControl(final Path directory, final Path controlPath)
+    {
+        try
+        {
+            SecureDirectory.check(directory);
+        }
+        catch (final NoSuchFileException ex)
+        {
+            throw new KvStashException(KvStashException.Reason.SERVER_GONE, "no kvstash server on " + directory);
+        }
+        catch (final IOException ex)
+        {
+            throw new KvStashException(KvStashException.Reason.BAD_FILES, ex.getMessage(), ex);
+        }
+        try (FileChannel channel = FileChannel.open(controlPath, StandardOpenOption.READ))
+        {
+            return channel.map(FileChannel.MapMode.READ_ONLY, 0, channel.size());
+        }
+        catch (final NoSuchFileException ex)
+        {
+            throw new KvStashException(KvStashException.Reason.SERVER_GONE, "no kvstash server on " + directory);
+        }
+        catch (final IOException ex)
+        {
+            throw new KvStashException(KvStashException.Reason.BAD_FILES, "cannot map " + controlPath, ex);
+        }
+    }
+
+    /** Writes the client file's header, all but its version, which goes last once the rings are set up. */
+    private static void writeClientHeader(
+        final UnsafeBuffer header,
+        final long pid,
+        final long incarnation,
+        final int requestCapacity,
+        final int responseCapacity,
+        final int flags)
+    {
+        header.putLong(ClientFileDescriptor.MAGIC_OFFSET, ClientFileDescriptor.MAGIC);
+        header.putInt(ClientFileDescriptor.HEADER_LENGTH_OFFSET, ClientFileDescriptor.HEADER_LENGTH);
+        header.putLong(ClientFileDescriptor.PID_OFFSET, pid);
+        header.putLong(ClientFileDescriptor.INCARNATION_OFFSET, incarnation);
+        header.putInt(ClientFileDescriptor.REQUEST_CAPACITY_OFFSET, requestCapacity);
+        header.putInt(ClientFileDescriptor.RESPONSE_CAPACITY_OFFSET, responseCapacity);
+        header.putInt(ClientFileDescriptor.FLAGS_OFFSET, flags);
     }
 
     private static void checkControl(final UnsafeBuffer control, final Path path)

@@ -34,9 +34,7 @@ final class RestartSuite implements ChaosSuite
         final Path dir = chaos.newDirectory("restart");
         final SplittableRandom random = new SplittableRandom(options.seed + 1);
         final long poolBytes = 256L * CHUNK_BYTES;
-        long reconnects = 0;
-        long crashes = 0;
-        long mismatches = 0;
+        final Counts counts = new Counts();
         boolean errorLogKept = true;
         ChildJvm server = ChildJvm.start(TestServer.class, TestServer.args(dir, poolBytes, 1000));
         final List<LoadProcess> workers = new ArrayList<>();
@@ -57,48 +55,11 @@ final class RestartSuite implements ChaosSuite
                 errorLogKept &= Files.exists(dir.resolve("dead-control-" + previous));
                 for (final LoadProcess worker : workers)
                 {
-                    final long deadline = System.currentTimeMillis() + 60_000;
-                    boolean back = false;
-                    while (!back && System.currentTimeMillis() < deadline)
-                    {
-                        final String line = worker.jvm.poll(100);
-                        if (null == line)
-                        {
-                            if (!worker.jvm.isAlive())
-                            {
-                                break;
-                            }
-                            continue;
-                        }
-                        if (line.startsWith("MISMATCH"))
-                        {
-                            mismatches++;
-                        }
-                        back = line.equals("RECONNECTED " + incarnation);
-                    }
-                    reconnects += back ? 1 : 0;
+                    counts.reconnects += awaitReconnect(worker, incarnation, counts) ? 1 : 0;
                 }
-                chaos.progress("restart " + (restart + 1) + ": " + reconnects + " reconnections so far");
+                chaos.progress("restart " + (restart + 1) + ": " + counts.reconnects + " reconnections so far");
             }
-            for (final LoadProcess worker : workers)
-            {
-                worker.jvm.send("stop");
-            }
-            for (final LoadProcess worker : workers)
-            {
-                String line;
-                boolean finished = false;
-                final long stopBy = System.currentTimeMillis() + 15_000;
-                while (!finished && System.currentTimeMillis() < stopBy && null != (line = worker.jvm.poll(100)))
-                {
-                    mismatches += line.startsWith("MISMATCH") ? 1 : 0;
-                    finished = line.startsWith("FINAL ");
-                }
-                if (!worker.jvm.waitFor(10_000) || 0 != worker.jvm.exitValue())
-                {
-                    crashes++;
-                }
-            }
+            stop(workers, counts);
             server.signal("TERM");
             server.waitFor(20_000);
         }
@@ -112,16 +73,78 @@ final class RestartSuite implements ChaosSuite
             ShmDirectories.delete(dir);
         }
         report.put("server_restarts", options.restarts);
-        report.put("reconnections", reconnects);
+        report.put("reconnections", counts.reconnects);
         report.put("reconnections_expected", (long)options.restarts * options.workers);
-        report.put("restart_worker_crashes", crashes);
-        report.put("restart_checksum_mismatches", mismatches);
+        report.put("restart_worker_crashes", counts.crashes);
+        report.put("restart_checksum_mismatches", counts.mismatches);
         report.put("error_log_kept", errorLogKept);
         final Object before = report.getOrDefault("worker_crashes", 0L);
-        report.put("worker_crashes", (Long)before + crashes);
+        report.put("worker_crashes", (Long)before + counts.crashes);
         final Object mismatchesBefore = report.getOrDefault("checksum_mismatches", 0L);
-        report.put("checksum_mismatches", (Long)mismatchesBefore + mismatches);
-        chaos.progress("restarts done: " + reconnects + " of " + (long)options.restarts * options.workers +
-            " reconnections, " + crashes + " crashes");
+        report.put("checksum_mismatches", (Long)mismatchesBefore + counts.mismatches);
+        chaos.progress("restarts done: " + counts.reconnects + " of " + (long)options.restarts * options.workers +
+            " reconnections, " + counts.crashes + " crashes");
+    }
+
+    /**
+     * Reads a worker's lines, for up to a minute, until it says it reconnected to the server's new incarnation.
+     *
+     * @return whether it did.
+     */
+    private static boolean awaitReconnect(final LoadProcess worker, final String incarnation, final Counts counts)
+        throws InterruptedException
+    {
+        final long deadline = System.currentTimeMillis() + 60_000;
+        boolean back = false;
+        while (!back && System.currentTimeMillis() < deadline)
+        {
+            final String line = worker.jvm.poll(100);
+            if (null == line)
+            {
+                if (!worker.jvm.isAlive())
+                {
+                    break;
+                }
+                continue;
+            }
+            if (line.startsWith("MISMATCH"))
+            {
+                counts.mismatches++;
+            }
+            back = line.equals("RECONNECTED " + incarnation);
+        }
+        return back;
+    }
+
+    /** Asks every worker to stop and reads it to its final line; one that does not exit cleanly is a crash. */
+    private static void stop(final List<LoadProcess> workers, final Counts counts) throws InterruptedException
+    {
+        for (final LoadProcess worker : workers)
+        {
+            worker.jvm.send("stop");
+        }
+        for (final LoadProcess worker : workers)
+        {
+            String line;
+            boolean finished = false;
+            final long stopBy = System.currentTimeMillis() + 15_000;
+            while (!finished && System.currentTimeMillis() < stopBy && null != (line = worker.jvm.poll(100)))
+            {
+                counts.mismatches += line.startsWith("MISMATCH") ? 1 : 0;
+                finished = line.startsWith("FINAL ");
+            }
+            if (!worker.jvm.waitFor(10_000) || 0 != worker.jvm.exitValue())
+            {
+                counts.crashes++;
+            }
+        }
+    }
+
+    /** What the suite counted across restarts. */
+    private static final class Counts
+    {
+        long reconnects;
+        long crashes;
+        long mismatches;
     }
 }

@@ -76,12 +76,9 @@ public final class SoakRunner
     public Map<String, Object> run() throws Exception
     {
         final Path dir = base.resolve("kvstash-soak-" + Long.toHexString(ThreadLocalRandom.current().nextLong()));
-        final Map<String, Object> report = new LinkedHashMap<>();
         final List<double[]> samples = new ArrayList<>();
         final SplittableRandom random = new SplittableRandom(11);
-        long churned = 0;
-        long shortClients = 0;
-        long mismatches = 0;
+        final Counts counts = new Counts();
         final ServerContext context = new ServerContext()
             .directory(dir)
             .sweepIntervalMs(20)
@@ -95,55 +92,7 @@ public final class SoakRunner
             {
                 load[i] = spawn(dir, i, random);
             }
-            final long start = System.currentTimeMillis();
-            long nextSample = start;
-            long nextChurn = start + churnMs;
-            long nextShort = start;
-            int churnIndex = 0;
-            while (System.currentTimeMillis() - start < durationMs)
-            {
-                final long now = System.currentTimeMillis();
-                for (final ChildJvm worker : load)
-                {
-                    String line;
-                    while (null != (line = worker.pollNow()))
-                    {
-                        mismatches += line.startsWith("MISMATCH") ? 1 : 0;
-                    }
-                }
-                if (now >= nextChurn)
-                {
-                    load[churnIndex].send("stop");
-                    load[churnIndex].waitFor(15_000);
-                    load[churnIndex].close();
-                    load[churnIndex] = spawn(dir, churnIndex, random);
-                    churnIndex = (churnIndex + 1) % workers;
-                    churned++;
-                    nextChurn = now + churnMs;
-                }
-                if (now >= nextShort)
-                {
-                    try (KvStashClient client = KvStashClient.connect(new ClientContext().directory(dir)))
-                    {
-                        client.ping();
-                    }
-                    shortClients++;
-                    nextShort = now + 1_000;
-                }
-                if (now >= nextSample)
-                {
-                    final double[] sample = sample(dir, (now - start) / 60_000.0);
-                    samples.add(sample);
-                    if (null != progress)
-                    {
-                        progress.printf("[soak] %.1f min: heap %.1f MiB, mapped %.1f MiB, directory %.1f MiB, " +
-                            "clients %d%n", sample[0], sample[1] / (1 << 20), sample[2] / (1 << 20),
-                            sample[3] / (1 << 20), server.counters().get(StoreCounters.WIRE_CLIENTS));
-                    }
-                    nextSample = now + sampleMs;
-                }
-                Thread.sleep(20);
-            }
+            soak(server, dir, load, random, samples, counts);
             for (final ChildJvm worker : load)
             {
                 worker.send("stop");
@@ -173,7 +122,76 @@ public final class SoakRunner
         left.remove("server.lock");
         Files.deleteIfExists(dir.resolve("server.lock"));
         Files.deleteIfExists(dir);
+        return report(samples, counts, left.size());
+    }
 
+    /**
+     * For the soak's duration: reads the workers' lines, replaces one worker every churn interval, connects and
+     * closes a short-lived client every second, and samples memory every sample interval.
+     */
+    private void soak(
+        final KvStashServer server,
+        final Path dir,
+        final ChildJvm[] load,
+        final SplittableRandom random,
+        final List<double[]> samples,
+        final Counts counts) throws Exception
+    {
+        final long start = System.currentTimeMillis();
+        long nextSample = start;
+        long nextChurn = start + churnMs;
+        long nextShort = start;
+        int churnIndex = 0;
+        while (System.currentTimeMillis() - start < durationMs)
+        {
+            final long now = System.currentTimeMillis();
+            for (final ChildJvm worker : load)
+            {
+                String line;
+                while (null != (line = worker.pollNow()))
+                {
+                    counts.mismatches += line.startsWith("MISMATCH") ? 1 : 0;
+                }
+            }
+            if (now >= nextChurn)
+            {
+                load[churnIndex].send("stop");
+                load[churnIndex].waitFor(15_000);
+                load[churnIndex].close();
+                load[churnIndex] = spawn(dir, churnIndex, random);
+                churnIndex = (churnIndex + 1) % workers;
+                counts.churned++;
+                nextChurn = now + churnMs;
+            }
+            if (now >= nextShort)
+            {
+                try (KvStashClient client = KvStashClient.connect(new ClientContext().directory(dir)))
+                {
+                    client.ping();
+                }
+                counts.shortClients++;
+                nextShort = now + 1_000;
+            }
+            if (now >= nextSample)
+            {
+                final double[] sample = sample(dir, (now - start) / 60_000.0);
+                samples.add(sample);
+                if (null != progress)
+                {
+                    progress.printf("[soak] %.1f min: heap %.1f MiB, mapped %.1f MiB, directory %.1f MiB, " +
+                        "clients %d%n", sample[0], sample[1] / (1 << 20), sample[2] / (1 << 20),
+                        sample[3] / (1 << 20), server.counters().get(StoreCounters.WIRE_CLIENTS));
+                }
+                nextSample = now + sampleMs;
+            }
+            Thread.sleep(20);
+        }
+    }
+
+    /** The report: growth rates over the last samples (up to 20, at least two), and the soak's counts. */
+    private Map<String, Object> report(final List<double[]> samples, final Counts counts, final int staleFiles)
+    {
+        final Map<String, Object> report = new LinkedHashMap<>();
         final int from = samples.size() - Math.max(2, Math.min(20, samples.size() * 2 / 3));
         final List<double[]> tail = samples.subList(Math.max(0, from), samples.size());
         report.put("soak_minutes", round(durationMs / 60_000.0));
@@ -183,11 +201,19 @@ public final class SoakRunner
         report.put("soak_mapped_growth_mib_per_hour", round(slope(tail, 2) * 60 / (1 << 20)));
         report.put("soak_shm_growth_mib_per_hour", round(slope(tail, 3) * 60 / (1 << 20)));
         report.put("soak_heap_last_mib", samples.isEmpty() ? 0 : round(samples.get(samples.size() - 1)[1] / (1 << 20)));
-        report.put("soak_workers_churned", churned);
-        report.put("soak_short_clients", shortClients);
-        report.put("soak_checksum_mismatches", mismatches);
-        report.put("soak_stale_files", left.size());
+        report.put("soak_workers_churned", counts.churned);
+        report.put("soak_short_clients", counts.shortClients);
+        report.put("soak_checksum_mismatches", counts.mismatches);
+        report.put("soak_stale_files", staleFiles);
         return report;
+    }
+
+    /** What the soak counted. */
+    private static final class Counts
+    {
+        long churned;
+        long shortClients;
+        long mismatches;
     }
 
     private ChildJvm spawn(final Path dir, final int index, final SplittableRandom random) throws IOException

@@ -85,14 +85,7 @@ public final class EndToEndWorker
         final Path dir, final long instance, final int rounds, final int keyspace, final long seed, final boolean copy)
     {
         final SplittableRandom random = new SplittableRandom(seed);
-        final ChunkPattern pattern = new ChunkPattern();
-        final UnsafeBuffer chunk = new UnsafeBuffer(new byte[CHUNK_BYTES]);
-        final UnsafeBuffer read = new UnsafeBuffer(new byte[CHUNK_BYTES]);
-        long stored = 0;
-        long verified = 0;
-        long mismatches = 0;
-        long misses = 0;
-        long noSpace = 0;
+        final Counts counts = new Counts();
         try (KvStashClient client = KvStashClient.connect(new ClientContext().directory(dir).copyTransport(copy)))
         {
             check(client.register(instance, LAYOUT));
@@ -101,71 +94,98 @@ public final class EndToEndWorker
                 final int count = 1 + random.nextInt(4);
                 final long first = random.nextInt(keyspace);
                 final ChunkKeys keys = range(first, count);
-                ClientResponse r = client.prepareStore(instance, keys);
-                if (Status.NO_SPACE == r.status())
-                {
-                    noSpace++;
-                }
-                else
-                {
-                    check(r);
-                }
-                if (0 != r.transferId())
-                {
-                    final long transfer = r.transferId();
-                    final int slots = r.slotCount();
-                    final int[] rangeIndex = new int[slots];
-                    final long[] offsets = new long[slots];
-                    for (int i = 0; i < slots; i++)
-                    {
-                        rangeIndex[i] = r.slotRangeIndex(i);
-                        offsets[i] = r.slotOffset(i);
-                    }
-                    for (int i = 0; i < slots; i++)
-                    {
-                        pattern.fill(chunk, CHUNK_BYTES, first + rangeIndex[i], 0);
-                        check(client.writeChunk(instance, transfer, i, CHUNK_BYTES, offsets[i], chunk, 0));
-                    }
-                    check(client.commitStore(instance, transfer));
-                    stored += slots;
-                }
-                r = client.lookup(instance, keys, true);
-                check(r);
-                final int hits = r.hitChunks();
-                if (hits == 0)
-                {
-                    misses++;
-                    continue;
-                }
-                r = client.prepareRetrieveFromLookup(instance, r.transferId());
-                check(r);
-                final long transfer = r.transferId();
-                final int slots = r.slotCount();
-                final long[] offsets = new long[slots];
-                final int[] rangeIndex = new int[slots];
-                for (int i = 0; i < slots; i++)
-                {
-                    offsets[i] = r.slotOffset(i);
-                    rangeIndex[i] = r.slotRangeIndex(i);
-                }
-                for (int i = 0; i < slots; i++)
-                {
-                    check(client.readChunk(instance, transfer, i, CHUNK_BYTES, offsets[i], read, 0));
-                    if (pattern.verify(read, CHUNK_BYTES, first + rangeIndex[i], 0))
-                    {
-                        verified++;
-                    }
-                    else
-                    {
-                        mismatches++;
-                    }
-                }
-                check(client.commitRetrieve(instance, transfer));
+                store(client, instance, keys, first, counts);
+                retrieve(client, instance, keys, first, counts);
             }
             check(client.unregister(instance));
         }
-        System.out.println("RESULT stored=" + stored + " verified=" + verified + " mismatches=" + mismatches +
-            " misses=" + misses + " nospace=" + noSpace);
+        System.out.println("RESULT stored=" + counts.stored + " verified=" + counts.verified + " mismatches=" +
+            counts.mismatches + " misses=" + counts.misses + " nospace=" + counts.noSpace);
+    }
+
+    /** Stores the keys' chunks, each filled with its id's pattern; NO_SPACE is counted, any other failure thrown. */
+    private static void store(
+        final KvStashClient client, final long instance, final ChunkKeys keys, final long first, final Counts counts)
+    {
+        final ClientResponse r = client.prepareStore(instance, keys);
+        if (Status.NO_SPACE == r.status())
+        {
+            counts.noSpace++;
+        }
+        else
+        {
+            check(r);
+        }
+        if (0 == r.transferId())
+        {
+            return;
+        }
+        final long transfer = r.transferId();
+        final int slots = r.slotCount();
+        final int[] rangeIndex = new int[slots];
+        final long[] offsets = new long[slots];
+        for (int i = 0; i < slots; i++)
+        {
+            rangeIndex[i] = r.slotRangeIndex(i);
+            offsets[i] = r.slotOffset(i);
+        }
+        for (int i = 0; i < slots; i++)
+        {
+            counts.pattern.fill(counts.chunk, CHUNK_BYTES, first + rangeIndex[i], 0);
+            check(client.writeChunk(instance, transfer, i, CHUNK_BYTES, offsets[i], counts.chunk, 0));
+        }
+        check(client.commitStore(instance, transfer));
+        counts.stored += slots;
+    }
+
+    /** Looks the keys up and retrieves the hits, each verified against its id's pattern. */
+    private static void retrieve(
+        final KvStashClient client, final long instance, final ChunkKeys keys, final long first, final Counts counts)
+    {
+        ClientResponse r = client.lookup(instance, keys, true);
+        check(r);
+        if (0 == r.hitChunks())
+        {
+            counts.misses++;
+            return;
+        }
+        r = client.prepareRetrieveFromLookup(instance, r.transferId());
+        check(r);
+        final long transfer = r.transferId();
+        final int slots = r.slotCount();
+        final long[] offsets = new long[slots];
+        final int[] rangeIndex = new int[slots];
+        for (int i = 0; i < slots; i++)
+        {
+            offsets[i] = r.slotOffset(i);
+            rangeIndex[i] = r.slotRangeIndex(i);
+        }
+        for (int i = 0; i < slots; i++)
+        {
+            check(client.readChunk(instance, transfer, i, CHUNK_BYTES, offsets[i], counts.read, 0));
+            if (counts.pattern.verify(counts.read, CHUNK_BYTES, first + rangeIndex[i], 0))
+            {
+                counts.verified++;
+            }
+            else
+            {
+                counts.mismatches++;
+            }
+        }
+        check(client.commitRetrieve(instance, transfer));
+    }
+
+    /** The store/retrieve mode's counts, and the buffers its chunks are filled and read into. */
+    private static final class Counts
+    {
+        final ChunkPattern pattern = new ChunkPattern();
+        final UnsafeBuffer chunk = new UnsafeBuffer(new byte[CHUNK_BYTES]);
+        final UnsafeBuffer read = new UnsafeBuffer(new byte[CHUNK_BYTES]);
+        long stored;
+        long verified;
+        long mismatches;
+        long misses;
+        long noSpace;
     }
 
     private static void prepareHang(final Path dir, final long instance, final int first, final int count)

@@ -239,58 +239,10 @@ final class InteropWorker
                 OUT.println("DONE register=" + Status.name(registered.status()) + " " + registered.message());
                 return 1;
             }
-            final byte[] chunk = new byte[chunkBytes];
-            new Random(1).nextBytes(chunk);
-            final UnsafeBuffer buffer = new UnsafeBuffer(chunk);
-            // Like the Python bench: each round stores ITERATIONS distinct chunks (distinct slots), then
-            // retrieves each; one warm-up round, then the median of three measured rounds.
             final double[] storeGbps = new double[3];
             final double[] retrieveGbps = new double[3];
-            for (int round = -1; round < 3; round++)
-            {
-                long storeNs = 0;
-                long retrieveNs = 0;
-                for (int it = 0; it < iterations; it++)
-                {
-                    final ClientResponse r = client.prepareStore(instance, benchKeys(round, it));
-                    final long transfer = r.transferId();
-                    final long offset = r.slotOffset(0);
-                    final long t0 = System.nanoTime();
-                    client.writeChunk(instance, transfer, 0, chunkBytes, offset, buffer, 0);
-                    storeNs += System.nanoTime() - t0;
-                    client.commitStore(instance, transfer);
-                }
-                for (int it = 0; it < iterations; it++)
-                {
-                    final ClientResponse r = client.prepareRetrieve(instance, benchKeys(round, it));
-                    final long transfer = r.transferId();
-                    final long offset = r.slotOffset(0);
-                    final long t0 = System.nanoTime();
-                    client.readChunk(instance, transfer, 0, chunkBytes, offset, buffer, 0);
-                    retrieveNs += System.nanoTime() - t0;
-                    client.commitRetrieve(instance, transfer);
-                }
-                client.clear(false);
-                if (round >= 0)
-                {
-                    storeGbps[round] = (double)chunkBytes * iterations / storeNs;
-                    retrieveGbps[round] = (double)chunkBytes * iterations / retrieveNs;
-                }
-            }
-            Arrays.sort(storeGbps);
-            Arrays.sort(retrieveGbps);
-            final long[] rtt = new long[20_000];
-            for (int i = 0; i < 2_000; i++)
-            {
-                client.ping();
-            }
-            for (int i = 0; i < rtt.length; i++)
-            {
-                final long t0 = System.nanoTime();
-                client.ping();
-                rtt[i] = System.nanoTime() - t0;
-            }
-            Arrays.sort(rtt);
+            benchRounds(client, instance, chunkBytes, iterations, storeGbps, retrieveGbps);
+            final long[] rtt = pingRoundTripsNs(client);
             client.unregister(instance);
             OUT.printf(Locale.ROOT, "BENCH java chunk_bytes=%d store_gbps=%.2f retrieve_gbps=%.2f " +
                 "ping_p50_us=%.1f ping_p99_us=%.1f%n",
@@ -298,6 +250,74 @@ final class InteropWorker
                 rtt[rtt.length / 2] / 1e3, rtt[(int)(rtt.length * 0.99)] / 1e3);
             return 0;
         }
+    }
+
+    /**
+     * Like the Python bench: each round stores {@code iterations} distinct chunks (distinct slots), then retrieves
+     * each, timing only the bytes' copies; one warm-up round, then three measured rounds, their GB/s sorted.
+     */
+    private static void benchRounds(
+        final KvStashClient client,
+        final long instance,
+        final int chunkBytes,
+        final int iterations,
+        final double[] storeGbps,
+        final double[] retrieveGbps)
+    {
+        final byte[] chunk = new byte[chunkBytes];
+        new Random(1).nextBytes(chunk);
+        final UnsafeBuffer buffer = new UnsafeBuffer(chunk);
+        for (int round = -1; round < storeGbps.length; round++)
+        {
+            long storeNs = 0;
+            long retrieveNs = 0;
+            for (int it = 0; it < iterations; it++)
+            {
+                final ClientResponse r = client.prepareStore(instance, benchKeys(round, it));
+                final long transfer = r.transferId();
+                final long offset = r.slotOffset(0);
+                final long t0 = System.nanoTime();
+                client.writeChunk(instance, transfer, 0, chunkBytes, offset, buffer, 0);
+                storeNs += System.nanoTime() - t0;
+                client.commitStore(instance, transfer);
+            }
+            for (int it = 0; it < iterations; it++)
+            {
+                final ClientResponse r = client.prepareRetrieve(instance, benchKeys(round, it));
+                final long transfer = r.transferId();
+                final long offset = r.slotOffset(0);
+                final long t0 = System.nanoTime();
+                client.readChunk(instance, transfer, 0, chunkBytes, offset, buffer, 0);
+                retrieveNs += System.nanoTime() - t0;
+                client.commitRetrieve(instance, transfer);
+            }
+            client.clear(false);
+            if (round >= 0)
+            {
+                storeGbps[round] = (double)chunkBytes * iterations / storeNs;
+                retrieveGbps[round] = (double)chunkBytes * iterations / retrieveNs;
+            }
+        }
+        Arrays.sort(storeGbps);
+        Arrays.sort(retrieveGbps);
+    }
+
+    /** 20,000 ping round trips after 2,000 to warm up, sorted, in nanoseconds. */
+    private static long[] pingRoundTripsNs(final KvStashClient client)
+    {
+        final long[] rtt = new long[20_000];
+        for (int i = 0; i < 2_000; i++)
+        {
+            client.ping();
+        }
+        for (int i = 0; i < rtt.length; i++)
+        {
+            final long t0 = System.nanoTime();
+            client.ping();
+            rtt[i] = System.nanoTime() - t0;
+        }
+        Arrays.sort(rtt);
+        return rtt;
     }
 
     private static ChunkKeys benchKeys(final int round, final int iteration)

@@ -59,6 +59,12 @@ public final class LoadWorker
     private boolean copyTransport;
     private KvStashClient client;
     private volatile boolean stop;
+    private long ops;
+    private long stores;
+    private long verified;
+    private long mismatches;
+    private long stale;
+    private long reconnects;
 
     private LoadWorker(final Path dir, final long instance, final int chunkBytes)
     {
@@ -133,6 +139,56 @@ public final class LoadWorker
 
     private void load(final long seed, final int keyspace, final Failpoint failpoint, final long failAfter)
     {
+        stopOnStdin();
+        connect(30_000);
+        System.out.println("ATTACHED");
+        System.out.flush();
+        final SplittableRandom random = new SplittableRandom(seed);
+        final ChunkSeal seal = new ChunkSeal(chunkBytes);
+        long lastProgress = System.currentTimeMillis();
+        while (!stop)
+        {
+            final Failpoint armed = null != failpoint && ops >= failAfter ? failpoint : null;
+            try
+            {
+                final int count = 1 + random.nextInt(4);
+                final long first = random.nextInt(keyspace);
+                final ChunkKeys keys = ids(first, count);
+                if (random.nextBoolean())
+                {
+                    store(keys, first, seal, armed);
+                }
+                else
+                {
+                    retrieve(keys, first, seal, armed);
+                }
+                ops++;
+            }
+            catch (final KvStashException ex)
+            {
+                System.out.println("SERVER " + ex.reason());
+                System.out.flush();
+                client.close();
+                connect(60_000);
+                reconnects++;
+                System.out.println("RECONNECTED " + Long.toHexString(client.incarnation()));
+                System.out.flush();
+            }
+            final long now = System.currentTimeMillis();
+            if (now - lastProgress >= 200)
+            {
+                progress("P");
+                lastProgress = now;
+            }
+        }
+        client.unregister(instance);
+        client.close();
+        progress("FINAL");
+    }
+
+    /** Sets {@link #stop} when the coordinator sends {@code stop} on stdin or closes it. */
+    private void stopOnStdin()
+    {
         final Thread stdin = new Thread(() ->
         {
             try (BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8)))
@@ -154,135 +210,104 @@ public final class LoadWorker
         }, "stdin");
         stdin.setDaemon(true);
         stdin.start();
-
-        connect(30_000);
-        System.out.println("ATTACHED");
-        System.out.flush();
-        final SplittableRandom random = new SplittableRandom(seed);
-        final ChunkSeal seal = new ChunkSeal(chunkBytes);
-        final int half = chunkBytes / 2;
-        long ops = 0;
-        long stores = 0;
-        long verified = 0;
-        long mismatches = 0;
-        long stale = 0;
-        long reconnects = 0;
-        long lastProgress = System.currentTimeMillis();
-        while (!stop)
-        {
-            final boolean armed = null != failpoint && ops >= failAfter;
-            try
-            {
-                final int count = 1 + random.nextInt(4);
-                final long first = random.nextInt(keyspace);
-                final ChunkKeys keys = ids(first, count);
-                if (random.nextBoolean())
-                {
-                    final ClientResponse r = client.prepareStore(instance, keys);
-                    if (Status.OK == r.status() && 0 != r.transferId())
-                    {
-                        final long transfer = r.transferId();
-                        final int slots = r.slotCount();
-                        final int[] rangeIndex = new int[slots];
-                        final int[] generation = new int[slots];
-                        final long[] offset = new long[slots];
-                        for (int i = 0; i < slots; i++)
-                        {
-                            rangeIndex[i] = r.slotRangeIndex(i);
-                            generation[i] = r.slotGeneration(i);
-                            offset[i] = r.slotOffset(i);
-                        }
-                        failpoint(armed, failpoint, Failpoint.AFTER_PREPARE);
-                        boolean written = true;
-                        for (int i = 0; i < slots && written; i++)
-                        {
-                            final UnsafeBuffer sealed = seal.seal(0, first + rangeIndex[i], generation[i], writerTag);
-                            // In two halves through the client (the pool, or a WRITE_DATA each with copy).
-                            written = Status.OK ==
-                                client.writeChunk(instance, transfer, i, 0, half, offset[i], sealed, 0);
-                            failpoint(armed, failpoint, Failpoint.MID_WRITE);
-                            written = written && Status.OK == client.writeChunk(
-                                instance, transfer, i, half, chunkBytes - half, offset[i], sealed, half);
-                        }
-                        failpoint(armed, failpoint, Failpoint.BEFORE_COMMIT);
-                        if (!written)
-                        {
-                            client.abortStore(instance, transfer);
-                        }
-                        else if (client.commitStore(instance, transfer).isOk())
-                        {
-                            stores += slots;
-                        }
-                    }
-                }
-                else
-                {
-                    ClientResponse r = client.lookup(instance, keys, true);
-                    if (r.isOk() && r.hitChunks() > 0)
-                    {
-                        r = client.prepareRetrieveFromLookup(instance, r.transferId());
-                        if (r.isOk())
-                        {
-                            final long transfer = r.transferId();
-                            final int slots = r.slotCount();
-                            for (int i = 0; i < slots; i++)
-                            {
-                                final int generation = r.slotGeneration(i);
-                                final long id = first + r.slotRangeIndex(i);
-                                final long slotOffset = r.slotOffset(i);
-                                boolean read = Status.OK ==
-                                    client.readChunk(instance, transfer, i, 0, half, slotOffset, seal.scratch(), 0);
-                                failpoint(armed, failpoint, Failpoint.MID_READ);
-                                read = read && Status.OK == client.readChunk(
-                                    instance, transfer, i, half, chunkBytes - half, slotOffset, seal.scratch(), half);
-                                // A refused READ_DATA (copy transport) or a reclaimed pin: the bytes prove nothing.
-                                if (!read || !client.isStillReadable(r, i))
-                                {
-                                    stale++;
-                                }
-                                else if (seal.verify(0, id, generation))
-                                {
-                                    verified++;
-                                }
-                                else
-                                {
-                                    mismatches++;
-                                    System.out.println("MISMATCH key=" + id + " generation=" + generation);
-                                    System.out.flush();
-                                }
-                            }
-                            failpoint(armed, failpoint, Failpoint.BEFORE_RELEASE);
-                            client.commitRetrieve(instance, transfer);
-                        }
-                    }
-                }
-                ops++;
-            }
-            catch (final KvStashException ex)
-            {
-                System.out.println("SERVER " + ex.reason());
-                System.out.flush();
-                client.close();
-                connect(60_000);
-                reconnects++;
-                System.out.println("RECONNECTED " + Long.toHexString(client.incarnation()));
-                System.out.flush();
-            }
-            final long now = System.currentTimeMillis();
-            if (now - lastProgress >= 200)
-            {
-                progress("P", ops, stores, verified, mismatches, stale, reconnects);
-                lastProgress = now;
-            }
-        }
-        client.unregister(instance);
-        client.close();
-        progress("FINAL", ops, stores, verified, mismatches, stale, reconnects);
     }
 
-    private static void progress(
-        final String tag, final long ops, final long stores, final long verified, final long mismatches,
-        final long stale, final long reconnects)
+    /**
+     * Stores the keys' chunks, each sealed with its key and slot generation and written in two halves through the
+     * client (the pool, or a WRITE_DATA each with copy); a refused write aborts the store.
+     *
+     * @param armed the failpoint to stop at, or null.
+     */
+    private void store(final ChunkKeys keys, final long first, final ChunkSeal seal, final Failpoint armed)
+    {
+        final ClientResponse r = client.prepareStore(instance, keys);
+        if (Status.OK != r.status() || 0 == r.transferId())
+        {
+            return;
+        }
+        final long transfer = r.transferId();
+        final int slots = r.slotCount();
+        final int[] rangeIndex = new int[slots];
+        final int[] generation = new int[slots];
+        final long[] offset = new long[slots];
+        for (int i = 0; i < slots; i++)
+        {
+            rangeIndex[i] = r.slotRangeIndex(i);
+            generation[i] = r.slotGeneration(i);
+            offset[i] = r.slotOffset(i);
+        }
+        failpoint(armed, Failpoint.AFTER_PREPARE);
+        final int half = chunkBytes / 2;
+        boolean written = true;
+        for (int i = 0; i < slots && written; i++)
+        {
+            final UnsafeBuffer sealed = seal.seal(0, first + rangeIndex[i], generation[i], writerTag);
+            written = Status.OK == client.writeChunk(instance, transfer, i, 0, half, offset[i], sealed, 0);
+            failpoint(armed, Failpoint.MID_WRITE);
+            written = written && Status.OK == client.writeChunk(
+                instance, transfer, i, half, chunkBytes - half, offset[i], sealed, half);
+        }
+        failpoint(armed, Failpoint.BEFORE_COMMIT);
+        if (!written)
+        {
+            client.abortStore(instance, transfer);
+        }
+        else if (client.commitStore(instance, transfer).isOk())
+        {
+            stores += slots;
+        }
+    }
+
+    /**
+     * Looks the keys up and retrieves the hits, each read in two halves and verified against its seal; a
+     * mismatch is printed at once.
+     *
+     * @param armed the failpoint to stop at, or null.
+     */
+    private void retrieve(final ChunkKeys keys, final long first, final ChunkSeal seal, final Failpoint armed)
+    {
+        ClientResponse r = client.lookup(instance, keys, true);
+        if (!r.isOk() || r.hitChunks() <= 0)
+        {
+            return;
+        }
+        r = client.prepareRetrieveFromLookup(instance, r.transferId());
+        if (!r.isOk())
+        {
+            return;
+        }
+        final long transfer = r.transferId();
+        final int half = chunkBytes / 2;
+        for (int i = 0, slots = r.slotCount(); i < slots; i++)
+        {
+            final int generation = r.slotGeneration(i);
+            final long id = first + r.slotRangeIndex(i);
+            final long slotOffset = r.slotOffset(i);
+            boolean read = Status.OK == client.readChunk(instance, transfer, i, 0, half, slotOffset, seal.scratch(), 0);
+            failpoint(armed, Failpoint.MID_READ);
+            read = read && Status.OK == client.readChunk(
+                instance, transfer, i, half, chunkBytes - half, slotOffset, seal.scratch(), half);
+            // A refused READ_DATA (copy transport) or a reclaimed pin: the bytes prove nothing.
+            if (!read || !client.isStillReadable(r, i))
+            {
+                stale++;
+            }
+            else if (seal.verify(0, id, generation))
+            {
+                verified++;
+            }
+            else
+            {
+                mismatches++;
+                System.out.println("MISMATCH key=" + id + " generation=" + generation);
+                System.out.flush();
+            }
+        }
+        failpoint(armed, Failpoint.BEFORE_RELEASE);
+        client.commitRetrieve(instance, transfer);
+    }
+
+    private void progress(final String tag)
     {
         System.out.println(tag + " ops=" + ops + " stores=" + stores + " verified=" + verified + " mismatches=" +
             mismatches + " stale=" + stale + " reconnects=" + reconnects);
@@ -325,9 +350,10 @@ public final class LoadWorker
         client.close();
     }
 
-    private static void failpoint(final boolean armed, final Failpoint failpoint, final Failpoint here)
+    /** Stops here, printing {@code AT <failpoint>}, when {@code armed} is this failpoint: the coordinator kills. */
+    private static void failpoint(final Failpoint armed, final Failpoint here)
     {
-        if (armed && failpoint == here)
+        if (armed == here)
         {
             System.out.println("AT " + here);
             System.out.flush();

@@ -146,23 +146,42 @@ public final class ChunkBook
         {
             return;
         }
+        final String invalid = invalidRequest(command);
+        if (null != invalid)
+        {
+            command.fail(Status.INVALID_REQUEST, invalid);
+            return;
+        }
+        dispatch(command);
+        gaugesDue = true;
+    }
+
+    /**
+     * Why a request is refused whatever its type: flags it may not carry, or a chunk count out of range.
+     *
+     * @return the reason, or null when the request may go to its type's handler.
+     */
+    private String invalidRequest(final StoreCommand command)
+    {
         if ((command.flags & ~(RequestFlags.CLIENT_MASK | RequestFlags.REAPED)) != 0)
         {
-            command.fail(Status.INVALID_REQUEST, "unknown flags");
-            return;
+            return "unknown flags";
         }
         final String misplaced = RequestFlags.misplaced(command.type, command.flags);
         if (null != misplaced)
         {
-            command.fail(Status.INVALID_REQUEST, misplaced);
-            return;
+            return misplaced;
         }
         if (command.chunkCount < 0 || command.chunkCount > command.maxChunks() ||
             command.chunkCount > context.maxChunksPerRequest())
         {
-            command.fail(Status.INVALID_REQUEST, "chunk count out of range");
-            return;
+            return "chunk count out of range";
         }
+        return null;
+    }
+
+    private void dispatch(final StoreCommand command)
+    {
         switch (command.type)
         {
             case RequestType.PING:
@@ -218,7 +237,6 @@ public final class ChunkBook
                 command.fail(Status.UNKNOWN_TYPE, "unknown request type");
                 break;
         }
-        gaugesDue = true;
     }
 
     // ------------------------------------------------------------------------------------------ requests

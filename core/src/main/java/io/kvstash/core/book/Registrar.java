@@ -59,14 +59,7 @@ final class Registrar
             command.fail(Status.INVALID_LAYOUT, "model name must be 1 to 255 UTF-8 bytes");
             return;
         }
-        final Layout layout = new Layout(
-            Arrays.copyOf(command.model, command.modelLength),
-            command.worldSize,
-            command.rank,
-            command.layers,
-            command.hidden,
-            command.dtypeCode,
-            command.mla);
+        final Layout layout = layoutOf(command);
         final String invalid = layout.invalidReason(context.chunkTokens(), context.poolSizeBytes());
         if (null != invalid)
         {
@@ -99,21 +92,11 @@ final class Registrar
             return;
         }
         final long neededSlotBytes = alignUp(chunkBytes);
-        if (neededSlotBytes > context.poolSizeBytes())
-        {
-            // The chunk fits the pool but its aligned slot does not: the pool would have no slot at all.
-            command.fail(Status.INVALID_LAYOUT, "chunk slot (chunk rounded up to the alignment) larger than the pool");
-            return;
-        }
-        if (neededSlotBytes > SlotGeometry.SEGMENT_BYTES)
-        {
-            command.fail(Status.INVALID_LAYOUT, "chunk slot larger than a pool segment (1 GiB): a chunk must fit one");
-            return;
-        }
         final long fixedSlotBytes = context.slotBytes() > 0 ? alignUp(context.slotBytes()) : 0;
-        if (fixedSlotBytes > 0 && neededSlotBytes > fixedSlotBytes)
+        final String slotRefusal = slotRefusal(neededSlotBytes, fixedSlotBytes);
+        if (null != slotRefusal)
         {
-            command.fail(Status.INVALID_LAYOUT, "chunk larger than the fixed slot size (--slot-bytes)");
+            command.fail(Status.INVALID_LAYOUT, slotRefusal);
             return;
         }
         // Every refusal comes before the first change: a refused REGISTER leaves the slots as they were.
@@ -132,6 +115,42 @@ final class Registrar
         final int instance = instances.add(command.instanceId, layout, chunkBytes, slotClass, ns);
         instances.owner(instance, command.session);
         answerRegister(command, chunkBytes, slotClass);
+    }
+
+    private static Layout layoutOf(final StoreCommand command)
+    {
+        return new Layout(
+            Arrays.copyOf(command.model, command.modelLength),
+            command.worldSize,
+            command.rank,
+            command.layers,
+            command.hidden,
+            command.dtypeCode,
+            command.mla);
+    }
+
+    /**
+     * Why a chunk's slot (the chunk rounded up to the alignment) cannot be given: it must fit the pool, a pool
+     * segment and the fixed slot size when there is one.
+     *
+     * @return the reason, or null when the slot fits.
+     */
+    private String slotRefusal(final long neededSlotBytes, final long fixedSlotBytes)
+    {
+        if (neededSlotBytes > context.poolSizeBytes())
+        {
+            // The chunk fits the pool but its aligned slot does not: the pool would have no slot at all.
+            return "chunk slot (chunk rounded up to the alignment) larger than the pool";
+        }
+        if (neededSlotBytes > SlotGeometry.SEGMENT_BYTES)
+        {
+            return "chunk slot larger than a pool segment (1 GiB): a chunk must fit one";
+        }
+        if (fixedSlotBytes > 0 && neededSlotBytes > fixedSlotBytes)
+        {
+            return "chunk larger than the fixed slot size (--slot-bytes)";
+        }
+        return null;
     }
 
     void onUnregister(final StoreCommand command)

@@ -92,42 +92,61 @@ class EvictionPolicyModelTest
                 assertEquals(Status.OK, store.commitRetrieve(INSTANCE, prepare.outTransferId).status, where);
                 model.retrieve(range, k);
             }
-            final int from = random.nextInt(4) == 0 ? 0 : k;
-            final long[] storeRange = java.util.Arrays.copyOfRange(range, from, range.length);
-            if (storeRange.length > 0)
-            {
-                final StoreCommand prepare = store.prepareStore(INSTANCE, keys.range(from, range.length));
-                final List<Long> reserved = model.prepareStore(storeRange);
-                assertEquals(null == reserved ? Status.NO_SPACE : Status.OK, prepare.status, where + " store");
-                if (null != reserved && 0 != prepare.outTransferId)
-                {
-                    if (random.nextInt(10) == 0)
-                    {
-                        assertEquals(Status.OK, store.abortStore(INSTANCE, prepare.outTransferId).status, where);
-                        model.abort(reserved);
-                    }
-                    else
-                    {
-                        assertEquals(Status.OK, store.commitStore(INSTANCE, prepare.outTransferId).status, where);
-                        model.commit(reserved);
-                    }
-                }
-            }
+            storeTail(store, model, random, keys, range, k, where);
             if (0 != heldLookup && random.nextInt(4) == 0)
             {
                 assertEquals(Status.OK, store.release(INSTANCE, heldLookup).status, where);
                 model.pin(heldKeys, -1);
                 heldLookup = 0;
             }
-            store.book().afterAnswer();
-            assertNull(store.book().verifyInvariants(), where);
-            final long[][] order = store.book().lruOrder();
-            final List<Long> expected = model.order();
-            assertEquals(expected.size(), order.length, where + " readable chunks");
-            for (int i = 0; i < order.length; i++)
+            assertSameOrder(store, model, where);
+        }
+    }
+
+    /** Stores the range past its hits (now and then all of it), then aborts or commits, the model alike. */
+    private static void storeTail(
+        final KvStore store,
+        final Reference model,
+        final SplittableRandom random,
+        final ChunkKeys keys,
+        final long[] range,
+        final int k,
+        final String where)
+    {
+        final int from = random.nextInt(4) == 0 ? 0 : k;
+        final long[] storeRange = java.util.Arrays.copyOfRange(range, from, range.length);
+        if (storeRange.length > 0)
+        {
+            final StoreCommand prepare = store.prepareStore(INSTANCE, keys.range(from, range.length));
+            final List<Long> reserved = model.prepareStore(storeRange);
+            assertEquals(null == reserved ? Status.NO_SPACE : Status.OK, prepare.status, where + " store");
+            if (null != reserved && 0 != prepare.outTransferId)
             {
-                assertEquals(expected.get(i), order[i][1], where + " eviction order position " + i);
+                if (random.nextInt(10) == 0)
+                {
+                    assertEquals(Status.OK, store.abortStore(INSTANCE, prepare.outTransferId).status, where);
+                    model.abort(reserved);
+                }
+                else
+                {
+                    assertEquals(Status.OK, store.commitStore(INSTANCE, prepare.outTransferId).status, where);
+                    model.commit(reserved);
+                }
             }
+        }
+    }
+
+    /** The store's invariants hold and its eviction order is the reference's. */
+    private static void assertSameOrder(final KvStore store, final Reference model, final String where)
+    {
+        store.book().afterAnswer();
+        assertNull(store.book().verifyInvariants(), where);
+        final long[][] order = store.book().lruOrder();
+        final List<Long> expected = model.order();
+        assertEquals(expected.size(), order.length, where + " readable chunks");
+        for (int i = 0; i < order.length; i++)
+        {
+            assertEquals(expected.get(i), order[i][1], where + " eviction order position " + i);
         }
     }
 

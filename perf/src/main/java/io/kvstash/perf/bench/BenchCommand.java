@@ -122,10 +122,31 @@ public final class BenchCommand implements Callable<Integer>
             quick ? " --quick" : "", machine.get("cores"), machine.get("cpu_model"), machine.get("memory_gib"),
             machine.get("jvm"), MachineFacts.loadAverage(), outDir));
 
+        final BenchResults results = new BenchResults(settings);
+        runParts(settings, machine, outDir, results);
+        machine.put("load_average_end", MachineFacts.loadAverage());
+        final Map<String, Object> report = BenchReport.of(results, machine, outDir, quick, elapsedSeconds());
+        @SuppressWarnings("unchecked")
+        final BenchVerdict verdict = BenchVerdict.of((Map<String, Object>)report.get("targets"), machine, quick);
+        report.put("verdict", verdict.toMap());
+        BenchFiles.write(results, report, outDir, quick);
+        print(report, results, verdict);
+        return "PASS".equals(verdict.verdict) ? 0 : 1;
+    }
+
+    /**
+     * Runs the chosen parts against one worker process, in a work directory (under /dev/shm where there is
+     * one) that is deleted afterwards, with redis-server stopped afterwards when the data part started it.
+     */
+    private void runParts(
+        final BenchSettings settings,
+        final Map<String, Object> machine,
+        final Path outDir,
+        final BenchResults results) throws Exception
+    {
         final Path shmBase = Files.isDirectory(Path.of("/dev/shm")) ? Path.of("/dev/shm") :
             Path.of(System.getProperty("java.io.tmpdir"));
         final Path work = SecureDirectory.ensure(shmBase.resolve("kvstash-bench-" + ProcessHandle.current().pid()));
-        final BenchResults results = new BenchResults(settings);
         final Consumer<String> progress = this::progress;
         RedisContender redis = null;
         try
@@ -137,31 +158,11 @@ public final class BenchCommand implements Callable<Integer>
                 // not started yet.
                 if (part("control"))
                 {
-                    progress("spin gaps: one thread per core reading the clock, gaps over 10 us");
-                    results.spinGaps.put("before_control", SpinGaps.measure(settings.spinGapsMs));
-                    for (final String waitMode : new String[]{ BenchSupport.BUSY_SPIN, BenchSupport.BACKOFF })
-                    {
-                        ControlPart.run(worker, settings, work, waitMode, progress, results);
-                    }
-                    ControlRoundsPart.run(worker, settings, work, progress, results);
-                    results.spinGaps.put("after_control", SpinGaps.measure(settings.spinGapsMs));
-                    progress("spin gaps: " + results.spinGaps);
+                    controlPart(worker, settings, work, results);
                 }
                 if (!noRedis && part("data"))
                 {
-                    Path executable = RedisContender.find();
-                    if (null == executable)
-                    {
-                        results.redisInstalled = true;
-                        executable = RedisContender.install(progress);
-                    }
-                    if (null != executable)
-                    {
-                        redis = RedisContender.start(executable, work, outDir.resolve("redis.log"));
-                        results.redisVersion = redis.version();
-                        progress("redis-server " + redis.version() + " on 127.0.0.1:" + redis.port() +
-                            " (--save \"\" --appendonly no)");
-                    }
+                    redis = startRedis(work, outDir, results);
                 }
                 for (final long size : part("data") ? BenchSettings.SIZES : new long[0])
                 {
@@ -189,12 +190,53 @@ public final class BenchCommand implements Callable<Integer>
             }
             ShmDirectories.delete(work);
         }
-        machine.put("load_average_end", MachineFacts.loadAverage());
-        final Map<String, Object> report = BenchReport.of(results, machine, outDir, quick, elapsedSeconds());
-        @SuppressWarnings("unchecked")
-        final BenchVerdict verdict = BenchVerdict.of((Map<String, Object>)report.get("targets"), machine, quick);
-        report.put("verdict", verdict.toMap());
-        BenchFiles.write(results, report, outDir, quick);
+    }
+
+    /** The control part in both wait modes and its alternating rounds, between two spin-gap measurements. */
+    private void controlPart(
+        final WorkerProcess worker, final BenchSettings settings, final Path work, final BenchResults results)
+        throws Exception
+    {
+        final Consumer<String> progress = this::progress;
+        progress("spin gaps: one thread per core reading the clock, gaps over 10 us");
+        results.spinGaps.put("before_control", SpinGaps.measure(settings.spinGapsMs));
+        for (final String waitMode : new String[]{ BenchSupport.BUSY_SPIN, BenchSupport.BACKOFF })
+        {
+            ControlPart.run(worker, settings, work, waitMode, progress, results);
+        }
+        ControlRoundsPart.run(worker, settings, work, progress, results);
+        results.spinGaps.put("after_control", SpinGaps.measure(settings.spinGapsMs));
+        progress("spin gaps: " + results.spinGaps);
+    }
+
+    /**
+     * Starts redis-server for the data part, installing it first when it is missing.
+     *
+     * @return the running contender, or null when it could not be installed.
+     */
+    private RedisContender startRedis(final Path work, final Path outDir, final BenchResults results)
+        throws Exception
+    {
+        Path executable = RedisContender.find();
+        if (null == executable)
+        {
+            results.redisInstalled = true;
+            executable = RedisContender.install(this::progress);
+        }
+        if (null == executable)
+        {
+            return null;
+        }
+        final RedisContender redis = RedisContender.start(executable, work, outDir.resolve("redis.log"));
+        results.redisVersion = redis.version();
+        progress("redis-server " + redis.version() + " on 127.0.0.1:" + redis.port() +
+            " (--save \"\" --appendonly no)");
+        return redis;
+    }
+
+    /** Prints the report: as JSON on stdout (the verdict line on stderr), or as tables ending in the verdict. */
+    private void print(final Map<String, Object> report, final BenchResults results, final BenchVerdict verdict)
+    {
         if (json)
         {
             stdout.println(Json.write(report));
@@ -212,7 +254,6 @@ public final class BenchCommand implements Callable<Integer>
             stderr.println(verdict.line);
             stderr.flush();
         }
-        return "PASS".equals(verdict.verdict) ? 0 : 1;
     }
 
     private void validate()

@@ -39,61 +39,7 @@ final class BenchReport
     {
         results.machine = machineFacts;
         final Map<String, Map<String, Object>> control = results.control;
-        // Against the copy bound the worker is the pipelined one, as a worker streaming a prompt's chunks runs:
-        // each chunk still goes prepare, write, commit, with the next chunk's prepare sent before the bytes
-        // move, so the server's decision overlaps the copy instead of adding two round trips to it. The
-        // one-request-at-a-time worker's figures are in ratios_serial; against Redis (one SET or GET at a
-        // time) and the in-process map the serial worker is compared, access pattern for access pattern.
-        final Map<String, Object> ratios = new LinkedHashMap<>();
-        ratios.put("store_vs_copy", ratio(results, "store_pipelined_gbps", "copy_in_gbps", 256L << 10, 2L << 20,
-            32L << 20));
-        ratios.put("retrieve_vs_copy", ratio(results, "retrieve_pipelined_gbps", "copy_out_gbps", 256L << 10,
-            2L << 20, 32L << 20));
-        ratios.put("store_vs_redis_small", ratio(results, "store_gbps", "redis_set_gbps", 256L << 10, 2L << 20));
-        ratios.put("retrieve_vs_redis_small", ratio(results, "retrieve_gbps", "redis_get_gbps", 256L << 10,
-            2L << 20));
-        ratios.put("store_vs_redis_large", ratio(results, "store_gbps", "redis_set_gbps", 32L << 20));
-        ratios.put("retrieve_vs_redis_large", ratio(results, "retrieve_gbps", "redis_get_gbps", 32L << 20));
-        // Control against echo from the alternating rounds (each round's two p50s measured seconds apart,
-        // in the same host state); the long runs' ratio, a minute apart, is kept in control_rounds.
-        final Object controlP50 = value(control, BenchSupport.BUSY_SPIN, "p50_us");
-        final Object echoP50 = value(results.echo, BenchSupport.BUSY_SPIN, "p50_us");
-        final Double longRunsRatio = controlP50 instanceof Number && echoP50 instanceof Number ?
-            ((Number)controlP50).doubleValue() / ((Number)echoP50).doubleValue() : null;
-        final Double roundsRatio = results.medianRoundRatio("control_p50_vs_echo");
-        ratios.put("control_p50_vs_echo", null != roundsRatio ? roundsRatio : longRunsRatio);
-        ratios.put("store_vs_map", ratio(results, "store_gbps", "map_put_gbps", 256L << 10, 2L << 20, 32L << 20));
-        ratios.put("retrieve_vs_map", ratio(results, "retrieve_gbps", "map_get_gbps", 256L << 10, 2L << 20,
-            32L << 20));
-        L2Report.addRatios(results, ratios);
-
-        final Map<String, Object> ratiosBackoff = new LinkedHashMap<>();
-        ratiosBackoff.put("store_vs_copy", ratio(results, "store_pipelined_backoff_gbps", "copy_in_backoff_gbps",
-            256L << 10, 2L << 20, 32L << 20));
-        ratiosBackoff.put("retrieve_vs_copy", ratio(results, "retrieve_pipelined_backoff_gbps",
-            "copy_out_backoff_gbps", 256L << 10, 2L << 20, 32L << 20));
-        ratiosBackoff.put("store_vs_redis_small", ratio(results, "store_backoff_gbps", "redis_set_gbps", 256L << 10,
-            2L << 20));
-        ratiosBackoff.put("retrieve_vs_redis_small", ratio(results, "retrieve_backoff_gbps", "redis_get_gbps",
-            256L << 10, 2L << 20));
-        ratiosBackoff.put("store_vs_redis_large", ratio(results, "store_backoff_gbps", "redis_set_gbps", 32L << 20));
-        ratiosBackoff.put("retrieve_vs_redis_large", ratio(results, "retrieve_backoff_gbps", "redis_get_gbps",
-            32L << 20));
-        // The worker with one request in flight: prepare, write, commit, each answer awaited before the next
-        // request goes out (two round trips per chunk on top of the copy); and its per-chunk medians (time of
-        // the copy / time of the store): the typical chunk, not the loop's throughput, which a shared
-        // machine's scheduling stalls dominate.
-        final Map<String, Object> ratiosSerial = againstCopy(results, "", false);
-        final Map<String, Object> ratiosP50 = againstCopy(results, "", true);
-        // The worker streaming chunks: the next chunk's prepare sent before the current chunk's bytes move,
-        // commits not awaited (two requests in flight).
-        final Map<String, Object> ratiosPipelined = againstCopy(results, "_pipelined", false);
-        final Map<String, Object> pipelinedP50 = againstCopy(results, "_pipelined", true);
-        ratiosPipelined.put("store_p50_vs_copy", pipelinedP50.get("store_vs_copy"));
-        ratiosPipelined.put("retrieve_p50_vs_copy", pipelinedP50.get("retrieve_vs_copy"));
-        // The worker that prepares and commits eight chunks per request (a prompt's chunks at a time, as an
-        // inference engine stores them), pipelined like the one above: beside the headline, not in it.
-        final Map<String, Object> ratiosBatched = againstCopy(results, "_batched", false);
+        final Map<String, Object> ratios = headlineRatios(results);
 
         final Map<String, Object> report = new LinkedHashMap<>();
         report.put("bench", "kvstash");
@@ -102,11 +48,7 @@ final class BenchReport
         report.put("control_p999_us", value(control, BenchSupport.BUSY_SPIN, "p999_us"));
         report.put("control_pairs_per_s", value(control, BenchSupport.BUSY_SPIN, "pairs_per_s"));
         report.put("gc_count_steady", results.gcSteady);
-        report.put("ratios_backoff", ratiosBackoff);
-        report.put("ratios_serial", ratiosSerial);
-        report.put("ratios_p50", ratiosP50);
-        report.put("ratios_pipelined", ratiosPipelined);
-        report.put("ratios_batched", ratiosBatched);
+        putWorkerRatios(results, report);
         report.put("first_touch", results.firstTouch);
         if (null != results.l2)
         {
@@ -127,37 +69,133 @@ final class BenchReport
             report.put("scaling", results.scale.get("scaling"));
             report.put("scale", results.scale);
         }
-        final Map<String, Object> controlRounds = new LinkedHashMap<>();
-        controlRounds.put("median_control_p50_vs_echo", roundsRatio);
-        controlRounds.put("long_runs_control_p50_vs_echo", longRunsRatio);
-        controlRounds.put("median_control_p50_vs_echo_header_only",
-            results.medianRoundRatio("control_p50_vs_echo_header_only"));
-        controlRounds.put("rounds", results.rounds);
-        report.put("control_rounds", controlRounds);
+        report.put("control_rounds", controlRounds(results));
         final Map<String, Object> redis = new LinkedHashMap<>();
         redis.put("version", results.redisVersion);
         redis.put("installed_by_bench", results.redisInstalled);
         report.put("redis", redis);
-        final Map<String, Object> run = new LinkedHashMap<>();
-        run.put("reps", results.settings.reps);
-        run.put("warmups", results.settings.warmups);
-        run.put("pool_bytes", results.settings.poolBytes);
-        run.put("server", "in the bench JVM: SHARED threading (receiver and pipeline on one thread); data path " +
-            "in busy-spin (ratios) and backoff (ratios_backoff), server and client alike");
-        run.put("elapsed_s", Math.round(elapsedS * 10) / 10.0);
-        report.put("run", run);
+        report.put("run", run(results.settings, elapsedS));
         if (!results.spinGaps.isEmpty())
         {
             machineFacts.put("spin_gaps", results.spinGaps);
         }
         report.put("machine", machineFacts);
+        report.put("files", files(outDir));
+        return report;
+    }
+
+    /**
+     * The headline ratios, busy-spin, that the targets judge.
+     * <p>
+     * Against the copy bound the worker is the pipelined one, as a worker streaming a prompt's chunks runs:
+     * each chunk still goes prepare, write, commit, with the next chunk's prepare sent before the bytes
+     * move, so the server's decision overlaps the copy instead of adding two round trips to it. The
+     * one-request-at-a-time worker's figures are in ratios_serial; against Redis (one SET or GET at a
+     * time) and the in-process map the serial worker is compared, access pattern for access pattern.
+     */
+    private static Map<String, Object> headlineRatios(final BenchResults results)
+    {
+        final Map<String, Object> ratios = new LinkedHashMap<>();
+        ratios.put("store_vs_copy", ratio(results, "store_pipelined_gbps", "copy_in_gbps", 256L << 10, 2L << 20,
+            32L << 20));
+        ratios.put("retrieve_vs_copy", ratio(results, "retrieve_pipelined_gbps", "copy_out_gbps", 256L << 10,
+            2L << 20, 32L << 20));
+        ratios.put("store_vs_redis_small", ratio(results, "store_gbps", "redis_set_gbps", 256L << 10, 2L << 20));
+        ratios.put("retrieve_vs_redis_small", ratio(results, "retrieve_gbps", "redis_get_gbps", 256L << 10,
+            2L << 20));
+        ratios.put("store_vs_redis_large", ratio(results, "store_gbps", "redis_set_gbps", 32L << 20));
+        ratios.put("retrieve_vs_redis_large", ratio(results, "retrieve_gbps", "redis_get_gbps", 32L << 20));
+        // Control against echo from the alternating rounds (each round's two p50s measured seconds apart,
+        // in the same host state); the long runs' ratio, a minute apart, is kept in control_rounds.
+        final Double roundsRatio = results.medianRoundRatio("control_p50_vs_echo");
+        ratios.put("control_p50_vs_echo", null != roundsRatio ? roundsRatio : longRunsControlVsEcho(results));
+        ratios.put("store_vs_map", ratio(results, "store_gbps", "map_put_gbps", 256L << 10, 2L << 20, 32L << 20));
+        ratios.put("retrieve_vs_map", ratio(results, "retrieve_gbps", "map_get_gbps", 256L << 10, 2L << 20,
+            32L << 20));
+        L2Report.addRatios(results, ratios);
+        return ratios;
+    }
+
+    /**
+     * The ratios of the other workers and modes, beside the headline: ratios_backoff, ratios_serial, ratios_p50,
+     * ratios_pipelined and ratios_batched, in that order.
+     */
+    private static void putWorkerRatios(final BenchResults results, final Map<String, Object> report)
+    {
+        final Map<String, Object> ratiosBackoff = new LinkedHashMap<>();
+        ratiosBackoff.put("store_vs_copy", ratio(results, "store_pipelined_backoff_gbps", "copy_in_backoff_gbps",
+            256L << 10, 2L << 20, 32L << 20));
+        ratiosBackoff.put("retrieve_vs_copy", ratio(results, "retrieve_pipelined_backoff_gbps",
+            "copy_out_backoff_gbps", 256L << 10, 2L << 20, 32L << 20));
+        ratiosBackoff.put("store_vs_redis_small", ratio(results, "store_backoff_gbps", "redis_set_gbps", 256L << 10,
+            2L << 20));
+        ratiosBackoff.put("retrieve_vs_redis_small", ratio(results, "retrieve_backoff_gbps", "redis_get_gbps",
+            256L << 10, 2L << 20));
+        ratiosBackoff.put("store_vs_redis_large", ratio(results, "store_backoff_gbps", "redis_set_gbps", 32L << 20));
+        ratiosBackoff.put("retrieve_vs_redis_large", ratio(results, "retrieve_backoff_gbps", "redis_get_gbps",
+            32L << 20));
+        report.put("ratios_backoff", ratiosBackoff);
+        // The worker with one request in flight: prepare, write, commit, each answer awaited before the next
+        // request goes out (two round trips per chunk on top of the copy); and its per-chunk medians (time of
+        // the copy / time of the store): the typical chunk, not the loop's throughput, which a shared
+        // machine's scheduling stalls dominate.
+        report.put("ratios_serial", againstCopy(results, "", false));
+        report.put("ratios_p50", againstCopy(results, "", true));
+        // The worker streaming chunks: the next chunk's prepare sent before the current chunk's bytes move,
+        // commits not awaited (two requests in flight).
+        final Map<String, Object> ratiosPipelined = againstCopy(results, "_pipelined", false);
+        final Map<String, Object> pipelinedP50 = againstCopy(results, "_pipelined", true);
+        ratiosPipelined.put("store_p50_vs_copy", pipelinedP50.get("store_vs_copy"));
+        ratiosPipelined.put("retrieve_p50_vs_copy", pipelinedP50.get("retrieve_vs_copy"));
+        report.put("ratios_pipelined", ratiosPipelined);
+        // The worker that prepares and commits eight chunks per request (a prompt's chunks at a time, as an
+        // inference engine stores them), pipelined like the one above: beside the headline, not in it.
+        report.put("ratios_batched", againstCopy(results, "_batched", false));
+    }
+
+    /** Control p50 over echo p50 from the long busy-spin runs, or null when either did not run. */
+    private static Double longRunsControlVsEcho(final BenchResults results)
+    {
+        final Object controlP50 = value(results.control, BenchSupport.BUSY_SPIN, "p50_us");
+        final Object echoP50 = value(results.echo, BenchSupport.BUSY_SPIN, "p50_us");
+        return controlP50 instanceof Number && echoP50 instanceof Number ?
+            ((Number)controlP50).doubleValue() / ((Number)echoP50).doubleValue() : null;
+    }
+
+    /** The alternating rounds of control and echo, with their median ratios and the long runs' ratio. */
+    private static Map<String, Object> controlRounds(final BenchResults results)
+    {
+        final Map<String, Object> controlRounds = new LinkedHashMap<>();
+        controlRounds.put("median_control_p50_vs_echo", results.medianRoundRatio("control_p50_vs_echo"));
+        controlRounds.put("long_runs_control_p50_vs_echo", longRunsControlVsEcho(results));
+        controlRounds.put("median_control_p50_vs_echo_header_only",
+            results.medianRoundRatio("control_p50_vs_echo_header_only"));
+        controlRounds.put("rounds", results.rounds);
+        return controlRounds;
+    }
+
+    /** How the run ran: repetitions, pool, where the server ran, and the seconds it took. */
+    private static Map<String, Object> run(final BenchSettings settings, final double elapsedS)
+    {
+        final Map<String, Object> run = new LinkedHashMap<>();
+        run.put("reps", settings.reps);
+        run.put("warmups", settings.warmups);
+        run.put("pool_bytes", settings.poolBytes);
+        run.put("server", "in the bench JVM: SHARED threading (receiver and pipeline on one thread); data path " +
+            "in busy-spin (ratios) and backoff (ratios_backoff), server and client alike");
+        run.put("elapsed_s", Math.round(elapsedS * 10) / 10.0);
+        return run;
+    }
+
+    /** The absolute paths of the output directory and of the files the run writes there. */
+    private static Map<String, Object> files(final Path outDir)
+    {
         final Map<String, Object> files = new LinkedHashMap<>();
         files.put("dir", outDir.toAbsolutePath().toString());
         files.put("hlog", outDir.resolve(BenchFiles.HLOG).toAbsolutePath().toString());
         files.put("plot", outDir.resolve(BenchFiles.PLOT).toAbsolutePath().toString());
         files.put("json", outDir.resolve(BenchFiles.JSON).toAbsolutePath().toString());
-        report.put("files", files);
-        return report;
+        return files;
     }
 
     /**

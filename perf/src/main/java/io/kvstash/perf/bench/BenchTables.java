@@ -79,14 +79,42 @@ final class BenchTables
             BenchSupport.fmt("%.2f", ((Number)n).doubleValue() / ((Number)d).doubleValue()) : "-";
     }
 
-    @SuppressWarnings("unchecked")
+    /**
+     * Prints the report's tables and lines in their fixed order.
+     *
+     * @param report  the report ({@link BenchReport#of}).
+     * @param results the results it was built from (whether this run installed redis-server).
+     */
     void print(final Map<String, Object> report, final BenchResults results)
+    {
+        heading(report);
+        dataPath(report);
+        dataPathBackoff(report);
+        pipelinedAndBatched(report);
+        firstTouch(report);
+        control(report);
+        controlRounds(report);
+        spinGaps(report);
+        L2Report.print(out, report);
+        targets(report);
+        files(report, results);
+    }
+
+    /** The run (mode, repetitions, time) and the machine. */
+    @SuppressWarnings("unchecked")
+    private void heading(final Map<String, Object> report)
     {
         final Map<String, Object> run = (Map<String, Object>)report.get("run");
         out.println("kvstash bench (" + report.get("mode") + "): median of " + run.get("reps") + " repetitions after " +
             run.get("warmups") + " warm-up; " + run.get("elapsed_s") + " s");
         out.println("machine: " + machineLine((Map<String, Object>)report.get("machine")));
         out.println();
+    }
+
+    /** The serial worker's data path in busy-spin against the copy, Redis and a map, a row per chunk size. */
+    @SuppressWarnings("unchecked")
+    private void dataPath(final Map<String, Object> report)
+    {
         out.println("Data path, GB/s (10^9 bytes/s), single thread; store/retrieve = serial worker process (one " +
             "request in flight, every answer awaited) through the " +
             "server, zero-copy slot views");
@@ -110,6 +138,12 @@ final class BenchTables
                 num(row.get("store_p50_us"), "%.1fus"), num(row.get("retrieve_p50_us"), "%.1fus")));
         }
         out.println();
+    }
+
+    /** The data path in backoff, and the per-chunk medians against the copy in both modes. */
+    @SuppressWarnings("unchecked")
+    private void dataPathBackoff(final Map<String, Object> report)
+    {
         out.println("The same in backoff mode (server WaitMode.BACKOFF, client backoff), and per-chunk medians " +
             "(copy time / kvstash time) of both modes");
         out.println(BenchSupport.fmt("%-8s %7s %7s %10s %8s %8s %9s | %14s %14s %14s %14s", "chunk", "copyIn",
@@ -131,6 +165,12 @@ final class BenchTables
                 ratio(row.get("copy_out_backoff_p50_us"), row.get("retrieve_backoff_p50_us"))));
         }
         out.println();
+    }
+
+    /** The pipelined and the batched workers against the copy, a table each. */
+    @SuppressWarnings("unchecked")
+    private void pipelinedAndBatched(final Map<String, Object> report)
+    {
         for (final String[] worker : new String[][]{
             { "_pipelined", "Pipelined worker (the next chunk's prepare sent before the current chunk's bytes move, " +
                 "commits not awaited): the ratios' store_vs_copy and retrieve_vs_copy" },
@@ -155,6 +195,12 @@ final class BenchTables
             }
             out.println();
         }
+    }
+
+    /** Stores into pages never touched against the same pages again, when the part ran. */
+    @SuppressWarnings("unchecked")
+    private void firstTouch(final Map<String, Object> report)
+    {
         final Map<String, Object> firstTouch = (Map<String, Object>)report.get("first_touch");
         if (null != firstTouch)
         {
@@ -165,6 +211,12 @@ final class BenchTables
                 num(firstTouch.get("first_touch_vs_touched"), "%.2f")));
             out.println();
         }
+    }
+
+    /** Control pairs against echo pairs, the server's own time and the control variants, per wait mode. */
+    @SuppressWarnings("unchecked")
+    private void control(final Map<String, Object> report)
+    {
         out.println("Control pairs (PREPARE_STORE + COMMIT_STORE of one chunk, no bytes written) vs bare ring echo " +
             "pairs (same record sizes), microseconds");
         out.println(BenchSupport.fmt("%-10s %-8s %8s %8s %8s %9s %12s %10s %10s", "mode", "who", "p50", "p99", "p99.9",
@@ -202,6 +254,12 @@ final class BenchTables
                 "shared");
             evictionRounds(out, report, mode);
         }
+    }
+
+    /** The busy-spin alternating rounds of control and echo, when they ran. */
+    @SuppressWarnings("unchecked")
+    private void controlRounds(final Map<String, Object> report)
+    {
         final Map<String, Object> rounds = (Map<String, Object>)report.get("control_rounds");
         if (null != rounds && !((List<Object>)rounds.get("rounds")).isEmpty())
         {
@@ -222,6 +280,12 @@ final class BenchTables
                 num(rounds.get("long_runs_control_p50_vs_echo"), "%.2f"),
                 num(rounds.get("median_control_p50_vs_echo_header_only"), "%.2f")));
         }
+    }
+
+    /** The machine's spin gaps, when they were measured. */
+    @SuppressWarnings("unchecked")
+    private void spinGaps(final Map<String, Object> report)
+    {
         final Map<String, Object> gaps = (Map<String, Object>)((Map<String, Object>)report.get("machine")).get("spin_gaps");
         if (null != gaps)
         {
@@ -235,7 +299,12 @@ final class BenchTables
                     g.get("gaps_over_500us_ms_per_s"), num(g.get("p999_clear_pair_us"), "%.2f")));
             }
         }
-        L2Report.print(out, report);
+    }
+
+    /** Each target: its figure, its bound and whether it was met. */
+    @SuppressWarnings("unchecked")
+    private void targets(final Map<String, Object> report)
+    {
         out.println();
         out.println("Targets: what each compares, the figure of this run, the bound and whether it was met");
         final Map<String, Object> targets = (Map<String, Object>)report.get("targets");
@@ -253,6 +322,12 @@ final class BenchTables
                 t.get("target"), null == met ? "not measured" : Boolean.TRUE.equals(met) ? "met" : "MISSED",
                 BenchVerdict.DESCRIPTIONS.getOrDefault(e.getKey(), "")));
         }
+    }
+
+    /** Where the files went, and whether this run installed redis-server. */
+    @SuppressWarnings("unchecked")
+    private void files(final Map<String, Object> report, final BenchResults results)
+    {
         final Map<String, Object> files = (Map<String, Object>)report.get("files");
         out.println();
         out.println("files: " + files.get("hlog") + ", " + files.get("plot") + ", " + files.get("json"));

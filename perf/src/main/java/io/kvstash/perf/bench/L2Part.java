@@ -141,7 +141,6 @@ final class L2Part
         row.put("chunks", keys);
         row.put("in_flight", run);
         final Map<String, Object> gcServer = new LinkedHashMap<>();
-        long gcWorker = 0;
 
         onEveryNode(cluster, "flushall");
         final Map<String, Object> bare = new LinkedHashMap<>();
@@ -153,12 +152,65 @@ final class L2Part
         bare.put("reps", settings.reps);
         bare.put("warmups", settings.warmups);
         final Map<String, Object> bareResult = worker.call(bare, 900);
-        gcWorker += ((Number)bareResult.get("gc_worker")).longValue();
+        final TierRuns tierRuns = tierRuns(worker, settings, work, cluster, chunkBytes, keys, run, gcServer);
 
+        onEveryNode(cluster, "flushall");
+        final Map<String, Object> tier = new LinkedHashMap<>();
+        final Map<String, Object> dataResult = dataRun(worker, settings, work, cluster, chunkBytes,
+            BenchSupport.BUSY_SPIN, tier);
+        gcServer.put("data", dataResult.remove("gc_server"));
+        onEveryNode(cluster, "flushall");
+        final Map<String, Object> backoffResult = dataRun(worker, settings, work, cluster, chunkBytes,
+            BenchSupport.BACKOFF, new LinkedHashMap<>());
+        gcServer.put("data_backoff", backoffResult.remove("gc_server"));
+        onEveryNode(cluster, "flushall");
+
+        putFigures(row, bareResult, tierRuns, dataResult, backoffResult, tier);
+        long gcSteady = 0;
+        for (final Object n : gcServer.values())
+        {
+            gcSteady += ((Number)n).longValue();
+        }
+        long gcWorker = 0;
+        for (final Map<String, Object> r : List.of(bareResult, tierRuns.fetch(), tierRuns.write(), dataResult,
+            backoffResult))
+        {
+            gcWorker += ((Number)r.get("gc_worker")).longValue();
+        }
+        row.put("gc_count_steady", gcSteady);
+        row.put("gc_server", gcServer);
+        row.put("gc_worker", gcWorker);
+        progress.accept(BenchSupport.fmt("l2 %s: bare SET %.2f GET %.2f, fetch %.2f (x%.2f of GET), write %.2f " +
+            "(x%.2f of SET) GB/s; with write-through store x%.3f, retrieve x%.3f of the copy (backoff: x%.3f, " +
+            "x%.3f); %d collections in the server JVM", label, row.get("bare_set_gbps"), row.get("bare_get_gbps"),
+            row.get("l2_fetch_gbps"), row.get("l2_fetch_vs_get"), row.get("l2_write_gbps"), row.get("l2_write_vs_set"),
+            row.get("store_vs_copy"), row.get("retrieve_vs_copy"), row.get("store_vs_copy_backoff"),
+            row.get("retrieve_vs_copy_backoff"), gcSteady));
+        return row;
+    }
+
+    /** The measured read-through and write-through results of one chunk size. */
+    private record TierRuns(Map<String, Object> fetch, Map<String, Object> write)
+    {
+    }
+
+    /**
+     * Read-through ({@code l2_fetch}) of the chunks the bare loop left in the cluster, then write-through
+     * ({@code l2_write}) into the flushed cluster, both by one server with the tier on, each after its warm-up.
+     * {@code gcServer} gets this JVM's collections during each measured run.
+     */
+    private static TierRuns tierRuns(
+        final WorkerProcess worker,
+        final BenchSettings settings,
+        final Path work,
+        final RedisCluster cluster,
+        final long chunkBytes,
+        final int keys,
+        final int run,
+        final Map<String, Object> gcServer) throws Exception
+    {
         final long tierPool = Math.max(settings.poolBytes, 2L * keys * chunkBytes + (64L << 20));
         final Path tierDir = work.resolve("l2-tier-" + chunkBytes);
-        final Map<String, Object> fetchResult;
-        final Map<String, Object> writeResult;
         try (KvStashServer server = launch(cluster, tierDir, BenchSupport.BACKOFF, tierPool))
         {
             final Map<String, Object> fetch = new LinkedHashMap<>();
@@ -172,9 +224,8 @@ final class L2Part
             fetch.put("reps", settings.reps);
             System.gc();
             long gc0 = BenchSupport.gcCount();
-            fetchResult = worker.call(fetch, 900);
+            final Map<String, Object> fetchResult = worker.call(fetch, 900);
             gcServer.put("fetch", BenchSupport.gcCount() - gc0);
-            gcWorker += ((Number)fetchResult.get("gc_worker")).longValue();
 
             onEveryNode(cluster, "flushall");
             final Map<String, Object> write = new LinkedHashMap<>();
@@ -190,32 +241,29 @@ final class L2Part
             write.put("first_rep", 0);
             System.gc();
             gc0 = BenchSupport.gcCount();
-            writeResult = worker.call(write, 900);
+            final Map<String, Object> writeResult = worker.call(write, 900);
             gcServer.put("write", BenchSupport.gcCount() - gc0);
-            gcWorker += ((Number)writeResult.get("gc_worker")).longValue();
+            return new TierRuns(fetchResult, writeResult);
         }
         finally
         {
             ShmDirectories.delete(tierDir);
         }
+    }
 
-        onEveryNode(cluster, "flushall");
-        final Map<String, Object> tier = new LinkedHashMap<>();
-        final Map<String, Object> dataResult = dataRun(worker, settings, work, cluster, chunkBytes,
-            BenchSupport.BUSY_SPIN, tier);
-        gcServer.put("data", dataResult.remove("gc_server"));
-        gcWorker += ((Number)dataResult.get("gc_worker")).longValue();
-        onEveryNode(cluster, "flushall");
-        final Map<String, Object> backoffResult = dataRun(worker, settings, work, cluster, chunkBytes,
-            BenchSupport.BACKOFF, new LinkedHashMap<>());
-        gcServer.put("data_backoff", backoffResult.remove("gc_server"));
-        gcWorker += ((Number)backoffResult.get("gc_worker")).longValue();
-        onEveryNode(cluster, "flushall");
-
+    /** A size's figures: the bare loops, read-through and write-through, and the data runs against the copy. */
+    private static void putFigures(
+        final Map<String, Object> row,
+        final Map<String, Object> bareResult,
+        final TierRuns tierRuns,
+        final Map<String, Object> dataResult,
+        final Map<String, Object> backoffResult,
+        final Map<String, Object> tier)
+    {
         final double setGbps = median(bareResult, "set");
         final double getGbps = median(bareResult, "get");
-        final double fetchGbps = median(fetchResult, "fetch");
-        final double writeGbps = median(writeResult, "write");
+        final double fetchGbps = median(tierRuns.fetch(), "fetch");
+        final double writeGbps = median(tierRuns.write(), "write");
         row.put("bare_set_gbps", setGbps);
         row.put("bare_get_gbps", getGbps);
         row.put("bare_get_runs_gbps", median(bareResult, "get_runs"));
@@ -223,8 +271,8 @@ final class L2Part
         row.put("l2_write_gbps", writeGbps);
         row.put("l2_fetch_vs_get", fetchGbps / getGbps);
         row.put("l2_write_vs_set", writeGbps / setGbps);
-        row.put("l2_write_stores_gbps", writeResult.get("store_gbps"));
-        row.put("l2_fetch_hits", fetchResult.get("fetch_hits"));
+        row.put("l2_write_stores_gbps", tierRuns.write().get("store_gbps"));
+        row.put("l2_fetch_hits", tierRuns.fetch().get("fetch_hits"));
         final double copyIn = median(dataResult, "copy_in");
         final double store = median(dataResult, "store_pipelined");
         final double copyOut = median(dataResult, "copy_out");
@@ -236,25 +284,9 @@ final class L2Part
         row.put("store_vs_copy", store / copyIn);
         row.put("retrieve_vs_copy", retrieve / copyOut);
         row.put("tier_during_store_retrieve", tier);
-        final double storeBackoff = median(backoffResult, "store_pipelined") / median(backoffResult, "copy_in");
-        final double retrieveBackoff = median(backoffResult, "retrieve_pipelined") /
-            median(backoffResult, "copy_out");
-        row.put("store_vs_copy_backoff", storeBackoff);
-        row.put("retrieve_vs_copy_backoff", retrieveBackoff);
-        long gcSteady = 0;
-        for (final Object n : gcServer.values())
-        {
-            gcSteady += ((Number)n).longValue();
-        }
-        row.put("gc_count_steady", gcSteady);
-        row.put("gc_server", gcServer);
-        row.put("gc_worker", gcWorker);
-        progress.accept(BenchSupport.fmt("l2 %s: bare SET %.2f GET %.2f, fetch %.2f (x%.2f of GET), write %.2f " +
-            "(x%.2f of SET) GB/s; with write-through store x%.3f, retrieve x%.3f of the copy (backoff: x%.3f, " +
-            "x%.3f); %d collections in the server JVM", label, setGbps, getGbps, fetchGbps, fetchGbps / getGbps,
-            writeGbps, writeGbps / setGbps, store / copyIn, retrieve / copyOut, storeBackoff, retrieveBackoff,
-            gcSteady));
-        return row;
+        row.put("store_vs_copy_backoff", median(backoffResult, "store_pipelined") / median(backoffResult, "copy_in"));
+        row.put("retrieve_vs_copy_backoff", median(backoffResult, "retrieve_pipelined") /
+            median(backoffResult, "copy_out"));
     }
 
     /**

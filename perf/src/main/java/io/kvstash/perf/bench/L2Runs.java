@@ -240,7 +240,7 @@ final class L2Runs
                 {
                     keys[i] = ChunkKeys.ofHashes(new long[]{ hashes[0][i] }, new long[]{ hashes[1][i] });
                 }
-                final BenchWorker.Loops loops = new BenchWorker.Loops(client, keys, source, destination, chunkBytes, 1);
+                final DataLoops loops = new DataLoops(client, keys, source, destination, chunkBytes, 1);
                 final long writes0 = client.counter(StoreCounters.L2_WRITES);
                 final long others0 = client.counter(StoreCounters.L2_WRITE_SKIPS) +
                     client.counter(StoreCounters.L2_WRITE_ERRORS);

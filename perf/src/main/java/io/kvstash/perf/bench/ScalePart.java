@@ -295,6 +295,17 @@ final class ScalePart
         row.put("client_spins_per_request", round(spins / perRequest));
         row.put("client_yields_per_request", round(yields / perRequest));
         row.put("client_parks_per_request", round(parks / perRequest));
+        putServerFigures(row, before, after);
+        return row;
+    }
+
+    /**
+     * The server receiver's counts over the measured window ({@code after - before}) and what they come to per
+     * request read and per duty cycle.
+     */
+    private static void putServerFigures(
+        final Map<String, Object> row, final Map<String, Long> before, final Map<String, Long> after)
+    {
         final Map<String, Object> server = new LinkedHashMap<>();
         for (final Map.Entry<String, Long> e : after.entrySet())
         {
@@ -308,7 +319,6 @@ final class ScalePart
         row.put("server_rings_polled_per_cycle", round((long)server.get("rings_polled") / cycles));
         row.put("server_requests_per_busy_cycle", round(read / Math.max(1, busy)));
         row.put("server_receiver", server);
-        return row;
     }
 
     /**

@@ -128,34 +128,9 @@ public final class ServerLoopback
             .storeContext(new StoreContext().poolSizeBytes(poolMiB << 20).eviction(eviction))))
         {
             final AgentInvoker invoker = server.invoker();
-            final KvStashClient client;
-            final int capacity;
-            // Connecting and registering wait for the server's duty cycle: a helper thread runs it meanwhile.
-            final AtomicBoolean connecting = new AtomicBoolean(true);
-            final Thread helper = new Thread(() ->
-            {
-                while (connecting.get())
-                {
-                    invoker.invoke();
-                    Thread.onSpinWait();
-                }
-            });
-            helper.start();
-            try
-            {
-                client = KvStashClient.connect(new ClientContext().directory(dir.resolve("server")));
-                final ClientResponse registered = client.register(1, BenchSupport.layout(ControlRun.CHUNK_BYTES));
-                if (!registered.isOk())
-                {
-                    throw new IllegalStateException("register failed: " + registered);
-                }
-                capacity = registered.slotCapacity();
-            }
-            finally
-            {
-                connecting.set(false);
-                helper.join();
-            }
+            final Registered registered = connect(invoker, dir.resolve("server"));
+            final KvStashClient client = registered.client();
+            final int capacity = registered.slotCapacity();
             try
             {
                 // As in the bench: more keys than slots, so once the pool is full every prepare evicts.
@@ -196,6 +171,41 @@ public final class ServerLoopback
         {
             IoUtil.unmap(echoMapped);
             IoUtil.delete(dir.toFile(), true);
+        }
+    }
+
+    /** A connected client and the slot capacity its registration was given. */
+    private record Registered(KvStashClient client, int slotCapacity)
+    {
+    }
+
+    private static Registered connect(final AgentInvoker invoker, final Path serverDir) throws InterruptedException
+    {
+        // Connecting and registering wait for the server's duty cycle: a helper thread runs it meanwhile.
+        final AtomicBoolean connecting = new AtomicBoolean(true);
+        final Thread helper = new Thread(() ->
+        {
+            while (connecting.get())
+            {
+                invoker.invoke();
+                Thread.onSpinWait();
+            }
+        });
+        helper.start();
+        try
+        {
+            final KvStashClient client = KvStashClient.connect(new ClientContext().directory(serverDir));
+            final ClientResponse registered = client.register(1, BenchSupport.layout(ControlRun.CHUNK_BYTES));
+            if (!registered.isOk())
+            {
+                throw new IllegalStateException("register failed: " + registered);
+            }
+            return new Registered(client, registered.slotCapacity());
+        }
+        finally
+        {
+            connecting.set(false);
+            helper.join();
         }
     }
 

@@ -43,6 +43,31 @@ class BenchQuickTest
     void shouldPrintACompleteAndSaneJsonReportWhenRunQuick() throws Exception
     {
         final boolean redis = null != RedisContender.find();
+        final String stdout = runQuick(redis);
+        final Map<String, Object> report = Json.parseObject(stdout.trim());
+        final Map<String, Object> firstTouch = (Map<String, Object>)report.get("first_touch");
+        assertNotNull(firstTouch, stdout);
+        assertSane("first_touch.first_touch_store_gbps", firstTouch.get("first_touch_store_gbps"));
+        assertSane("first_touch.touched_store_gbps", firstTouch.get("touched_store_gbps"));
+        final Map<String, Object> verdict = (Map<String, Object>)report.get("verdict");
+        assertEquals("PASS", verdict.get("verdict"), "a quick run passes once every contender ran: " + verdict);
+        assertTrue(String.valueOf(verdict.get("line")).startsWith("PASS: quick smoke run"), verdict.toString());
+        final Map<String, Object> ratios = assertRatios(report, redis, stdout);
+        assertSane("control_p999_us", report.get("control_p999_us"));
+        assertSane("control_pairs_per_s", report.get("control_pairs_per_s"));
+        assertControlVariants(report, stdout);
+        final Object gc = report.get("gc_count_steady");
+        assertTrue(gc instanceof Number && ((Number)gc).longValue() >= 0, "gc_count_steady " + gc);
+        assertEquals(4, ((List<Object>)report.get("sizes")).size());
+        assertTrue(Files.size(out.resolve("bench.hlog")) > 0);
+        assertTrue(Files.readString(out.resolve("bench-plot.html")).contains("<svg"));
+        assertNotNull(((Map<String, Object>)report.get("machine")).get("cpu_model"));
+        assertControlRounds(report, ratios, stdout);
+        assertSpinGaps(report);
+    }
+
+    private String runQuick(final boolean redis) throws Exception
+    {
         final List<String> args = new ArrayList<>(List.of("--quick", "--json", "--out", out.toString()));
         if (!redis)
         {
@@ -69,15 +94,14 @@ class BenchQuickTest
             }
             assertEquals(0, exit, stdout);
         }
+        return stdout;
+    }
 
-        final Map<String, Object> report = Json.parseObject(stdout.trim());
-        final Map<String, Object> firstTouch = (Map<String, Object>)report.get("first_touch");
-        assertNotNull(firstTouch, stdout);
-        assertSane("first_touch.first_touch_store_gbps", firstTouch.get("first_touch_store_gbps"));
-        assertSane("first_touch.touched_store_gbps", firstTouch.get("touched_store_gbps"));
-        final Map<String, Object> verdict = (Map<String, Object>)report.get("verdict");
-        assertEquals("PASS", verdict.get("verdict"), "a quick run passes once every contender ran: " + verdict);
-        assertTrue(String.valueOf(verdict.get("line")).startsWith("PASS: quick smoke run"), verdict.toString());
+    /** The headline ratios, and the serial and batched workers' beside them. */
+    @SuppressWarnings("unchecked")
+    private static Map<String, Object> assertRatios(
+        final Map<String, Object> report, final boolean redis, final String stdout)
+    {
         final Map<String, Object> ratios = (Map<String, Object>)report.get("ratios");
         assertNotNull(ratios, stdout);
         for (final String name : RATIOS)
@@ -99,10 +123,16 @@ class BenchQuickTest
         assertNotNull(batched, stdout);
         assertSane("ratios_batched.store_vs_copy", batched.get("store_vs_copy"));
         assertSane("ratios_batched.retrieve_vs_copy", batched.get("retrieve_vs_copy"));
-        assertSane("control_p999_us", report.get("control_p999_us"));
-        assertSane("control_pairs_per_s", report.get("control_pairs_per_s"));
-        // The control run again with the journal on, and with the server in serve's default threading mode,
-        // each against the plain run of its wait mode.
+        return ratios;
+    }
+
+    /**
+     * The control run again with the journal on, with the server in serve's default threading mode, and under
+     * the default eviction policy, each against the plain run of its wait mode.
+     */
+    @SuppressWarnings("unchecked")
+    private static void assertControlVariants(final Map<String, Object> report, final String stdout)
+    {
         for (final String mode : new String[]{ "busy-spin", "backoff" })
         {
             final Map<String, Object> journal = (Map<String, Object>)((Map<String, Object>)report
@@ -135,12 +165,12 @@ class BenchQuickTest
                     ((Map<String, Object>)o).get("pairs_per_s_vs_lru"));
             }
         }
-        final Object gc = report.get("gc_count_steady");
-        assertTrue(gc instanceof Number && ((Number)gc).longValue() >= 0, "gc_count_steady " + gc);
-        assertEquals(4, ((List<Object>)report.get("sizes")).size());
-        assertTrue(Files.size(out.resolve("bench.hlog")) > 0);
-        assertTrue(Files.readString(out.resolve("bench-plot.html")).contains("<svg"));
-        assertNotNull(((Map<String, Object>)report.get("machine")).get("cpu_model"));
+    }
+
+    @SuppressWarnings("unchecked")
+    private static void assertControlRounds(
+        final Map<String, Object> report, final Map<String, Object> ratios, final String stdout)
+    {
         // control_p50_vs_echo is the median of the alternating rounds, each a control and an echo p50.
         final Map<String, Object> rounds = (Map<String, Object>)report.get("control_rounds");
         final List<Object> each = (List<Object>)rounds.get("rounds");
@@ -155,6 +185,11 @@ class BenchQuickTest
         }
         assertEquals(rounds.get("median_control_p50_vs_echo"), ratios.get("control_p50_vs_echo"));
         assertSane("median_control_p50_vs_echo_header_only", rounds.get("median_control_p50_vs_echo_header_only"));
+    }
+
+    @SuppressWarnings("unchecked")
+    private static void assertSpinGaps(final Map<String, Object> report)
+    {
         final Map<String, Object> gaps = (Map<String, Object>)((Map<String, Object>)((Map<String, Object>)report
             .get("machine")).get("spin_gaps")).get("before_control");
         assertEquals(Runtime.getRuntime().availableProcessors(), ((Number)gaps.get("threads")).intValue());

@@ -13,7 +13,7 @@ class UnitOrderTest
     @Test
     void everyPairRunsOnceInEachPlaceAndOnceAfterEachOther()
     {
-        final int[][] order = BenchWorker.UNIT_ORDER;
+        final int[][] order = DataRun.UNIT_ORDER;
         assertEquals(4, order.length);
         final int[][] inPlace = new int[4][4];
         final int[][] after = new int[4][4];

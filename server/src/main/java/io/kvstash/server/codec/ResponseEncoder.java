@@ -120,31 +120,7 @@ public final class ResponseEncoder
     {
         final int slots = Status.OK == c.status ? Math.max(0, c.slotCount) : 0;
         final byte[] message = Status.OK == c.status ? null : messageBytes(c.message);
-        final int extra;
-        if (null != message)
-        {
-            extra = message.length;
-        }
-        else if (RequestType.READ_DATA == c.type)
-        {
-            extra = c.dataLength;
-        }
-        else if (RequestType.STATS == c.type)
-        {
-            extra = StoreCounters.COUNT * Long.BYTES;
-        }
-        else if (RequestType.REGISTER == c.type)
-        {
-            extra = registerExtra.length;
-        }
-        else if (tierAnswer && RequestType.LOOKUP == c.type)
-        {
-            extra = ResponseFlyweight.LOOKUP_TIER_EXTRA_LENGTH;
-        }
-        else
-        {
-            extra = 0;
-        }
+        final int extra = extraLength(c, message, tierAnswer);
         final int length = ResponseFlyweight.length(slots, extra);
         if (length > producer.maxPayloadLength())
         {
@@ -164,7 +140,51 @@ public final class ResponseEncoder
         {
             r.putSlot(k, c.slotRangeIndex[k], c.slotGeneration[k], c.slotOffset[k]);
         }
-        final int i = r.extraOffset();
+        putExtra(b, r.extraOffset(), c, message, extra, tierAnswer, ticket, completedTicket);
+        producer.commit(length);
+        return true;
+    }
+
+    /**
+     * Length of a response's extra part: the error message, a READ_DATA's bytes, a STATS' counters, a REGISTER's
+     * pool facts, or a tier LOOKUP's tickets; 0 for any other response.
+     */
+    private int extraLength(final StoreCommand c, final byte[] message, final boolean tierAnswer)
+    {
+        if (null != message)
+        {
+            return message.length;
+        }
+        if (RequestType.READ_DATA == c.type)
+        {
+            return c.dataLength;
+        }
+        if (RequestType.STATS == c.type)
+        {
+            return StoreCounters.COUNT * Long.BYTES;
+        }
+        if (RequestType.REGISTER == c.type)
+        {
+            return registerExtra.length;
+        }
+        if (tierAnswer && RequestType.LOOKUP == c.type)
+        {
+            return ResponseFlyweight.LOOKUP_TIER_EXTRA_LENGTH;
+        }
+        return 0;
+    }
+
+    /** Writes the extra part {@link #extraLength} sized at {@code i}, after the slots. */
+    private void putExtra(
+        final MutableDirectBuffer b,
+        final int i,
+        final StoreCommand c,
+        final byte[] message,
+        final int extra,
+        final boolean tierAnswer,
+        final long ticket,
+        final long completedTicket)
+    {
         if (null != message)
         {
             b.putBytes(i, message);
@@ -189,8 +209,6 @@ public final class ResponseEncoder
             b.putLong(i + ResponseFlyweight.LOOKUP_TIER_TICKET_OFFSET, ticket, LE);
             b.putLong(i + ResponseFlyweight.LOOKUP_TIER_COMPLETED_OFFSET, completedTicket, LE);
         }
-        producer.commit(length);
-        return true;
     }
 
     private byte[] messageBytes(final String message)
