@@ -3,8 +3,8 @@
 torch is optional: importing ``kvstash`` never imports it; the first call that needs it does, and says
 how to install it when it is missing (``pip install 'kvstash[torch]'``).
 
-The pool mapping itself is the pinned staging buffer of a GPU worker: ``pin_pool()`` registers the whole
-mapping with CUDA once (``cudaHostRegister``), so a copy between GPU memory and a slot runs at the PCIe
+The pool mapping itself is the pinned staging buffer of a GPU worker: ``pin_pool()`` registers its data
+region with CUDA once (``cudaHostRegister``), so a copy between GPU memory and a slot runs at the PCIe
 limit with no second host copy, and ``close()`` unregisters it. Bulk calls move a batch of chunks with
 non-blocking copies on a stream of their own and synchronise once before they commit or verify. The
 fencing rules of docs/PROTOCOL.md §3.3 hold as for the byte calls: a slot is checked RESERVED (same
@@ -296,7 +296,7 @@ class PoolTensors:
             raise RuntimeError("a copy-transport client has no pool mapping: tensor calls need the "
                                "shared-memory transport (connect without copy_transport)")
         self.client = client
-        self.pool = torch.frombuffer(client._pool, dtype=torch.uint8)
+        self.pool = torch.frombuffer(client._pool_view, dtype=torch.uint8)   # the data region (§3.2)
         self.pin_info = None
         self._registered_ptr = 0
         self._streams = {}
