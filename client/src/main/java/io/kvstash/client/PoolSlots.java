@@ -114,7 +114,7 @@ final class PoolSlots
     }
 
     /**
-     * See {@link KvStashClient#slotView(ClientResponse, int, UnsafeBuffer)}.
+     * See {@link Chunks#slotView(ClientResponse, int, UnsafeBuffer)}.
      *
      * @param r    the response.
      * @param i    slot entry.
@@ -131,7 +131,7 @@ final class PoolSlots
     }
 
     /**
-     * See {@link KvStashClient#slotView(long, int, UnsafeBuffer)}.
+     * See {@link Chunks#slotView(long, int, UnsafeBuffer)}.
      *
      * @param slotOffset the slot's offset in the pool's data region.
      * @param length     bytes of the view.
@@ -148,7 +148,7 @@ final class PoolSlots
     }
 
     /**
-     * See {@link KvStashClient#slotBuffer(long, int)}.
+     * See {@link Chunks#slotBuffer(long, int)}.
      *
      * @param slotOffset the slot's offset in the pool's data region.
      * @param length     bytes of the view.
@@ -172,7 +172,7 @@ final class PoolSlots
     }
 
     /**
-     * See {@link KvStashClient#isStillReserved(ClientResponse, int)}.
+     * See {@link Chunks#isStillReserved(ClientResponse, int)}.
      *
      * @param r the response.
      * @param i slot entry.
@@ -190,7 +190,7 @@ final class PoolSlots
     }
 
     /**
-     * See {@link KvStashClient#isStillReadable(ClientResponse, int)}.
+     * See {@link Chunks#isStillReadable(ClientResponse, int)}.
      *
      * @param r the response.
      * @param i slot entry.

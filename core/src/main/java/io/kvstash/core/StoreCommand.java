@@ -13,8 +13,8 @@ import org.agrona.concurrent.UnsafeBuffer;
  * <p>
  * Request fields are filled by the producer. The reserve stage ({@link io.kvstash.core.book.ChunkBook})
  * writes the outcome and the decision fields (slot chunk ids, generations, offsets in the data region); the
- * slot-assign stage ({@link SlotAssigner}) checks the offsets lie in the pool; the commit stage ({@link DataMover}) moves copy-transport
- * bytes. {@link #done} set by reserve means the outcome is final and later stages only pass it through.
+ * slot-assign stage ({@link SlotAssigner}) checks the offsets lie in the pool; the commit stage
+ * ({@link DataMover}) moves copy-transport bytes. {@link #done} set by reserve means the outcome is final and later stages only pass it through.
  */
 public final class StoreCommand
 {

@@ -70,7 +70,7 @@ final class ExhaustionSuite implements ChaosSuite
             for (int i = 0; i < r.slotCount(); i++)
             {
                 pinnedGeneration[r.slotRangeIndex(i)] = r.slotGeneration(i);
-                holder.slotView(r.slotOffset(i), CHUNK_BYTES, view)
+                holder.chunks().slotView(r.slotOffset(i), CHUNK_BYTES, view)
                     .putBytes(0, seal.seal(0, r.slotRangeIndex(i), r.slotGeneration(i), 0), 0, CHUNK_BYTES);
             }
             check(holder.commitStore(holderInstance, pinnedStore));
@@ -138,7 +138,7 @@ final class ExhaustionSuite implements ChaosSuite
             check(r);
             for (int i = 0; i < r.slotCount(); i++)
             {
-                seal.scratch().putBytes(0, holder.slotView(r.slotOffset(i), CHUNK_BYTES, view), 0, CHUNK_BYTES);
+                seal.scratch().putBytes(0, holder.chunks().slotView(r.slotOffset(i), CHUNK_BYTES, view), 0, CHUNK_BYTES);
                 pinnedIntact &= seal.verify(0, r.slotRangeIndex(i), pinnedGeneration[r.slotRangeIndex(i)]);
             }
             check(holder.commitRetrieve(holderInstance, r.transferId()));

@@ -54,7 +54,6 @@ final class ScaleRun
     private final int[] recentLengths = new int[RECENT_DOCUMENTS];
     private final long[] ids;
     private final int[] slotRangeIndex;
-    private final long[] slotOffset;
     private final int recent;
     private int recentCount;
     private long nextDocument;
@@ -82,7 +81,6 @@ final class ScaleRun
         this.scratch = new UnsafeBuffer(BufferUtil.allocateDirectAligned(chunkBytes, 4096));
         this.ids = new long[maxChunks];
         this.slotRangeIndex = new int[maxChunks];
-        this.slotOffset = new long[maxChunks];
         for (int i = 0; i < chunkBytes; i += 8)
         {
             scratch.putLong(i, 0x9E3779B97F4A7C15L * (i + 1));
@@ -248,7 +246,7 @@ final class ScaleRun
         final int slots = copySlots(r);
         for (int i = 0; i < slots; i++)
         {
-            final int status = client.readChunk(instanceId, transferId, i, chunkBytes, slotOffset[i], scratch, 0);
+            final int status = client.chunks().readChunk(instanceId, r, i, 0, chunkBytes, scratch, 0);
             if (Status.OK != status)
             {
                 failed(status);
@@ -290,7 +288,7 @@ final class ScaleRun
         for (int i = 0; i < slots; i++)
         {
             scratch.putLong(0, range.lo(slotRangeIndex[i]));
-            final int status = client.writeChunk(instanceId, transferId, i, chunkBytes, slotOffset[i], scratch, 0);
+            final int status = client.chunks().writeChunk(instanceId, r, i, 0, chunkBytes, scratch, 0);
             if (Status.OK != status)
             {
                 failed(status);
@@ -314,7 +312,6 @@ final class ScaleRun
         for (int i = 0; i < slots; i++)
         {
             slotRangeIndex[i] = r.slotRangeIndex(i);
-            slotOffset[i] = r.slotOffset(i);
         }
         return slots;
     }
