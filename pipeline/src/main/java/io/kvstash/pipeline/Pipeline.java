@@ -410,6 +410,32 @@ public final class Pipeline implements AutoCloseable
     }
 
     /**
+     * Lets the pipeline progress while the calling thread waits for answers, for a caller that drives a pipeline by
+     * hand (the synchronous facade, tests, benchmarks): in SHARED mode one duty cycle of its agent on the calling
+     * thread, whose runner must not be running; in the other modes one spin, as the stage threads do the work.
+     * The caller keeps its own condition and deadline.
+     *
+     * @return the work the duty cycle did; 0 when it spun.
+     * @throws IllegalStateException wrapping what the agent threw.
+     */
+    public int driveOnce()
+    {
+        if (null == agent)
+        {
+            Thread.onSpinWait();
+            return 0;
+        }
+        try
+        {
+            return agent.doWork();
+        }
+        catch (final Exception ex)
+        {
+            throw new IllegalStateException(ex);
+        }
+    }
+
+    /**
      * Records journaled so far (0 without a journal); a snapshot for diagnostics.
      *
      * @return count.
