@@ -84,7 +84,7 @@ class Client(Requests):
         return tensors
 
     def pin_pool(self) -> "PinInfo":
-        """Registers the whole pool mapping with CUDA (``cudaHostRegister``) once, so copies between GPU
+        """Registers the pool's data region with CUDA (``cudaHostRegister``) once, so copies between GPU
         memory and slots run at the PCIe limit; ``close()`` unregisters it. Returns a ``PinInfo``
         (``bytes``, ``seconds``). Raises ``CudaUnavailableError`` without CUDA, ImportError without torch."""
         return self._tensor_state().pin()

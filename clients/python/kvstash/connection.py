@@ -200,12 +200,12 @@ class Connection:
         self.max_clients = i(d.CFG_MAX_CLIENTS)
         self.heartbeat_interval_ms = i(d.CFG_HEARTBEAT_INTERVAL_MS)
         self.heartbeat_timeout_ms = i(d.CFG_HEARTBEAT_TIMEOUT_MS)
-        # §2.2 Features (minor version 1 on): a second tier that answers LOOKUPs waiting for it.
-        self.second_tier = d.minor(version) >= 1 and bool(i(d.CFG_FEATURES) & d.FEATURE_SECOND_TIER)
+        # §2.2 Features: a second tier that answers LOOKUPs waiting for it.
+        self.second_tier = bool(i(d.CFG_FEATURES) & d.FEATURE_SECOND_TIER)
         # ... and keeps its highest completed ticket in a counter, which a waiting LOOKUP watches.
         self._ticket_gauge = self.second_tier and bool(i(d.CFG_FEATURES) & d.FEATURE_COMPLETED_TICKET)
-        # §2.6 (minor version 4 on): a server that sleeps when idle, woken by its doorbell.
-        self._offers_doorbell = d.minor(version) >= 4 and bool(i(d.CFG_FEATURES) & d.FEATURE_DOORBELL)
+        # §2.6: a server that sleeps when idle, woken by its doorbell.
+        self._offers_doorbell = bool(i(d.CFG_FEATURES) & d.FEATURE_DOORBELL)
 
     # ---------------------------------------------------------------------------------------- pool
     def _open_pool(self) -> None:
@@ -226,7 +226,7 @@ class Connection:
         finally:
             os.close(fd)        # the mapping keeps the file; nothing is locked on the pool
         view = memoryview(self._pool)
-        self._pool_view = view
+        self._pool_view = view[self.data_offset:self.data_offset + self.pool_data_bytes]  # slot offsets: §3.2
         header = view[:d.POOL_HEADER_LENGTH].cast("q")
         try:
             if header[d.POOL_MAGIC_OFFSET >> 3] & d.MASK64 != d.POOL_MAGIC:

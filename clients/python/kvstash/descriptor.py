@@ -10,9 +10,9 @@ import struct
 MASK64 = 0xFFFFFFFFFFFFFFFF
 MASK32 = 0xFFFFFFFF
 
-VERSION = 0x00020400                         # 2.4.0: what this client writes into its client file
-MAJOR_VERSION = 2
-MINOR_VERSION = 4
+VERSION = 0x00030000                         # 3.0.0: what this client writes into its client file
+MAJOR_VERSION = 3                            # 3: slot offsets are relative to the pool's data region (§3.2)
+MINOR_VERSION = 0
 
 
 def major(version: int) -> int:

@@ -1,7 +1,7 @@
 """Per-client tensor state (``PoolTensors``): the pool as one uint8 tensor, its CUDA registration, copy streams
 and staging buffers, and the fenced copies of chunks between tensors (or paged caches) and slots.
 
-The pool mapping itself is the pinned staging buffer of a GPU worker: ``pin()`` registers the whole mapping with
+The pool mapping itself is the pinned staging buffer of a GPU worker: ``pin()`` registers its data region with
 CUDA once (``cudaHostRegister``), so a copy between GPU memory and a slot runs at the PCIe limit with no second host
 copy, and ``release()`` unregisters it. Bulk calls move a batch of chunks with non-blocking copies on a stream of
 their own and synchronise once. The fencing rules of docs/PROTOCOL.md §3.3 hold as for the byte calls: a slot is

@@ -25,7 +25,7 @@ class TensorClient(Protocol):
 
     @property
     def pool_buffer(self) -> Union[mmap.mmap, memoryview, None]:
-        """The pool mapping (slot entries' offsets index it), or None for a copy-transport client."""
+        """The pool's data region (slot entries' offsets index it), or None for a copy-transport client."""
 
     def layout_of(self, response: Response) -> Layout:
         """The layout registered for the instance of ``response``."""

@@ -32,10 +32,10 @@ class Slots(Transport):
 
     @property
     def pool_buffer(self) -> Union[mmap.mmap, memoryview, None]:
-        """The mapping of the whole pool file, a writable buffer that slot entries' offsets index, or None for a
+        """The pool's data region, a writable buffer that slot entries' offsets index (§3.2), or None for a
         copy-transport client. For code that moves slots itself (kvstash's tensor calls); what it makes over the
         buffer must be dropped before ``close()`` (the mapping goes with the last view of it)."""
-        return self._pool
+        return self._pool_view
 
     def layout_of(self, response: Response) -> Layout:
         """The ``Layout`` this client registered for the instance of ``response``; KeyError if it did not."""
@@ -50,10 +50,10 @@ class Slots(Transport):
         return self._pool_view
 
     def _slot_word(self, entry: SlotEntry) -> int:
-        """Acquire load of the slot word of a slot entry (§3.3): word (offset - data offset) // alignment,
-        whatever the slot size."""
+        """Acquire load of the slot word of a slot entry (§3.3): word offset // alignment, whatever the slot
+        size."""
         assert self._slot_words is not None
-        word: int = self._slot_words[(entry.offset - self.data_offset) // self.alignment]
+        word: int = self._slot_words[entry.offset // self.alignment]
         return word
 
     def is_still_reserved(self, response: Response, i: int) -> bool:

@@ -93,6 +93,26 @@ class ClientTest(ServerTestCase):
         shm.register(other, kvstash.Layout("py-copy", layers=4, hidden=512, dtype="float16"))
         self.assertEqual(self.retrieve(shm, other, tokens=tokens), written)
 
+    def test_should_receive_slot_offsets_relative_to_the_data_region(self):
+        # §3.2 (wire 3): a slot entry's offset counts from the pool's data region, not from the file's start. Read
+        # with the file's own layout, not through the client's views: the chunk lies at Data Offset + offset and its
+        # slot word is word offset // Alignment of the slot table.
+        c = self.connect()
+        instance, _ = self.register(c, "py-offsets")
+        prepared = c.prepare_store(instance, tokens=list(range(11000, 11000 + 2 * 16)))
+        self.assertEqual(prepared.status, Status.OK, prepared)
+        data = os.urandom(prepared.chunk_bytes)
+        self.assertEqual(c.write_chunk(prepared, 1, data), Status.OK)
+        entry = prepared.slots[1]
+        self.assertLessEqual(entry.offset + prepared.chunk_bytes, c.pool_data_bytes, entry)
+        with open(os.path.join(c.directory, c.pool_file_name), "rb") as f:
+            f.seek(c.data_offset + entry.offset)
+            self.assertEqual(f.read(len(data)), data)
+            f.seek(c.slot_table_offset + 8 * (entry.offset // c.alignment))
+            word = int.from_bytes(f.read(8), "little")
+        self.assertEqual((word & 0xFF, word >> 32), (1, entry.generation & 0xFFFFFFFF), "RESERVED, its generation")
+        self.assertEqual(c.abort_store(instance, prepared).status, Status.OK)
+
     def test_should_take_over_a_pinned_lookup_when_retrieving_from_it(self):
         c = self.connect()
         instance, _ = self.register(c, "py-pin")

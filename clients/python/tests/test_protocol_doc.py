@@ -84,7 +84,8 @@ class ContractTextTest(unittest.TestCase):
         self.assertIn("Today it is `0x%08x` (%s)" % (d.VERSION, version), text)
         self.assertIn("Layout versions described here: control file %s, pool file %s, client file %s"
                       % (version, version, version), text)
-        for place in ("- Version: `0x%08x`", "- Version `0x%08x` (any 2.x)", "**Write `Version` = `0x%08x`"):
+        any_minor = "(any %d.x)" % d.MAJOR_VERSION
+        for place in ("- Version: `0x%08x`", "- Version `0x%08x` " + any_minor, "**Write `Version` = `0x%08x`"):
             self.assertIn(place % d.VERSION, text)
         history = text[text.index("Layout versions described here"):text.index("Contents")]
         for minor in range(1, d.MINOR_VERSION + 1):
@@ -179,7 +180,7 @@ class AppendixTest(unittest.TestCase):
         r = self.client.prepare_store(42, keys)
         self.assertEqual(bytes(self.client.request_buffer[128:128 + len(request)]), request)
         self.assertEqual(r.transfer_id, 0x800000000)
-        self.assertEqual(r.slots, [kvstash.SlotEntry(0, 3, 0x23000), kvstash.SlotEntry(1, 3, 0x25000)])
+        self.assertEqual(r.slots, [kvstash.SlotEntry(0, 3, 0x2000), kvstash.SlotEntry(1, 3, 0x4000)])
         self.assertEqual((r.chunk_bytes, r.slot_bytes), (8192, 8192))
 
     def test_should_decode_the_error_answer_of_the_appendix(self):

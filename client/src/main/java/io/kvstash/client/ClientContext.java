@@ -2,6 +2,7 @@ package io.kvstash.client;
 
 import io.kvstash.wire.file.PoolPages;
 import io.kvstash.wire.file.SecureDirectory;
+import io.kvstash.wire.idle.CountingBackoffIdleStrategy;
 import org.agrona.concurrent.IdleStrategy;
 
 import java.nio.file.Path;
@@ -16,6 +17,20 @@ public final class ClientContext
     public static final long TIMEOUT_NS_DEFAULT = TimeUnit.SECONDS.toNanos(10);
     /** Default interval of server liveness checks while waiting. */
     public static final long LIVENESS_CHECK_NS_DEFAULT = TimeUnit.MILLISECONDS.toNanos(100);
+    /** Cores from which the default wait yields for a millisecond. */
+    public static final int WAIT_MANY_CORES = 4;
+    /** Default wait: spins before yielding. */
+    public static final int WAIT_SPINS_DEFAULT = 100;
+    /** Default wait: yields before parking, at most (a few milliseconds of waiting when the core is free). */
+    public static final int WAIT_YIELDS_DEFAULT = 20_000;
+    /** Default wait: time it yields before it parks, at most, with {@link #WAIT_MANY_CORES} cores or more. */
+    public static final long WAIT_YIELD_NS_DEFAULT = TimeUnit.MILLISECONDS.toNanos(1);
+    /** Default wait: yields before parking on a machine of fewer than {@link #WAIT_MANY_CORES} cores. */
+    public static final int WAIT_FEW_CORES_YIELDS = 100;
+    /** Default wait: first park. */
+    public static final long WAIT_MIN_PARK_NS_DEFAULT = TimeUnit.MICROSECONDS.toNanos(1);
+    /** Default wait: longest park. */
+    public static final long WAIT_MAX_PARK_NS_DEFAULT = TimeUnit.MICROSECONDS.toNanos(100);
 
     private Path directory;
     private long timeoutNs = TIMEOUT_NS_DEFAULT;
@@ -38,13 +53,39 @@ public final class ClientContext
         }
         if (null == idleStrategy)
         {
-            idleStrategy = new InFlightIdleStrategy();
+            idleStrategy = newInFlightIdleStrategy();
         }
         if (timeoutNs <= 0 || livenessCheckNs <= 0)
         {
             throw new IllegalArgumentException("timeouts must be positive");
         }
         return this;
+    }
+
+    /**
+     * The client's default wait for a response: spin, then yield for up to a millisecond, and park only when the
+     * answer is that late; on a machine of fewer than {@link #WAIT_MANY_CORES} cores, where a server thread and a
+     * worker or two already fill the cores and a yielding worker takes the server's share,
+     * {@link #WAIT_FEW_CORES_YIELDS} yields without a time bound. A worker waiting for a response has a request in
+     * flight, so the answer is due within a server duty cycle or a few; a park costs a timer wake-up (about 50 us on
+     * Linux, the default timer slack, whatever the requested pause) and the answer waits in the ring for all of it.
+     * With one server thread answering several workers a wait grows with the queue ahead, past a short
+     * spin-and-yield phase, so a strategy that parks after a few hundred idle passes parks on most requests once
+     * workers are many. Yielding keeps the worker ready to read its answer at once while handing the core to any
+     * thread that can run; it is free where cores outnumber the busy threads, and where they do not, a yielding
+     * worker stays runnable and takes its share of them, which the time bound limits.
+     *
+     * @return a new strategy that counts its spins, yields and parks, so that a benchmark can say how a worker waited.
+     */
+    public static CountingBackoffIdleStrategy newInFlightIdleStrategy()
+    {
+        final boolean manyCores = Runtime.getRuntime().availableProcessors() >= WAIT_MANY_CORES;
+        return new CountingBackoffIdleStrategy(
+            WAIT_SPINS_DEFAULT,
+            manyCores ? WAIT_YIELDS_DEFAULT : WAIT_FEW_CORES_YIELDS,
+            manyCores ? WAIT_YIELD_NS_DEFAULT : Long.MAX_VALUE,
+            WAIT_MIN_PARK_NS_DEFAULT,
+            WAIT_MAX_PARK_NS_DEFAULT);
     }
 
     /**
@@ -114,8 +155,8 @@ public final class ClientContext
     }
 
     /**
-     * Idle strategy while waiting for a response: by default an {@link InFlightIdleStrategy} (spin, yield for a
-     * few milliseconds, then park), since a worker that waits has a request in flight.
+     * Idle strategy while waiting for a response: by default {@link #newInFlightIdleStrategy()}'s (spin, yield for
+     * up to a millisecond, then park), since a worker that waits has a request in flight.
      *
      * @return strategy.
      */

@@ -1,7 +1,6 @@
 package io.kvstash.client;
 
 import io.kvstash.wire.file.ControlFileDescriptor;
-import org.agrona.SemanticVersion;
 import org.agrona.concurrent.UnsafeBuffer;
 
 import java.io.IOException;
@@ -42,9 +41,8 @@ final class Doorbell
      */
     static Doorbell connect(final Path directory, final UnsafeBuffer control)
     {
-        final int version = control.getIntVolatile(ControlFileDescriptor.VERSION_OFFSET);
         final int features = control.getInt(ControlFileDescriptor.CONFIG_OFFSET + ControlFileDescriptor.FEATURES_OFFSET);
-        if (SemanticVersion.minor(version) < 4 || 0 == (features & ControlFileDescriptor.FEATURE_DOORBELL))
+        if (0 == (features & ControlFileDescriptor.FEATURE_DOORBELL))
         {
             return null;
         }

@@ -3,21 +3,17 @@ package io.kvstash.client;
 import io.kvstash.wire.ChunkKeys;
 import io.kvstash.wire.RequestFlags;
 import io.kvstash.wire.RequestType;
-import io.kvstash.wire.Status;
 import io.kvstash.wire.layout.Layout;
-import org.agrona.DirectBuffer;
-import org.agrona.MutableDirectBuffer;
-import org.agrona.concurrent.UnsafeBuffer;
 
-import java.nio.ByteBuffer;
 import java.nio.file.Path;
 
 /**
  * A worker's connection to a kvstash server over shared memory: its own client file with a request ring and
  * a response ring, the server's control file (heartbeat, incarnation, counters) and the pool, mapped so
  * chunk bytes are written and read in place. Synchronous calls return the client's one reusable
- * {@link ClientResponse}; the non-blocking form ({@code send*} returning a correlation id, then
- * {@link #poll(ResponseHandler, int)}) keeps many requests in flight. Expected outcomes are status codes;
+ * {@link ClientResponse}; the non-blocking form ({@link #requests()}'s {@code send*} returning a correlation id,
+ * then {@link #poll(ResponseHandler, int)}) keeps many requests in flight. A transfer's chunk bytes move through
+ * {@link #chunks()}. Expected outcomes are status codes;
  * a dead, restarted or unresponsive server raises {@link KvStashException}, never a crash: the files of a
  * server are never truncated while mapped, so no access here can fault.
  * <p>
@@ -25,9 +21,10 @@ import java.nio.file.Path;
  * <p>
  * A facade over the parts that do the work, cut as Aeron's client is: {@link ServerConnection} (the files,
  * from connect to close), {@link ServerLiveness} (whether the server still serves this client),
- * {@link RequestProxy} (requests encoded into the request ring), {@link ResponseAdapter} (responses read,
- * awaited and dispatched), {@link BlockingCalls} (a synchronous call: send, then await its answer) and
- * {@link PoolSlots} (the chunk bytes in the mapped pool).
+ * {@link RequestProxy} (requests encoded into the request ring, public as the non-blocking form's sending half),
+ * {@link ResponseAdapter} (responses read, awaited and dispatched), {@link BlockingCalls} (a synchronous call: send,
+ * then await its answer), {@link PoolSlots} (the mapped pool) and {@link Chunks} (a transfer's chunk bytes, over
+ * the mapped pool or the copy transport).
  */
 public final class KvStashClient implements AutoCloseable
 {
@@ -52,6 +49,7 @@ public final class KvStashClient implements AutoCloseable
     private final ResponseAdapter responses;
     private final BlockingCalls calls;
     private final TierLookups tierLookups;
+    private final Chunks chunks;
 
     private KvStashClient(final ClientContext context)
     {
@@ -63,6 +61,7 @@ public final class KvStashClient implements AutoCloseable
         responses = new ResponseAdapter(connection.responses(), connection.maxResponseLength(), concluded, liveness);
         calls = new BlockingCalls(proxy, responses, connection.maxInlineBytes());
         tierLookups = new TierLookups(calls, connection);
+        chunks = new Chunks(slots, calls);
     }
 
     /**
@@ -108,97 +107,14 @@ public final class KvStashClient implements AutoCloseable
     // ------------------------------------------------------------------------------------------ sending
 
     /**
-     * Sends a request that carries only the common header.
+     * The non-blocking form's sending half: requests encoded into the request ring at once, each send returning
+     * its correlation id (or -1 when the ring is full) for {@link #poll} or {@link #await} to match.
      *
-     * @param type       request type.
-     * @param instanceId instance.
-     * @param transferId transfer or 0.
-     * @param flags      flags.
-     * @return correlation id, or -1 when the request ring is full.
+     * @return this client's request proxy; owned by the client, used on its thread.
      */
-    public long sendSimple(final int type, final long instanceId, final long transferId, final int flags)
+    public RequestProxy requests()
     {
-        return proxy.sendSimple(type, instanceId, transferId, flags);
-    }
-
-    /**
-     * Sends a keyed request (LOOKUP, PREPARE_STORE, PREPARE_RETRIEVE) with precomputed chunk hashes.
-     *
-     * @param type       request type.
-     * @param instanceId instance.
-     * @param keys       key range.
-     * @param flags      flags.
-     * @return correlation id, or -1 when the request ring is full.
-     */
-    public long sendKeyed(final int type, final long instanceId, final ChunkKeys keys, final int flags)
-    {
-        return proxy.sendKeyed(type, instanceId, keys, flags);
-    }
-
-    /**
-     * Sends a keyed request with token ids, hashed by the server.
-     *
-     * @param type       request type.
-     * @param instanceId instance.
-     * @param tokens     token ids of the prompt from its start.
-     * @param tokenCount tokens used.
-     * @param fromChunk  first chunk of the range.
-     * @param toChunk    end of the range (exclusive), -1 for every full chunk.
-     * @param salt       cache salt value, 0 for none.
-     * @param flags      flags.
-     * @return correlation id, or -1 when the request ring is full.
-     */
-    public long sendTokens(
-        final int type,
-        final long instanceId,
-        final int[] tokens,
-        final int tokenCount,
-        final int fromChunk,
-        final int toChunk,
-        final long salt,
-        final int flags)
-    {
-        return proxy.sendTokens(type, instanceId, tokens, tokenCount, fromChunk, toChunk, salt, flags);
-    }
-
-    /**
-     * Sends WRITE_DATA (copy transport).
-     *
-     * @param instanceId   instance.
-     * @param transferId   pending store.
-     * @param slotIndex    index in the store's slot list.
-     * @param offset       byte offset in the chunk.
-     * @param source       bytes.
-     * @param sourceOffset offset in the source.
-     * @param length       bytes, at most {@link #maxInlineBytes()}.
-     * @return correlation id, or -1 when the request ring is full.
-     */
-    public long sendWriteData(
-        final long instanceId,
-        final long transferId,
-        final int slotIndex,
-        final long offset,
-        final DirectBuffer source,
-        final int sourceOffset,
-        final int length)
-    {
-        return proxy.sendWriteData(instanceId, transferId, slotIndex, offset, source, sourceOffset, length);
-    }
-
-    /**
-     * Sends READ_DATA (copy transport).
-     *
-     * @param instanceId instance.
-     * @param transferId pending retrieve.
-     * @param slotIndex  index in the retrieve's slot list.
-     * @param offset     byte offset in the chunk.
-     * @param length     bytes, at most {@link #maxInlineBytes()}.
-     * @return correlation id, or -1 when the request ring is full.
-     */
-    public long sendReadData(
-        final long instanceId, final long transferId, final int slotIndex, final long offset, final int length)
-    {
-        return proxy.sendReadData(instanceId, transferId, slotIndex, offset, length);
+        return proxy;
     }
 
     // ------------------------------------------------------------------------------------------ receiving
@@ -539,185 +455,14 @@ public final class KvStashClient implements AutoCloseable
     // ------------------------------------------------------------------------------------------ chunk bytes
 
     /**
-     * Points a view at slot {@code i} of a PREPARE_STORE or PREPARE_RETRIEVE response: the chunk's bytes in
-     * the mapped pool, {@link ClientResponse#chunkBytes()} long. Writes through it are the store; reads are
-     * the retrieve. Check {@link #isStillReserved} / {@link #isStillReadable} around them for fencing.
+     * The chunk bytes of this client's transfers: views of slots, the fences, and chunks written and read in
+     * place in the mapped pool or, with the copy transport, in WRITE_DATA / READ_DATA messages.
      *
-     * @param r    the response.
-     * @param i    slot entry.
-     * @param view buffer to re-wrap.
-     * @return the view.
+     * @return the chunks of this client; owned by the client, used on its thread.
      */
-    public UnsafeBuffer slotView(final ClientResponse r, final int i, final UnsafeBuffer view)
+    public Chunks chunks()
     {
-        return slots.slotView(r, i, view);
-    }
-
-    /**
-     * Points a view at a slot by its pool offset (as a PREPARE response gave it).
-     *
-     * @param slotOffset file offset of the slot in the pool.
-     * @param length     bytes of the view (the chunk's length).
-     * @param view       buffer to re-wrap.
-     * @return the view.
-     */
-    public UnsafeBuffer slotView(final long slotOffset, final int length, final UnsafeBuffer view)
-    {
-        return slots.slotView(slotOffset, length, view);
-    }
-
-    /**
-     * A {@link ByteBuffer} over a slot by its pool offset, for APIs that take one (a checksum, a network write)
-     * rather than an {@link UnsafeBuffer}. A new view object per call; the bytes are the pool's, not copied.
-     *
-     * @param slotOffset file offset of the slot in the pool (as a PREPARE response gave it).
-     * @param length     bytes of the view (the chunk's length).
-     * @return the view, position 0, limit {@code length}.
-     */
-    public ByteBuffer slotBuffer(final long slotOffset, final int length)
-    {
-        return slots.slotBuffer(slotOffset, length);
-    }
-
-    /**
-     * Whether slot {@code i} of a PREPARE_STORE is still reserved under its generation (the lease holds):
-     * check before writing.
-     *
-     * @param r the response.
-     * @param i slot entry.
-     * @return true when still reserved for this transfer.
-     */
-    public boolean isStillReserved(final ClientResponse r, final int i)
-    {
-        return slots.isStillReserved(r, i);
-    }
-
-    /**
-     * Whether slot {@code i} of a PREPARE_RETRIEVE is still readable under its generation: check after
-     * reading; false means the pin was reclaimed while reading and the bytes may be torn.
-     *
-     * @param r the response.
-     * @param i slot entry.
-     * @return true when still readable under the same generation.
-     */
-    public boolean isStillReadable(final ClientResponse r, final int i)
-    {
-        return slots.isStillReadable(r, i);
-    }
-
-    /**
-     * Writes a chunk's bytes for slot {@code i} of a PREPARE_STORE: straight into the mapped pool, or in
-     * WRITE_DATA messages with the copy transport (whose answers never overwrite the prepare's response).
-     *
-     * @param instanceId   instance.
-     * @param transferId   the store.
-     * @param slotIndex    slot entry in the prepare response.
-     * @param chunkBytes   the chunk's length.
-     * @param slotOffset   the slot's pool offset (from the prepare response).
-     * @param source       the chunk's bytes.
-     * @param sourceOffset offset in the source.
-     * @return OK, or the status of the failed WRITE_DATA (UNKNOWN_TRANSFER when the lease ended).
-     */
-    public int writeChunk(
-        final long instanceId,
-        final long transferId,
-        final int slotIndex,
-        final int chunkBytes,
-        final long slotOffset,
-        final DirectBuffer source,
-        final int sourceOffset)
-    {
-        return writeChunk(instanceId, transferId, slotIndex, 0, chunkBytes, slotOffset, source, sourceOffset);
-    }
-
-    /**
-     * Writes bytes {@code [from, from + length)} of a chunk for slot {@code i} of a PREPARE_STORE (a chunk written
-     * in parts, a layer at a time for example): straight into the mapped pool, or in WRITE_DATA messages with the
-     * copy transport. The chunk becomes readable only at COMMIT_STORE, whatever parts were written.
-     *
-     * @param instanceId   instance.
-     * @param transferId   the store.
-     * @param slotIndex    slot entry in the prepare response.
-     * @param from         first byte of the chunk to write.
-     * @param length       bytes to write.
-     * @param slotOffset   the slot's pool offset (from the prepare response).
-     * @param source       the bytes.
-     * @param sourceOffset offset in the source of the chunk's byte {@code from}.
-     * @return OK, or the status of the failed WRITE_DATA (UNKNOWN_TRANSFER when the lease ended).
-     */
-    public int writeChunk(
-        final long instanceId,
-        final long transferId,
-        final int slotIndex,
-        final int from,
-        final int length,
-        final long slotOffset,
-        final DirectBuffer source,
-        final int sourceOffset)
-    {
-        if (slots.isMapped())
-        {
-            slots.write(slotOffset, from, length, source, sourceOffset);
-            return Status.OK;
-        }
-        return calls.writeData(instanceId, transferId, slotIndex, from, length, source, sourceOffset);
-    }
-
-    /**
-     * Reads a chunk's bytes for slot {@code i} of a PREPARE_RETRIEVE: straight from the mapped pool, or in
-     * READ_DATA messages with the copy transport.
-     *
-     * @param instanceId        instance.
-     * @param transferId        the retrieve.
-     * @param slotIndex         slot entry in the prepare response.
-     * @param chunkBytes        the chunk's length.
-     * @param slotOffset        the slot's pool offset (from the prepare response).
-     * @param destination       where the bytes go.
-     * @param destinationOffset offset in the destination.
-     * @return OK, or the status of the failed READ_DATA.
-     */
-    public int readChunk(
-        final long instanceId,
-        final long transferId,
-        final int slotIndex,
-        final int chunkBytes,
-        final long slotOffset,
-        final MutableDirectBuffer destination,
-        final int destinationOffset)
-    {
-        return readChunk(instanceId, transferId, slotIndex, 0, chunkBytes, slotOffset, destination, destinationOffset);
-    }
-
-    /**
-     * Reads bytes {@code [from, from + length)} of a chunk for slot {@code i} of a PREPARE_RETRIEVE: straight from
-     * the mapped pool, or in READ_DATA messages with the copy transport.
-     *
-     * @param instanceId        instance.
-     * @param transferId        the retrieve.
-     * @param slotIndex         slot entry in the prepare response.
-     * @param from              first byte of the chunk to read.
-     * @param length            bytes to read.
-     * @param slotOffset        the slot's pool offset (from the prepare response).
-     * @param destination       where the bytes go.
-     * @param destinationOffset offset in the destination of the chunk's byte {@code from}.
-     * @return OK, or the status of the failed READ_DATA.
-     */
-    public int readChunk(
-        final long instanceId,
-        final long transferId,
-        final int slotIndex,
-        final int from,
-        final int length,
-        final long slotOffset,
-        final MutableDirectBuffer destination,
-        final int destinationOffset)
-    {
-        if (slots.isMapped())
-        {
-            slots.read(slotOffset, from, length, destination, destinationOffset);
-            return Status.OK;
-        }
-        return calls.readData(instanceId, transferId, slotIndex, from, length, destination, destinationOffset);
+        return chunks;
     }
 
     // ------------------------------------------------------------------------------------------ facts

@@ -114,7 +114,7 @@ final class PoolSlots
     }
 
     /**
-     * See {@link KvStashClient#slotView(ClientResponse, int, UnsafeBuffer)}.
+     * See {@link Chunks#slotView(ClientResponse, int, UnsafeBuffer)}.
      *
      * @param r    the response.
      * @param i    slot entry.
@@ -127,13 +127,13 @@ final class PoolSlots
         {
             throw new IllegalStateException("the copy transport maps no pool: use writeChunk/readChunk");
         }
-        return pool.wrap(view, r.slotOffset(i) - dataOffset, (int)r.chunkBytes());
+        return pool.wrap(view, r.slotOffset(i), (int)r.chunkBytes());
     }
 
     /**
-     * See {@link KvStashClient#slotView(long, int, UnsafeBuffer)}.
+     * See {@link Chunks#slotView(long, int, UnsafeBuffer)}.
      *
-     * @param slotOffset file offset of the slot in the pool.
+     * @param slotOffset the slot's offset in the pool's data region.
      * @param length     bytes of the view.
      * @param view       buffer to re-wrap.
      * @return the view.
@@ -144,13 +144,13 @@ final class PoolSlots
         {
             throw new IllegalStateException("the copy transport maps no pool: use writeChunk/readChunk");
         }
-        return pool.wrap(view, slotOffset - dataOffset, length);
+        return pool.wrap(view, slotOffset, length);
     }
 
     /**
-     * See {@link KvStashClient#slotBuffer(long, int)}.
+     * See {@link Chunks#slotBuffer(long, int)}.
      *
-     * @param slotOffset file offset of the slot in the pool.
+     * @param slotOffset the slot's offset in the pool's data region.
      * @param length     bytes of the view.
      * @return a new view of the slot's bytes.
      */
@@ -160,20 +160,19 @@ final class PoolSlots
         {
             throw new IllegalStateException("the copy transport maps no pool: use writeChunk/readChunk");
         }
-        final long offset = slotOffset - dataOffset;
-        final int segment = (int)(offset / segmentBytes);
-        final int within = (int)(offset - segment * segmentBytes);
-        final MappedByteBuffer mapped = segments.get(segment);
-        if (offset < 0 || length < 0 || within + length > mapped.capacity())
+        final int segment = (int)(slotOffset / segmentBytes);
+        final int within = (int)(slotOffset - segment * segmentBytes);
+        if (slotOffset < 0 || slotOffset >= poolSizeBytes || length < 0 ||
+            within + length > segments.get(segment).capacity())
         {
             throw new IllegalArgumentException("not a slot of the pool: offset " + slotOffset + ", " + length +
                 " bytes");
         }
-        return mapped.slice(within, length);
+        return segments.get(segment).slice(within, length);
     }
 
     /**
-     * See {@link KvStashClient#isStillReserved(ClientResponse, int)}.
+     * See {@link Chunks#isStillReserved(ClientResponse, int)}.
      *
      * @param r the response.
      * @param i slot entry.
@@ -191,7 +190,7 @@ final class PoolSlots
     }
 
     /**
-     * See {@link KvStashClient#isStillReadable(ClientResponse, int)}.
+     * See {@link Chunks#isStillReadable(ClientResponse, int)}.
      *
      * @param r the response.
      * @param i slot entry.
@@ -214,7 +213,7 @@ final class PoolSlots
     /**
      * Writes bytes {@code [from, from + length)} of a chunk straight into its slot. The pool must be mapped.
      *
-     * @param slotOffset   the slot's pool offset.
+     * @param slotOffset   the slot's offset in the pool's data region.
      * @param from         first byte of the chunk to write.
      * @param length       bytes to write.
      * @param source       the bytes.
@@ -224,14 +223,14 @@ final class PoolSlots
         final long slotOffset, final int from, final int length, final DirectBuffer source, final int sourceOffset)
     {
         final UnsafeBuffer view = scratchView;
-        pool.wrap(view, slotOffset - dataOffset + from, length);
+        pool.wrap(view, slotOffset + from, length);
         view.putBytes(0, source, sourceOffset, length);
     }
 
     /**
      * Reads bytes {@code [from, from + length)} of a chunk straight from its slot. The pool must be mapped.
      *
-     * @param slotOffset        the slot's pool offset.
+     * @param slotOffset        the slot's offset in the pool's data region.
      * @param from              first byte of the chunk to read.
      * @param length            bytes to read.
      * @param destination       where the bytes go.
@@ -245,7 +244,7 @@ final class PoolSlots
         final int destinationOffset)
     {
         final UnsafeBuffer view = scratchView;
-        pool.wrap(view, slotOffset - dataOffset + from, length);
+        pool.wrap(view, slotOffset + from, length);
         destination.putBytes(destinationOffset, view, 0, length);
     }
 
@@ -280,6 +279,6 @@ final class PoolSlots
 
     private long slotWord(final ClientResponse r, final int i)
     {
-        return slotTable.getLongAcquire((int)SlotTableDescriptor.wordOffsetAt(r.slotOffset(i) - dataOffset, alignment));
+        return slotTable.getLongAcquire((int)SlotTableDescriptor.wordOffsetAt(r.slotOffset(i), alignment));
     }
 }

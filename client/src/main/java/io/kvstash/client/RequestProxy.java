@@ -22,9 +22,12 @@ import static io.kvstash.wire.codec.WireDescriptor.KEY_MODE_TOKENS;
  * flyweights and the correlation ids (counted from 1, so a valid id is positive). Rings the server's doorbell, when
  * it has one, after each commit. Never waits; waiting for room is {@link ResponseAdapter#sendOrWait}'s.
  * <p>
+ * The sending half of the client's non-blocking form ({@link KvStashClient#requests()}): each send returns a
+ * correlation id at once, and the answers come through {@link KvStashClient#poll} or {@link KvStashClient#await}.
+ * <p>
  * Single-threaded: owned by one client, used on the client's thread.
  */
-final class RequestProxy
+public final class RequestProxy
 {
     private final RingProducer requests;
     private final Doorbell doorbell;
@@ -56,7 +59,7 @@ final class RequestProxy
     }
 
     /**
-     * See {@link KvStashClient#sendSimple}.
+     * Sends a request that carries only the common header.
      *
      * @param type       request type.
      * @param instanceId instance.
@@ -64,7 +67,7 @@ final class RequestProxy
      * @param flags      flags.
      * @return correlation id, or -1 when the request ring is full.
      */
-    long sendSimple(final int type, final long instanceId, final long transferId, final int flags)
+    public long sendSimple(final int type, final long instanceId, final long transferId, final int flags)
     {
         final int length = RequestFlyweight.HEADER_LENGTH;
         final int at = claim(type, length);
@@ -78,7 +81,7 @@ final class RequestProxy
     }
 
     /**
-     * See {@link KvStashClient#sendKeyed}.
+     * Sends a keyed request (LOOKUP, PREPARE_STORE, PREPARE_RETRIEVE) with precomputed chunk hashes.
      *
      * @param type       request type.
      * @param instanceId instance.
@@ -86,7 +89,7 @@ final class RequestProxy
      * @param flags      flags.
      * @return correlation id, or -1 when the request ring is full.
      */
-    long sendKeyed(final int type, final long instanceId, final ChunkKeys keys, final int flags)
+    public long sendKeyed(final int type, final long instanceId, final ChunkKeys keys, final int flags)
     {
         final int length = KeyedRequestFlyweight.hashesLength(keys.count());
         final int at = claim(type, length);
@@ -101,7 +104,7 @@ final class RequestProxy
     }
 
     /**
-     * See {@link KvStashClient#sendTokens}.
+     * Sends a keyed request with token ids, hashed by the server.
      *
      * @param type       request type.
      * @param instanceId instance.
@@ -113,7 +116,7 @@ final class RequestProxy
      * @param flags      flags.
      * @return correlation id, or -1 when the request ring is full.
      */
-    long sendTokens(
+    public long sendTokens(
         final int type,
         final long instanceId,
         final int[] tokens,
@@ -142,7 +145,7 @@ final class RequestProxy
      * @param layout     layout.
      * @return correlation id, or -1 when the request ring is full.
      */
-    long sendRegister(final long instanceId, final Layout layout)
+    public long sendRegister(final long instanceId, final Layout layout)
     {
         final int length = RegisterRequestFlyweight.length(layout.modelBytes().length);
         final int at = claim(RequestType.REGISTER, length);
@@ -165,7 +168,7 @@ final class RequestProxy
      * @param flags     flags (QUIET the only one the server allows on it).
      * @return correlation id, or -1 when the request ring is full.
      */
-    long sendLookupAllRanks(final String model, final int worldSize, final ChunkKeys keys, final int flags)
+    public long sendLookupAllRanks(final String model, final int worldSize, final ChunkKeys keys, final int flags)
     {
         final byte[] name = model.getBytes(StandardCharsets.UTF_8);
         final int length = KeyedRequestFlyweight.allRanksLength(name.length, keys.count());
@@ -181,7 +184,7 @@ final class RequestProxy
     }
 
     /**
-     * See {@link KvStashClient#sendWriteData}.
+     * Sends WRITE_DATA (copy transport).
      *
      * @param instanceId   instance.
      * @param transferId   pending store.
@@ -189,10 +192,10 @@ final class RequestProxy
      * @param offset       byte offset in the chunk.
      * @param source       bytes.
      * @param sourceOffset offset in the source.
-     * @param length       bytes, at most the server's largest copy-transport payload.
+     * @param length       bytes, at most {@link KvStashClient#maxInlineBytes()}.
      * @return correlation id, or -1 when the request ring is full.
      */
-    long sendWriteData(
+    public long sendWriteData(
         final long instanceId,
         final long transferId,
         final int slotIndex,
@@ -214,16 +217,16 @@ final class RequestProxy
     }
 
     /**
-     * See {@link KvStashClient#sendReadData}.
+     * Sends READ_DATA (copy transport).
      *
      * @param instanceId instance.
      * @param transferId pending retrieve.
      * @param slotIndex  index in the retrieve's slot list.
      * @param offset     byte offset in the chunk.
-     * @param length     bytes, at most the server's largest copy-transport payload.
+     * @param length     bytes, at most {@link KvStashClient#maxInlineBytes()}.
      * @return correlation id, or -1 when the request ring is full.
      */
-    long sendReadData(
+    public long sendReadData(
         final long instanceId, final long transferId, final int slotIndex, final long offset, final int length)
     {
         final int recordLength = DataRequestFlyweight.READ_LENGTH;

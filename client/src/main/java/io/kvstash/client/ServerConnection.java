@@ -8,7 +8,6 @@ import io.kvstash.wire.ring.RingConsumer;
 import io.kvstash.wire.ring.RingDescriptor;
 import io.kvstash.wire.ring.RingProducer;
 import org.agrona.IoUtil;
-import org.agrona.SemanticVersion;
 import org.agrona.concurrent.IdleStrategy;
 import org.agrona.concurrent.UnsafeBuffer;
 
@@ -344,18 +343,17 @@ final class ServerConnection
     }
 
     /**
-     * Whether a server's control file says it runs a second tier that answers waiting LOOKUPs: a version of
-     * minor 1 or later with {@link ControlFileDescriptor#FEATURE_SECOND_TIER} in its Features word.
+     * Whether a server's control file says it runs a second tier that answers waiting LOOKUPs:
+     * {@link ControlFileDescriptor#FEATURE_SECOND_TIER} in its Features word (every version this client reads has
+     * the word).
      *
      * @param control the mapped control file, its version written.
      * @return true when a LOOKUP may carry the tier's flags.
      */
     static boolean secondTier(final UnsafeBuffer control)
     {
-        final int version = control.getIntVolatile(ControlFileDescriptor.VERSION_OFFSET);
         final int features = control.getInt(ControlFileDescriptor.CONFIG_OFFSET + ControlFileDescriptor.FEATURES_OFFSET);
-        return SemanticVersion.minor(version) >= 1 &&
-            (features & ControlFileDescriptor.FEATURE_SECOND_TIER) != 0;
+        return (features & ControlFileDescriptor.FEATURE_SECOND_TIER) != 0;
     }
 
     Path clientFile()

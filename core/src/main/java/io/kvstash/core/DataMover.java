@@ -17,7 +17,6 @@ public final class DataMover
 {
     private final PoolRegion pool;
     private final UnsafeBuffer window = new UnsafeBuffer(0, 0);
-    private final long dataOffset;
     private final StoreCounters counters;
 
     /**
@@ -34,7 +33,6 @@ public final class DataMover
             throw new IllegalArgumentException("pool buffer smaller than the pool size");
         }
         this.pool = pool;
-        this.dataOffset = context.dataOffset();
         this.counters = counters;
     }
 
@@ -51,13 +49,13 @@ public final class DataMover
         }
         if (RequestType.WRITE_DATA == command.type)
         {
-            final long at = command.slotOffset[0] - dataOffset + command.dataOffset;
+            final long at = command.slotOffset[0] + command.dataOffset;
             pool.wrap(window, at, command.dataLength).putBytes(0, command.data, 0, command.dataLength);
             counters.add(StoreCounters.COPY_BYTES_IN, command.dataLength);
         }
         else if (RequestType.READ_DATA == command.type)
         {
-            final long at = command.slotOffset[0] - dataOffset + command.dataOffset;
+            final long at = command.slotOffset[0] + command.dataOffset;
             pool.wrap(window, at, command.dataLength).getBytes(0, command.data, 0, command.dataLength);
             counters.add(StoreCounters.COPY_BYTES_OUT, command.dataLength);
         }

@@ -3,31 +3,32 @@ package io.kvstash.core;
 import io.kvstash.wire.Status;
 
 /**
- * The slot-assign stage: turns the book's slot decisions (offsets relative to the data region, decided with the
- * slot ids, since a slot's place depends on the size class its region was given) into byte offsets in the pool
- * file and checks each lies inside the data region. Its only state is the pool geometry, fixed at construction,
- * so it may run on its own thread while the book decides the next request.
+ * The slot check: the book decides each slot's offset in the pool's data region together with its slot id (a
+ * slot's place depends on the size class its region was given), and that offset is what the response carries
+ * (PROTOCOL 3.2: offsets are data-relative). This only checks that each slot of a decided command lies inside the
+ * data region and holds the chunk, so a wrong decision is answered SERVER_ERROR instead of handing out bytes
+ * outside the pool. Its only state is the pool geometry, fixed at construction.
  * <p>
- * Owner: the slot-assign stage thread.
+ * Owner: the thread that runs the stage after reserve ({@code Stages.Inline}, or slot-assign in
+ * THREAD_PER_STAGE).
  */
 public final class SlotAssigner
 {
-    private final long dataOffset;
-    private final long poolEnd;
+    private final long poolSizeBytes;
 
     /**
-     * A slot assigner for a configuration.
+     * A slot check for a configuration.
      *
      * @param context concluded store configuration.
      */
     public SlotAssigner(final StoreContext context)
     {
-        this.dataOffset = context.dataOffset();
-        this.poolEnd = context.dataOffset() + context.poolSizeBytes();
+        this.poolSizeBytes = context.poolSizeBytes();
     }
 
     /**
-     * Writes the offsets of the command's slot list.
+     * Checks the offsets of the command's slot list; fails the command SERVER_ERROR when one lies outside the
+     * data region or is smaller than the chunk.
      *
      * @param command command decided by the book.
      */
@@ -39,20 +40,19 @@ public final class SlotAssigner
             return;
         }
         final long slotBytes = command.slotBytes;
-        if (slotBytes <= 0)
+        if (slotBytes <= 0 || command.chunkBytes > slotBytes)
         {
             command.fail(Status.SERVER_ERROR, "slot outside the pool");
             return;
         }
         for (int i = 0; i < n; i++)
         {
-            final long offset = dataOffset + command.slotOffset[i];
-            if (offset + command.chunkBytes > poolEnd || command.chunkBytes > slotBytes)
+            final long offset = command.slotOffset[i];
+            if (offset < 0 || offset + command.chunkBytes > poolSizeBytes)
             {
                 command.fail(Status.SERVER_ERROR, "slot outside the pool");
                 return;
             }
-            command.slotOffset[i] = offset;
         }
     }
 }

@@ -12,9 +12,9 @@ import org.agrona.concurrent.UnsafeBuffer;
  * the command owns all of it; stages hand it on through the sequence barrier, never share it.
  * <p>
  * Request fields are filled by the producer. The reserve stage ({@link io.kvstash.core.book.ChunkBook})
- * writes the outcome and the decision fields (slot chunk ids, generations); the slot-assign stage
- * ({@link SlotAssigner}) writes slot offsets; the commit stage ({@link DataMover}) moves copy-transport
- * bytes. {@link #done} set by reserve means the outcome is final and later stages only pass it through.
+ * writes the outcome and the decision fields (slot chunk ids, generations, offsets in the data region); the
+ * slot-assign stage ({@link SlotAssigner}) checks the offsets lie in the pool; the commit stage
+ * ({@link DataMover}) moves copy-transport bytes. {@link #done} set by reserve means the outcome is final and later stages only pass it through.
  */
 public final class StoreCommand
 {
@@ -98,7 +98,7 @@ public final class StoreCommand
     public final int[] slotRangeIndex;
     /** Slot list: slot generation the client checks before writing and after reading, written by reserve. */
     public final int[] slotGeneration;
-    /** Slot list: byte offset of the slot in the pool file, written by slot-assign. */
+    /** Slot list: byte offset of the slot from the start of the pool's data region, written by reserve. */
     public final long[] slotOffset;
 
     /**

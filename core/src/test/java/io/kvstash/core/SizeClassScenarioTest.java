@@ -31,11 +31,14 @@ class SizeClassScenarioTest
     private static final long SMALL_SLOT = 8192;
     private static final long A = 1;
     private static final long B = 2;
+    /** Where a real pool's data region starts with the defaults: offsets on the wire must not include it. */
+    private static final long DATA_OFFSET = 2_101_248;
 
     private static StoreHarness harness(final long poolBytes)
     {
         return new StoreHarness(new StoreContext()
             .poolSizeBytes(poolBytes)
+            .dataOffset(DATA_OFFSET)
             .alignment(ALIGNMENT)
             .chunkTokens(CHUNK_TOKENS)
             .leaseNs(1_000_000_000L)
@@ -91,7 +94,7 @@ class SizeClassScenarioTest
         {
             for (int i = 0; i < c.slotCount; i++)
             {
-                final long relative = c.slotOffset[i] - h.context.dataOffset();
+                final long relative = c.slotOffset[i];
                 assertTrue(starts.add(relative), "offset " + relative + " holds two chunks");
                 assertEquals(0, relative % ALIGNMENT);
                 assertEquals(relative / (16L << 20), (relative + c.slotBytes - 1) / (16L << 20),
@@ -136,7 +139,7 @@ class SizeClassScenarioTest
         final StoreCommand all = h.store.prepareRetrieve(A, keys(0, 21));
         for (int i = 0; i < 21; i++)
         {
-            assertEquals(h.context.dataOffset() + i * BIG_SLOT, all.slotOffset[i], "slot " + i);
+            assertEquals(i * BIG_SLOT, all.slotOffset[i], "slot " + i + ": offsets are data-relative (PROTOCOL 3.2)");
         }
         assertEquals(0, h.book().freeSlots());
         h.assertInvariants();

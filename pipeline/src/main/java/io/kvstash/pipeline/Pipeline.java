@@ -29,7 +29,7 @@ import java.util.concurrent.TimeUnit;
 
 /**
  * The request pipeline: a Disruptor ring buffer of pre-allocated {@link RequestEvent}s passing the stages
- * reserve, slot-assign, commit and publish, with the journal beside them as a consumer of its own
+ * reserve, commit (the slot check, then the data effects) and publish, with the journal beside them as a consumer of its own
  * ({@link JournalAgent}). The threading mode maps the stages onto threads ({@link ThreadingMode}); outcomes
  * are the same in every mode because each stage sees the events in sequence order and owns its state alone.
  * <p>
@@ -78,8 +78,8 @@ public final class Pipeline implements AutoCloseable
             context.waitMode().newWaitStrategy());
 
         book = new ChunkBook(storeContext, counters, context.slotTable());
-        final SlotAssigner assigner = new SlotAssigner(storeContext);
-        final DataMover mover = new DataMover(storeContext, context.pool(), counters);
+        final Stages.Commit commit = new Stages.Commit(
+            new SlotAssigner(storeContext), new DataMover(storeContext, context.pool(), counters), context.clock());
         journalWriter = openJournal(context);
         final Stages.Publish publish = new Stages.Publish(context.responseSink(), counters, latency,
             context.clock(), sampling, context.countedErrorHandler());
@@ -89,7 +89,7 @@ public final class Pipeline implements AutoCloseable
         {
             case SHARED:
             {
-                final Stages.Inline inline = newInline(book, assigner, mover, publish);
+                final Stages.Inline inline = newInline(book, commit, publish);
                 sharedPublish = publish;
                 final EventPoller<RequestEvent> poller = ring.newPoller();
                 ring.addGatingSequences(poller.getSequence());
@@ -101,7 +101,7 @@ public final class Pipeline implements AutoCloseable
             case DEDICATED:
             {
                 agent = null;
-                final Stages.Inline inline = newInline(book, assigner, mover, publish);
+                final Stages.Inline inline = newInline(book, commit, publish);
                 final BatchEventProcessor<RequestEvent> processor = processor(ring.newBarrier(), inline);
                 processor.setExceptionHandler(exceptionHandler);
                 addProcessor(processor, "pipeline");
@@ -115,14 +115,11 @@ public final class Pipeline implements AutoCloseable
                 agent = null;
                 final Stages.Reserve reserve = new Stages.Reserve(book, context.clock(), sampling);
                 final BatchEventProcessor<RequestEvent> reserveProcessor = processor(ring.newBarrier(), reserve);
-                final BatchEventProcessor<RequestEvent> assignProcessor = processor(
-                    ring.newBarrier(reserveProcessor.getSequence()), new Stages.SlotAssign(assigner, context.clock()));
                 final BatchEventProcessor<RequestEvent> commitProcessor = processor(
-                    ring.newBarrier(assignProcessor.getSequence()), new Stages.Commit(mover, context.clock()));
+                    ring.newBarrier(reserveProcessor.getSequence()), commit);
                 final SequenceBarrier afterCommit = ring.newBarrier(commitProcessor.getSequence());
                 final BatchEventProcessor<RequestEvent> publishProcessor = processor(afterCommit, publish);
                 addProcessor(reserveProcessor, "reserve");
-                addProcessor(assignProcessor, "slot-assign");
                 addProcessor(commitProcessor, "commit");
                 addProcessor(publishProcessor, "publish");
                 final List<Sequence> gating = new ArrayList<>();
@@ -154,14 +151,9 @@ public final class Pipeline implements AutoCloseable
             poller, journalWriter, context.countedErrorHandler(), context.threadNamePrefix() + "journal");
     }
 
-    private Stages.Inline newInline(
-        final ChunkBook book,
-        final SlotAssigner assigner,
-        final DataMover mover,
-        final Stages.Publish publish)
+    private Stages.Inline newInline(final ChunkBook book, final Stages.Commit commit, final Stages.Publish publish)
     {
-        return new Stages.Inline(
-            book, assigner, mover, publish, context.clock(), sampling, context.countedErrorHandler());
+        return new Stages.Inline(book, commit, publish, context.clock(), sampling, context.countedErrorHandler());
     }
 
     private BatchEventProcessor<RequestEvent> processor(
@@ -407,6 +399,32 @@ public final class Pipeline implements AutoCloseable
     public PipelineContext context()
     {
         return context;
+    }
+
+    /**
+     * Lets the pipeline progress while the calling thread waits for answers, for a caller that drives a pipeline by
+     * hand (the synchronous facade, tests, benchmarks): in SHARED mode one duty cycle of its agent on the calling
+     * thread, whose runner must not be running; in the other modes one spin, as the stage threads do the work.
+     * The caller keeps its own condition and deadline.
+     *
+     * @return the work the duty cycle did; 0 when it spun.
+     * @throws IllegalStateException wrapping what the agent threw.
+     */
+    public int driveOnce()
+    {
+        if (null == agent)
+        {
+            Thread.onSpinWait();
+            return 0;
+        }
+        try
+        {
+            return agent.doWork();
+        }
+        catch (final Exception ex)
+        {
+            throw new IllegalStateException(ex);
+        }
     }
 
     /**

@@ -89,24 +89,9 @@ public final class PipelineKvStores
             target = command;
             published++;
             pipeline.publish(sequence);
-            final PipelineAgent agent = pipeline.agent();
             while (delivered != published)
             {
-                if (null != agent)
-                {
-                    try
-                    {
-                        agent.doWork();
-                    }
-                    catch (final Exception ex)
-                    {
-                        throw new IllegalStateException(ex);
-                    }
-                }
-                else
-                {
-                    Thread.onSpinWait();
-                }
+                pipeline.driveOnce();
             }
         }
 

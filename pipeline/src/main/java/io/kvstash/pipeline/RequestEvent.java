@@ -49,12 +49,10 @@ public final class RequestEvent
     public long reserveStartNs;
     /** Time the reserve stage ended, ns. */
     public long reserveEndNs;
-    /** Time the slot-assign stage started, ns. */
+    /** Time the commit stage started, ns, on its own thread (THREAD_PER_STAGE); its slot check comes first. */
     public long assignStartNs;
-    /** Time the slot-assign stage ended, ns. */
+    /** Time the commit stage's slot check ended and its data effects started, ns. */
     public long assignEndNs;
-    /** Time the commit stage started, ns. */
-    public long commitStartNs;
     /** Time the commit stage ended, ns. */
     public long commitEndNs;
 
@@ -97,7 +95,6 @@ public final class RequestEvent
         reserveEndNs = 0;
         assignStartNs = 0;
         assignEndNs = 0;
-        commitStartNs = 0;
         commitEndNs = 0;
         return command.reset();
     }

@@ -19,8 +19,9 @@ import org.agrona.concurrent.NanoClock;
  *   <li>{@link Reserve}: the {@link ChunkBook} (index, chunk states, LRU, pins, transfers, leases,
  *   instances, slot accounting); every decision, including the early return of a PREPARE_STORE with
  *   nothing to reserve, which it marks done so later stages pass it through;</li>
- *   <li>{@link SlotAssign}: the {@link SlotAssigner}, turning slot ids into pool offsets;</li>
- *   <li>{@link Commit}: the {@link DataMover}, moving copy-transport bytes and owning the DATA counters;</li>
+ *   <li>{@link Commit}: the {@link SlotAssigner}, checking the decided slots lie in the pool, then the
+ *   {@link DataMover}, moving copy-transport bytes and owning the DATA counters (slot-assign and commit, one handler
+ *   now that offsets are decided with the slots);</li>
  *   <li>{@link Publish}: the response sink, the REQUESTS counters and every latency recorder.</li>
  * </ul>
  * The journal, beside publish, is {@link JournalAgent}: it owns the journal writer.
@@ -71,45 +72,21 @@ final class Stages
     }
 
     /**
-     * Slot-assign stage: offsets of the decided slots. Owner: the slot-assign thread.
-     */
-    static final class SlotAssign implements EventHandler<RequestEvent>
-    {
-        private final SlotAssigner assigner;
-        private final NanoClock clock;
-
-        SlotAssign(final SlotAssigner assigner, final NanoClock clock)
-        {
-            this.assigner = assigner;
-            this.clock = clock;
-        }
-
-        @Override
-        public void onEvent(final RequestEvent event, final long sequence, final boolean endOfBatch)
-        {
-            if (0 != event.reserveStartNs)
-            {
-                event.assignStartNs = clock.nanoTime();
-                assigner.assign(event.command);
-                event.assignEndNs = clock.nanoTime();
-            }
-            else
-            {
-                assigner.assign(event.command);
-            }
-        }
-    }
-
-    /**
-     * Commit stage: data effects. Owner: the commit thread.
+     * Commit stage: the slot check ({@link SlotAssigner}) and then the data effects ({@link DataMover}). The book
+     * decides each slot's offset with its id, so slot-assign only checks it and commit only moves copy-transport
+     * bytes: neither keeps a thread busy alone, so one handler runs both, on the commit thread in
+     * THREAD_PER_STAGE and inside {@link Inline} otherwise. The latency recorders still see both steps
+     * (slot-assign, then commit with no queue between them). Owner: the thread that runs it.
      */
     static final class Commit implements EventHandler<RequestEvent>
     {
+        private final SlotAssigner assigner;
         private final DataMover mover;
         private final NanoClock clock;
 
-        Commit(final DataMover mover, final NanoClock clock)
+        Commit(final SlotAssigner assigner, final DataMover mover, final NanoClock clock)
         {
+            this.assigner = assigner;
             this.mover = mover;
             this.clock = clock;
         }
@@ -119,13 +96,32 @@ final class Stages
         {
             if (0 != event.reserveStartNs)
             {
-                event.commitStartNs = clock.nanoTime();
-                mover.commit(event.command);
+                event.assignStartNs = clock.nanoTime();
+                checkAndCommit(event, true);
+            }
+            else
+            {
+                checkAndCommit(event, false);
+            }
+        }
+
+        /**
+         * Checks the slots, then applies the data effects; when {@code timed}, stamps the end of each step (the
+         * start of the first is the caller's).
+         */
+        void checkAndCommit(final RequestEvent event, final boolean timed)
+        {
+            final StoreCommand command = event.command;
+            assigner.assign(command);
+            if (timed)
+            {
+                event.assignEndNs = clock.nanoTime();
+                mover.commit(command);
                 event.commitEndNs = clock.nanoTime();
             }
             else
             {
-                mover.commit(event.command);
+                mover.commit(command);
             }
         }
     }
@@ -253,16 +249,17 @@ final class Stages
                 final long assignEnd = 0 != event.assignEndNs ? event.assignEndNs : assignStart;
                 latency.recordStage(LatencyRecorders.STAGE_SLOT_ASSIGN,
                     assignStart - event.reserveEndNs, assignEnd - assignStart);
-                final long commitStart = 0 != event.commitStartNs ? event.commitStartNs : assignEnd;
-                final long commitEnd = 0 != event.commitEndNs ? event.commitEndNs : commitStart;
-                latency.recordStage(LatencyRecorders.STAGE_COMMIT, commitStart - assignEnd, commitEnd - commitStart);
+                // The data effects follow the slot check in the same handler: nothing queues between them.
+                final long commitEnd = 0 != event.commitEndNs ? event.commitEndNs : assignEnd;
+                latency.recordStage(LatencyRecorders.STAGE_COMMIT, 0, commitEnd - assignEnd);
                 latency.recordStage(LatencyRecorders.STAGE_PUBLISH, start - commitEnd, end - start);
             }
         }
     }
 
     /**
-     * Every stage in order on one thread: reserve, slot-assign, commit, publish (the journal follows behind
+     * Every stage in order on one thread: reserve, then {@link Commit} (slot check and data effects), then publish
+     * (the journal follows behind
      * them, {@link JournalAgent}: in the same duty cycle in SHARED mode, on its own thread otherwise). An
      * exception in a deciding stage answers the event SERVER_ERROR; publish still runs. Stage timestamps are
      * shared between adjacent stages (one clock read per boundary).
@@ -270,8 +267,7 @@ final class Stages
     static final class Inline implements EventHandler<RequestEvent>
     {
         private final ChunkBook book;
-        private final SlotAssigner assigner;
-        private final DataMover mover;
+        private final Commit commit;
         private final Publish publish;
         private final NanoClock clock;
         private final LatencySampling sampling;
@@ -280,16 +276,14 @@ final class Stages
 
         Inline(
             final ChunkBook book,
-            final SlotAssigner assigner,
-            final DataMover mover,
+            final Commit commit,
             final Publish publish,
             final NanoClock clock,
             final LatencySampling sampling,
             final CountedErrorHandler errorHandler)
         {
             this.book = book;
-            this.assigner = assigner;
-            this.mover = mover;
+            this.commit = commit;
             this.publish = publish;
             this.clock = clock;
             this.sampling = sampling;
@@ -307,16 +301,12 @@ final class Stages
                     event.reserveStartNs = clock.nanoTime();
                     book.reserve(command);
                     event.reserveEndNs = clock.nanoTime();
-                    assigner.assign(command);
-                    event.assignEndNs = clock.nanoTime();
-                    mover.commit(command);
-                    event.commitEndNs = clock.nanoTime();
+                    commit.checkAndCommit(event, true);
                 }
                 else
                 {
                     book.reserve(command);
-                    assigner.assign(command);
-                    mover.commit(command);
+                    commit.checkAndCommit(event, false);
                 }
             }
             catch (final Throwable ex)

@@ -14,6 +14,9 @@ public enum ThreadingMode
     SHARED,
     /** All stages run one after another on one dedicated pipeline thread (the default on 2 cores). */
     DEDICATED,
-    /** Each stage (reserve, slot-assign, commit, publish, and the journal beside publish) has its own thread. */
+    /**
+     * Each stage (reserve, commit, publish, and the journal beside publish) has its own thread; commit runs the slot
+     * check and the data effects, slot-assign having nothing left to do on a thread of its own.
+     */
     THREAD_PER_STAGE
 }

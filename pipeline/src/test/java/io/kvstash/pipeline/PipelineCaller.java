@@ -87,25 +87,10 @@ final class PipelineCaller
         command.timestampNs = pipeline.context().clock().nanoTime();
         filler.accept(command);
         pipeline.publish(sequence);
-        final PipelineAgent agent = pipeline.agent();
         final long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
         while (mailbox.correlationId != correlationId)
         {
-            if (null != agent)
-            {
-                try
-                {
-                    agent.doWork();
-                }
-                catch (final Exception ex)
-                {
-                    throw new IllegalStateException(ex);
-                }
-            }
-            else
-            {
-                Thread.onSpinWait();
-            }
+            pipeline.driveOnce();
             if (System.nanoTime() - deadline > 0)
             {
                 throw new IllegalStateException("no response to correlation " + correlationId);

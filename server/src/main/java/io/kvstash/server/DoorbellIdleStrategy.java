@@ -2,10 +2,10 @@ package io.kvstash.server;
 
 import io.kvstash.core.StoreCounters;
 import io.kvstash.wire.file.ControlFileDescriptor;
+import io.kvstash.wire.idle.ResetOnWorkIdleStrategy;
 import org.agrona.CloseHelper;
 import org.agrona.ErrorHandler;
 import org.agrona.concurrent.AtomicBuffer;
-import org.agrona.concurrent.IdleStrategy;
 
 import java.io.IOException;
 import java.nio.ByteBuffer;
@@ -31,7 +31,7 @@ import java.util.function.Consumer;
  * Owner: the receiver's thread, which writes the counters {@link StoreCounters#WIRE_SLEEPS} and
  * {@link StoreCounters#WIRE_DOORBELL_WAKEUPS}. {@link #close()} after that thread has stopped.
  */
-final class DoorbellIdleStrategy implements IdleStrategy, AutoCloseable
+final class DoorbellIdleStrategy extends ResetOnWorkIdleStrategy implements AutoCloseable
 {
     /** Longest sleep: the conductor's scans, liveness checks and the heartbeat run between sleeps. */
     static final long PARK_MS = 1;
@@ -75,19 +75,6 @@ final class DoorbellIdleStrategy implements IdleStrategy, AutoCloseable
         {
             selector.close();
             throw ex;
-        }
-    }
-
-    @Override
-    public void idle(final int workCount)
-    {
-        if (workCount > 0)
-        {
-            reset();
-        }
-        else
-        {
-            idle();
         }
     }
 

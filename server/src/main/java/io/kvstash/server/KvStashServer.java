@@ -1,13 +1,13 @@
 package io.kvstash.server;
 
 import io.kvstash.core.StoreCounters;
-import io.kvstash.pipeline.CountingBackoffIdleStrategy;
 import io.kvstash.pipeline.Pipeline;
 import io.kvstash.pipeline.ThreadingMode;
 import io.kvstash.pipeline.latency.IntervalLogger;
 import io.kvstash.server.codec.ResponseEncoder;
 import io.kvstash.server.l2.L2Tap;
 import io.kvstash.server.l2.L2Tier;
+import io.kvstash.wire.idle.CountingBackoffIdleStrategy;
 import org.HdrHistogram.HistogramLogWriter;
 import org.agrona.CloseHelper;
 import org.agrona.ErrorHandler;

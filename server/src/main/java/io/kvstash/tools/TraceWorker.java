@@ -36,7 +36,6 @@ public final class TraceWorker
     private final UnsafeBuffer scratch;
     private final WorkerResult result = new WorkerResult();
     private int[] slotRangeIndex = new int[64];
-    private long[] slotOffset = new long[64];
     private String model = MODEL;
     private long tierWaitNs;
 
@@ -229,7 +228,7 @@ public final class TraceWorker
         {
             final int keyIndex = slotRangeIndex[i];
             t = System.nanoTime();
-            final int status = client.readChunk(instanceId, transferId, i, payloadBytes, slotOffset[i], scratch, 0);
+            final int status = client.chunks().readChunk(instanceId, r, i, 0, payloadBytes, scratch, 0);
             result.record(WorkerResult.OP_READ_CHUNK, System.nanoTime() - t);
             if (Status.OK != status)
             {
@@ -237,7 +236,7 @@ public final class TraceWorker
                 continue;
             }
             // Mapped transport: the response is still the prepare's, so the fence can be read for slot i.
-            if (!client.isCopyTransport() && !client.isStillReadable(r, i))
+            if (!client.isCopyTransport() && !client.chunks().isStillReadable(r, i))
             {
                 result.add(WorkerResult.FENCE_FAILURES, 1);
                 continue;
@@ -280,14 +279,14 @@ public final class TraceWorker
         for (int i = 0; i < slots; i++)
         {
             final int keyIndex = slotRangeIndex[i];
-            if (!client.isCopyTransport() && !client.isStillReserved(r, i))
+            if (!client.isCopyTransport() && !client.chunks().isStillReserved(r, i))
             {
                 result.add(WorkerResult.FENCE_FAILURES, 1);
                 continue;
             }
             pattern.fill(scratch, payloadBytes, range.hi(keyIndex), range.lo(keyIndex));
             t = System.nanoTime();
-            final int status = client.writeChunk(instanceId, transferId, i, payloadBytes, slotOffset[i], scratch, 0);
+            final int status = client.chunks().writeChunk(instanceId, r, i, 0, payloadBytes, scratch, 0);
             result.record(WorkerResult.OP_WRITE_CHUNK, System.nanoTime() - t);
             if (Status.OK != status)
             {
@@ -307,8 +306,7 @@ public final class TraceWorker
     }
 
     /**
-     * Copies the slot entries out of the response: the copy transport receives other responses into the
-     * same object while moving chunk bytes.
+     * Copies the slot entries' range indices out of the response, sized to the largest answer seen.
      */
     private int copySlots(final ClientResponse r)
     {
@@ -316,12 +314,10 @@ public final class TraceWorker
         if (slots > slotRangeIndex.length)
         {
             slotRangeIndex = new int[slots];
-            slotOffset = new long[slots];
         }
         for (int i = 0; i < slots; i++)
         {
             slotRangeIndex[i] = r.slotRangeIndex(i);
-            slotOffset[i] = r.slotOffset(i);
         }
         return slots;
     }

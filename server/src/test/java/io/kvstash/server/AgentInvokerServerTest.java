@@ -70,7 +70,7 @@ class AgentInvokerServerTest
             final KvStashClient client = InvokedServer.connectAndRegister(invoker, dir, null);
             try
             {
-                final long ping = client.sendSimple(RequestType.PING, 0, 0, 0);
+                final long ping = client.requests().sendSimple(RequestType.PING, 0, 0, 0);
                 assertTrue(ping > 0);
                 assertEquals(0, client.poll(this::answer, 16), "answered before its duty cycle ran");
                 invoker.invoke();
@@ -78,14 +78,14 @@ class AgentInvokerServerTest
                 assertEquals(Status.OK, answers.get(0).status());
                 assertEquals(ping, answers.get(0).correlationId());
 
-                assertTrue(client.sendKeyed(RequestType.PREPARE_STORE, 1, ChunkKeys.ofIds(7, 8), 0) > 0);
+                assertTrue(client.requests().sendKeyed(RequestType.PREPARE_STORE, 1, ChunkKeys.ofIds(7, 8), 0) > 0);
                 invoker.invoke();
                 assertEquals(1, client.poll(this::answer, 16));
                 final Answer prepared = answers.get(1);
                 assertEquals(Status.OK, prepared.status(), prepared.toString());
                 assertEquals(2, prepared.slotCount());
-                assertTrue(client.sendSimple(RequestType.COMMIT_STORE, 1, prepared.transferId(), 0) > 0);
-                assertTrue(client.sendKeyed(RequestType.LOOKUP, 1, ChunkKeys.ofIds(7, 8, 9), 0) > 0);
+                assertTrue(client.requests().sendSimple(RequestType.COMMIT_STORE, 1, prepared.transferId(), 0) > 0);
+                assertTrue(client.requests().sendKeyed(RequestType.LOOKUP, 1, ChunkKeys.ofIds(7, 8, 9), 0) > 0);
                 invoker.invoke();
                 assertEquals(2, client.poll(this::answer, 16));
                 assertEquals(Status.OK, answers.get(2).status(), answers.get(2).toString());
@@ -119,7 +119,7 @@ class AgentInvokerServerTest
                 invoker.invoke();
                 final long head = ring.getLongVolatile(RingDescriptor.HEAD_POSITION_OFFSET);
                 final int record = RingDescriptor.HEADER_LENGTH + (int)head;
-                final long ping = client.sendSimple(RequestType.PING, 0, 0, 0);
+                final long ping = client.requests().sendSimple(RequestType.PING, 0, 0, 0);
 
                 invoker.invoke();
                 assertEquals(1, client.poll(this::answer, 16), "answered in the cycle that read it");

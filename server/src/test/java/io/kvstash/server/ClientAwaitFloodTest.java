@@ -71,7 +71,7 @@ class ClientAwaitFloodTest
             long last = 0;
             for (int i = 0; i < count; i++)
             {
-                final long id = client.sendSimple(RequestType.PING, 0, 0, 0);
+                final long id = client.requests().sendSimple(RequestType.PING, 0, 0, 0);
                 assertTrue(id > 0, "the request ring holds them all");
                 last = id;
             }

@@ -74,8 +74,8 @@ class InProcessSmokeTest
             final UnsafeBuffer view = new UnsafeBuffer(0, 0);
             for (int i = 0; i < r.slotCount(); i++)
             {
-                assertTrue(client.isStillReserved(r, i));
-                client.slotView(r, i, view);
+                assertTrue(client.chunks().isStillReserved(r, i));
+                client.chunks().slotView(r, i, view);
                 for (int b = 0; b < chunkBytes; b += 8)
                 {
                     view.putLong(b, (10L + r.slotRangeIndex(i)) * 1_000_003L + b);
@@ -91,12 +91,12 @@ class InProcessSmokeTest
             final long retrieve = r.transferId();
             for (int i = 0; i < r.slotCount(); i++)
             {
-                client.slotView(r, i, view);
+                client.chunks().slotView(r, i, view);
                 for (int b = 0; b < chunkBytes; b += 8)
                 {
                     assertEquals((10L + r.slotRangeIndex(i)) * 1_000_003L + b, view.getLong(b));
                 }
-                assertTrue(client.isStillReadable(r, i));
+                assertTrue(client.chunks().isStillReadable(r, i));
             }
             assertEquals(Status.OK, client.commitRetrieve(1, retrieve).status());
             assertEquals(Status.UNKNOWN_TRANSFER, client.commitRetrieve(1, retrieve).status());
@@ -131,7 +131,7 @@ class InProcessSmokeTest
             client.asyncHandler(handler);
             final ClientResponse[] ahead = { client.newResponse(), client.newResponse() };
             final UnsafeBuffer view = new UnsafeBuffer(0, 0);
-            long next = client.sendKeyed(RequestType.PREPARE_STORE, 1, ChunkKeys.ofIds(1000), 0);
+            long next = client.requests().sendKeyed(RequestType.PREPARE_STORE, 1, ChunkKeys.ofIds(1000), 0);
             long previousTransfer = 0;
             for (int i = 0; i < chunks; i++)
             {
@@ -143,16 +143,16 @@ class InProcessSmokeTest
                 {
                     // The next chunk's prepare goes out before this chunk is written; its answer lands in the
                     // other flyweight and leaves this one intact.
-                    next = client.sendKeyed(RequestType.PREPARE_STORE, 1, ChunkKeys.ofIds(1001 + i), 0);
+                    next = client.requests().sendKeyed(RequestType.PREPARE_STORE, 1, ChunkKeys.ofIds(1001 + i), 0);
                     assertTrue(next > 0);
                 }
-                assertTrue(client.isStillReserved(prepared, 0));
-                client.slotView(prepared, 0, view);
+                assertTrue(client.chunks().isStillReserved(prepared, 0));
+                client.chunks().slotView(prepared, 0, view);
                 for (int b = 0; b < chunkBytes; b += 8)
                 {
                     view.putLong(b, (1000L + i) * 31 + b);
                 }
-                assertTrue(client.sendSimple(RequestType.COMMIT_STORE, 1, prepared.transferId(), 0) > 0);
+                assertTrue(client.requests().sendSimple(RequestType.COMMIT_STORE, 1, prepared.transferId(), 0) > 0);
             }
             final long deadline = System.nanoTime() + 10_000_000_000L;
             while (commitsAnswered[0] < chunks && System.nanoTime() < deadline)
@@ -169,7 +169,7 @@ class InProcessSmokeTest
             {
                 final ClientResponse r = client.prepareRetrieve(1, ChunkKeys.ofIds(1000 + i));
                 assertEquals(Status.OK, r.status(), r.toString());
-                client.slotView(r, 0, view);
+                client.chunks().slotView(r, 0, view);
                 for (int b = 0; b < chunkBytes; b += 8)
                 {
                     assertEquals((1000L + i) * 31 + b, view.getLong(b));
@@ -230,24 +230,23 @@ class InProcessSmokeTest
             final ClientResponse prepared = client.prepareStore(1, ChunkKeys.ofIds(5));
             assertEquals(Status.OK, prepared.status(), prepared.toString());
             final long storeTransfer = prepared.transferId();
-            final long storeOffset = prepared.slotOffset(0);
+            assertEquals(0L, prepared.slotOffset(0),
+                "the first slot of an empty pool starts its data region: offsets are data-relative (PROTOCOL 3.2)");
             // Written back to front in two uneven parts.
             final int cut = length / 3;
-            assertEquals(Status.OK,
-                client.writeChunk(1, storeTransfer, 0, cut, length - cut, storeOffset, source, cut));
-            assertEquals(Status.OK, client.writeChunk(1, storeTransfer, 0, 0, cut, storeOffset, source, 0));
+            assertEquals(Status.OK, client.chunks().writeChunk(1, prepared, 0, cut, length - cut, source, cut));
+            assertEquals(Status.OK, client.chunks().writeChunk(1, prepared, 0, 0, cut, source, 0));
             assertEquals(Status.OK, client.commitStore(1, storeTransfer).status());
 
             final ClientResponse retrieve = client.prepareRetrieve(1, ChunkKeys.ofIds(5));
             assertEquals(Status.OK, retrieve.status(), retrieve.toString());
             final long retrieveTransfer = retrieve.transferId();
-            final long retrieveOffset = retrieve.slotOffset(0);
             final UnsafeBuffer read = new UnsafeBuffer(new byte[length]);
             final int[] cuts = { 0, 100, length / 2, length };
             for (int k = 0; k + 1 < cuts.length; k++)
             {
-                assertEquals(Status.OK, client.readChunk(1, retrieveTransfer, 0, cuts[k], cuts[k + 1] - cuts[k],
-                    retrieveOffset, read, cuts[k]));
+                assertEquals(Status.OK,
+                    client.chunks().readChunk(1, retrieve, 0, cuts[k], cuts[k + 1] - cuts[k], read, cuts[k]));
             }
             assertEquals(Status.OK, client.commitRetrieve(1, retrieveTransfer).status());
             assertEquals(source, read, "every byte read back where it was written");

@@ -52,8 +52,8 @@ class ReceiverCountsTest
         final Map<String, Long> before = server.receiverCounts();
         assertFalse(before.containsKey("parks"), "an invoked server has no idle strategy of its own: " + before);
 
-        final long first = clients.get(0).sendSimple(RequestType.PING, 0, 0, 0);
-        final long third = clients.get(2).sendSimple(RequestType.PING, 0, 0, 0);
+        final long first = clients.get(0).requests().sendSimple(RequestType.PING, 0, 0, 0);
+        final long third = clients.get(2).requests().sendSimple(RequestType.PING, 0, 0, 0);
         assertTrue(first > 0 && third > 0);
         invoker.invoke();
         final Map<String, Long> busy = server.receiverCounts();

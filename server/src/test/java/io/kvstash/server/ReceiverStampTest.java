@@ -89,7 +89,7 @@ class ReceiverStampTest
                 final int pings = 400;
                 for (int i = 0; i < pings; i++)
                 {
-                    assertTrue(client.sendSimple(RequestType.PING, 0, 0, 0) > 0);
+                    assertTrue(client.requests().sendSimple(RequestType.PING, 0, 0, 0) > 0);
                     invoker.invoke();
                     assertEquals(1, client.poll(this::answer, 4));
                 }
@@ -102,10 +102,10 @@ class ReceiverStampTest
 
                 for (int i = 0; i < 80; i++)
                 {
-                    assertTrue(client.sendKeyed(RequestType.PREPARE_STORE, 1, ChunkKeys.ofIds(i), 0) > 0);
+                    assertTrue(client.requests().sendKeyed(RequestType.PREPARE_STORE, 1, ChunkKeys.ofIds(i), 0) > 0);
                     invoker.invoke();
                     assertEquals(1, client.poll(this::answer, 4));
-                    assertTrue(client.sendSimple(RequestType.COMMIT_STORE, 1, transferId, 0) > 0);
+                    assertTrue(client.requests().sendSimple(RequestType.COMMIT_STORE, 1, transferId, 0) > 0);
                     invoker.invoke();
                     assertEquals(1, client.poll(this::answer, 4));
                 }
@@ -147,7 +147,7 @@ class ReceiverStampTest
     {
         for (int i = 0; i < count; i++)
         {
-            assertTrue(client.sendSimple(RequestType.PING, 0, 0, 0) > 0);
+            assertTrue(client.requests().sendSimple(RequestType.PING, 0, 0, 0) > 0);
         }
         final int target = answers + count;
         invoker.invoke();

@@ -97,8 +97,8 @@ class SizeClassServerTest
         final UnsafeBuffer view = new UnsafeBuffer(0, 0);
         for (int i = 0; i < r.slotCount(); i++)
         {
-            assertTrue(client.isStillReserved(r, i));
-            client.slotView(r, i, view);
+            assertTrue(client.chunks().isStillReserved(r, i));
+            client.chunks().slotView(r, i, view);
             assertEquals(chunkBytes, view.capacity());
             for (int b = 0; b < chunkBytes; b++)
             {
@@ -118,13 +118,13 @@ class SizeClassServerTest
         final UnsafeBuffer view = new UnsafeBuffer(0, 0);
         for (int i = 0; i < r.slotCount(); i++)
         {
-            client.slotView(r, i, view);
+            client.chunks().slotView(r, i, view);
             for (int b = 0; b < view.capacity(); b++)
             {
                 assertEquals(pattern(instance, r.slotRangeIndex(i), b), view.getByte(b),
                     layout.model() + " chunk " + i + " byte " + b);
             }
-            assertTrue(client.isStillReadable(r, i));
+            assertTrue(client.chunks().isStillReadable(r, i));
         }
         assertEquals(Status.OK, client.commitRetrieve(instance, r.transferId()).status());
     }

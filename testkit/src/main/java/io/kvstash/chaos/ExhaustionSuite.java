@@ -109,7 +109,7 @@ final class ExhaustionSuite implements ChaosSuite
         for (int i = 0; i < r.slotCount(); i++)
         {
             pinnedGeneration[r.slotRangeIndex(i)] = r.slotGeneration(i);
-            holder.slotView(r.slotOffset(i), CHUNK_BYTES, view)
+            holder.chunks().slotView(r.slotOffset(i), CHUNK_BYTES, view)
                 .putBytes(0, seal.seal(0, r.slotRangeIndex(i), r.slotGeneration(i), 0), 0, CHUNK_BYTES);
         }
         check(holder.commitStore(HOLDER_INSTANCE, pinnedStore));
@@ -130,7 +130,7 @@ final class ExhaustionSuite implements ChaosSuite
         check(r);
         for (int i = 0; i < r.slotCount(); i++)
         {
-            seal.scratch().putBytes(0, holder.slotView(r.slotOffset(i), CHUNK_BYTES, view), 0, CHUNK_BYTES);
+            seal.scratch().putBytes(0, holder.chunks().slotView(r.slotOffset(i), CHUNK_BYTES, view), 0, CHUNK_BYTES);
             intact &= seal.verify(0, r.slotRangeIndex(i), held.pinnedGeneration()[r.slotRangeIndex(i)]);
         }
         check(holder.commitRetrieve(HOLDER_INSTANCE, r.transferId()));

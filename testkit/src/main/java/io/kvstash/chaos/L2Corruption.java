@@ -217,16 +217,13 @@ final class L2Corruption
         final long transfer = r.transferId();
         final int slots = r.slotCount();
         final int[] rangeIndex = new int[slots];
-        final long[] offset = new long[slots];
         for (int i = 0; i < slots; i++)
         {
             rangeIndex[i] = r.slotRangeIndex(i);
-            offset[i] = r.slotOffset(i);
         }
         for (int i = 0; i < slots; i++)
         {
-            client.writeChunk(INSTANCE, transfer, i, CHUNK_BYTES, offset[i],
-                seal.seal(0, first + rangeIndex[i], 0, 0), 0);
+            client.chunks().writeChunk(INSTANCE, r, i, 0, CHUNK_BYTES, seal.seal(0, first + rangeIndex[i], 0, 0), 0);
         }
         client.commitStore(INSTANCE, transfer);
     }

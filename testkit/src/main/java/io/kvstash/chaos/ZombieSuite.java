@@ -76,7 +76,7 @@ final class ZombieSuite implements ChaosSuite
                 final int generation = r.slotGeneration(0);
                 final long offset = r.slotOffset(0);
                 sameSlot += offset == zombieOffset ? 1 : 0;
-                owner.slotView(offset, CHUNK_BYTES, view).putBytes(0, seal.seal(0, key, generation, 1), 0, CHUNK_BYTES);
+                owner.chunks().slotView(offset, CHUNK_BYTES, view).putBytes(0, seal.seal(0, key, generation, 1), 0, CHUNK_BYTES);
                 check(owner.commitStore(ownerInstance, transfer));
 
                 zombie.signal("CONT");
@@ -88,7 +88,7 @@ final class ZombieSuite implements ChaosSuite
 
                 final ClientResponse read = owner.prepareRetrieve(ownerInstance, LoadWorker.ids(key, 1));
                 check(read);
-                seal.scratch().putBytes(0, owner.slotView(read.slotOffset(0), CHUNK_BYTES, view), 0, CHUNK_BYTES);
+                seal.scratch().putBytes(0, owner.chunks().slotView(read.slotOffset(0), CHUNK_BYTES, view), 0, CHUNK_BYTES);
                 ownerIntact += seal.verify(0, key, read.slotGeneration(0)) ? 1 : 0;
                 check(owner.commitRetrieve(ownerInstance, read.transferId()));
                 if (rep % 100 == 99)

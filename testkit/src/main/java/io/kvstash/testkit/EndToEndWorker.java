@@ -123,16 +123,14 @@ public final class EndToEndWorker
         final long transfer = r.transferId();
         final int slots = r.slotCount();
         final int[] rangeIndex = new int[slots];
-        final long[] offsets = new long[slots];
         for (int i = 0; i < slots; i++)
         {
             rangeIndex[i] = r.slotRangeIndex(i);
-            offsets[i] = r.slotOffset(i);
         }
         for (int i = 0; i < slots; i++)
         {
             counts.pattern.fill(counts.chunk, CHUNK_BYTES, first + rangeIndex[i], 0);
-            check(client.writeChunk(instance, transfer, i, CHUNK_BYTES, offsets[i], counts.chunk, 0));
+            check(client.chunks().writeChunk(instance, r, i, counts.chunk, 0));
         }
         check(client.commitStore(instance, transfer));
         counts.stored += slots;
@@ -153,16 +151,14 @@ public final class EndToEndWorker
         check(r);
         final long transfer = r.transferId();
         final int slots = r.slotCount();
-        final long[] offsets = new long[slots];
         final int[] rangeIndex = new int[slots];
         for (int i = 0; i < slots; i++)
         {
-            offsets[i] = r.slotOffset(i);
             rangeIndex[i] = r.slotRangeIndex(i);
         }
         for (int i = 0; i < slots; i++)
         {
-            check(client.readChunk(instance, transfer, i, CHUNK_BYTES, offsets[i], counts.read, 0));
+            check(client.chunks().readChunk(instance, r, i, counts.read, 0));
             if (counts.pattern.verify(counts.read, CHUNK_BYTES, first + rangeIndex[i], 0))
             {
                 counts.verified++;
@@ -195,7 +191,7 @@ public final class EndToEndWorker
         check(client.register(instance, LAYOUT));
         final ClientResponse r = client.prepareStore(instance, range(first, count));
         check(r);
-        final UnsafeBuffer view = client.slotView(r, 0, new UnsafeBuffer(0, 0));
+        final UnsafeBuffer view = client.chunks().slotView(r, 0, new UnsafeBuffer(0, 0));
         for (int i = 0; i < CHUNK_BYTES / 2; i += 8)
         {
             view.putLong(i, 0xDEADBEEFL);
@@ -253,12 +249,12 @@ public final class EndToEndWorker
         check(r);
         final UnsafeBuffer chunk = new UnsafeBuffer(new byte[CHUNK_BYTES]);
         pattern.fill(chunk, CHUNK_BYTES, 5, 0);
-        check(client.writeChunk(77, r.transferId(), 0, CHUNK_BYTES, r.slotOffset(0), chunk, 0));
+        check(client.chunks().writeChunk(77, r, 0, chunk, 0));
         check(client.commitStore(77, r.transferId()));
         final ClientResponse retrieve = client.prepareRetrieve(77, range(5, 1));
         check(retrieve);
         final UnsafeBuffer read = new UnsafeBuffer(new byte[CHUNK_BYTES]);
-        check(client.readChunk(77, retrieve.transferId(), 0, CHUNK_BYTES, retrieve.slotOffset(0), read, 0));
+        check(client.chunks().readChunk(77, retrieve, 0, read, 0));
         if (!pattern.verify(read, CHUNK_BYTES, 5, 0))
         {
             throw new IllegalStateException("chunk bytes differ after reconnect");

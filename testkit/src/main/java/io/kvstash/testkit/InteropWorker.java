@@ -122,13 +122,11 @@ final class InteropWorker
             final int slots = prepared.slotCount();
             final int chunkBytes = (int)prepared.chunkBytes();
             final int[] rangeIndex = new int[slots];
-            final long[] offset = new long[slots];
             final boolean[] reserved = new boolean[slots];
             for (int i = 0; i < slots; i++)
             {
                 rangeIndex[i] = prepared.slotRangeIndex(i);
-                offset[i] = prepared.slotOffset(i);
-                reserved[i] = copy || client.isStillReserved(prepared, i);
+                reserved[i] = copy || client.chunks().isStillReserved(prepared, i);
             }
             final byte[] chunk = new byte[chunkBytes];
             final UnsafeBuffer source = new UnsafeBuffer(chunk);
@@ -140,7 +138,7 @@ final class InteropWorker
                     OUT.println("DONE fenced slot=" + i);
                     return 1;
                 }
-                final int status = client.writeChunk(instance, transfer, i, chunkBytes, offset[i], source, 0);
+                final int status = client.chunks().writeChunk(instance, prepared, i, source, 0);
                 if (Status.OK != status)
                 {
                     OUT.println("DONE write=" + Status.name(status));
@@ -189,19 +187,17 @@ final class InteropWorker
             final int slots = prepared.slotCount();
             final int chunkBytes = (int)prepared.chunkBytes();
             final int[] rangeIndex = new int[slots];
-            final long[] offset = new long[slots];
             for (int i = 0; i < slots; i++)
             {
                 rangeIndex[i] = prepared.slotRangeIndex(i);
-                offset[i] = prepared.slotOffset(i);
             }
             final byte[] chunk = new byte[chunkBytes];
             final UnsafeBuffer destination = new UnsafeBuffer(chunk);
             final String[] digests = new String[slots];
             for (int i = 0; i < slots; i++)
             {
-                final int status = client.readChunk(instance, transfer, i, chunkBytes, offset[i], destination, 0);
-                if (Status.OK != status || (!copy && !client.isStillReadable(prepared, i)))
+                final int status = client.chunks().readChunk(instance, prepared, i, destination, 0);
+                if (Status.OK != status || (!copy && !client.chunks().isStillReadable(prepared, i)))
                 {
                     OUT.println("DONE read=" + Status.name(status) + " slot=" + i);
                     return 1;
@@ -275,9 +271,8 @@ final class InteropWorker
             {
                 final ClientResponse r = client.prepareStore(instance, benchKeys(round, it));
                 final long transfer = r.transferId();
-                final long offset = r.slotOffset(0);
                 final long t0 = System.nanoTime();
-                client.writeChunk(instance, transfer, 0, chunkBytes, offset, buffer, 0);
+                client.chunks().writeChunk(instance, r, 0, buffer, 0);
                 storeNs += System.nanoTime() - t0;
                 client.commitStore(instance, transfer);
             }
@@ -285,9 +280,8 @@ final class InteropWorker
             {
                 final ClientResponse r = client.prepareRetrieve(instance, benchKeys(round, it));
                 final long transfer = r.transferId();
-                final long offset = r.slotOffset(0);
                 final long t0 = System.nanoTime();
-                client.readChunk(instance, transfer, 0, chunkBytes, offset, buffer, 0);
+                client.chunks().readChunk(instance, r, 0, buffer, 0);
                 retrieveNs += System.nanoTime() - t0;
                 client.commitRetrieve(instance, transfer);
             }

@@ -200,16 +200,14 @@ public final class L2LoadWorker
         final long transfer = r.transferId();
         final int slots = r.slotCount();
         final int[] rangeIndex = new int[slots];
-        final long[] offset = new long[slots];
         for (int i = 0; i < slots; i++)
         {
             rangeIndex[i] = r.slotRangeIndex(i);
-            offset[i] = r.slotOffset(i);
         }
         boolean written = true;
         for (int i = 0; i < slots && written; i++)
         {
-            written = Status.OK == client.writeChunk(instance, transfer, i, chunkBytes, offset[i],
+            written = Status.OK == client.chunks().writeChunk(instance, r, i, 0, chunkBytes,
                 seal.seal(0, first + rangeIndex[i], 0, writerTag), 0);
         }
         begin();
@@ -256,14 +254,14 @@ public final class L2LoadWorker
         {
             final long id = first + r.slotRangeIndex(i);
             final boolean read =
-                Status.OK == client.readChunk(instance, transfer, i, chunkBytes, r.slotOffset(i), seal.scratch(), 0);
+                Status.OK == client.chunks().readChunk(instance, r, i, 0, chunkBytes, seal.scratch(), 0);
             if (probe && id == bad && 0 != host)
             {
                 corruptServed++;
                 System.out.println("CORRUPT_SERVED key=" + id);
                 System.out.flush();
             }
-            if (!read || !client.isStillReadable(r, i))
+            if (!read || !client.chunks().isStillReadable(r, i))
             {
                 stale++;
             }

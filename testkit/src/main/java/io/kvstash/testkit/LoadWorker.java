@@ -229,12 +229,10 @@ public final class LoadWorker
         final int slots = r.slotCount();
         final int[] rangeIndex = new int[slots];
         final int[] generation = new int[slots];
-        final long[] offset = new long[slots];
         for (int i = 0; i < slots; i++)
         {
             rangeIndex[i] = r.slotRangeIndex(i);
             generation[i] = r.slotGeneration(i);
-            offset[i] = r.slotOffset(i);
         }
         failpoint(armed, Failpoint.AFTER_PREPARE);
         final int half = chunkBytes / 2;
@@ -242,10 +240,10 @@ public final class LoadWorker
         for (int i = 0; i < slots && written; i++)
         {
             final UnsafeBuffer sealed = seal.seal(0, first + rangeIndex[i], generation[i], writerTag);
-            written = Status.OK == client.writeChunk(instance, transfer, i, 0, half, offset[i], sealed, 0);
+            written = Status.OK == client.chunks().writeChunk(instance, r, i, 0, half, sealed, 0);
             failpoint(armed, Failpoint.MID_WRITE);
-            written = written && Status.OK == client.writeChunk(
-                instance, transfer, i, half, chunkBytes - half, offset[i], sealed, half);
+            written = written && Status.OK ==
+                client.chunks().writeChunk(instance, r, i, half, chunkBytes - half, sealed, half);
         }
         failpoint(armed, Failpoint.BEFORE_COMMIT);
         if (!written)
@@ -282,13 +280,12 @@ public final class LoadWorker
         {
             final int generation = r.slotGeneration(i);
             final long id = first + r.slotRangeIndex(i);
-            final long slotOffset = r.slotOffset(i);
-            boolean read = Status.OK == client.readChunk(instance, transfer, i, 0, half, slotOffset, seal.scratch(), 0);
+            boolean read = Status.OK == client.chunks().readChunk(instance, r, i, 0, half, seal.scratch(), 0);
             failpoint(armed, Failpoint.MID_READ);
-            read = read && Status.OK == client.readChunk(
-                instance, transfer, i, half, chunkBytes - half, slotOffset, seal.scratch(), half);
+            read = read && Status.OK == client.chunks().readChunk(
+                instance, r, i, half, chunkBytes - half, seal.scratch(), half);
             // A refused READ_DATA (copy transport) or a reclaimed pin: the bytes prove nothing.
-            if (!read || !client.isStillReadable(r, i))
+            if (!read || !client.chunks().isStillReadable(r, i))
             {
                 stale++;
             }
@@ -338,10 +335,10 @@ public final class LoadWorker
             {
                 break;
             }
-            final boolean mine = client.isStillReserved(r, 0);
+            final boolean mine = client.chunks().isStillReserved(r, 0);
             if (mine)
             {
-                client.slotView(offset, chunkBytes, view).putBytes(0, seal.seal(0, key, generation, 0), 0, chunkBytes);
+                client.chunks().slotView(offset, chunkBytes, view).putBytes(0, seal.seal(0, key, generation, 0), 0, chunkBytes);
             }
             final ClientResponse commit = client.commitStore(instance, transfer);
             System.out.println("COMMIT status=" + Status.name(commit.status()) + " wrote=" + mine);

@@ -249,8 +249,8 @@ class OneServerPerDirectoryTest
         assertEquals(count, r.slotCount(), r.toString());
         for (int i = 0; i < r.slotCount(); i++)
         {
-            assertEquals(Status.OK, client.writeChunk(INSTANCE, r.transferId(), i, EndToEndWorker.CHUNK_BYTES,
-                r.slotOffset(i), new UnsafeBuffer(written[r.slotRangeIndex(i)]), 0));
+            assertEquals(Status.OK,
+                client.chunks().writeChunk(INSTANCE, r, i, new UnsafeBuffer(written[r.slotRangeIndex(i)]), 0));
         }
         assertEquals(Status.OK, client.commitStore(INSTANCE, r.transferId()).status());
         return written;
@@ -264,8 +264,8 @@ class OneServerPerDirectoryTest
         final byte[][] read = new byte[count][EndToEndWorker.CHUNK_BYTES];
         for (int i = 0; i < r.slotCount(); i++)
         {
-            assertEquals(Status.OK, client.readChunk(INSTANCE, r.transferId(), i, EndToEndWorker.CHUNK_BYTES,
-                r.slotOffset(i), new UnsafeBuffer(read[r.slotRangeIndex(i)]), 0));
+            assertEquals(Status.OK,
+                client.chunks().readChunk(INSTANCE, r, i, new UnsafeBuffer(read[r.slotRangeIndex(i)]), 0));
         }
         assertEquals(Status.OK, client.commitRetrieve(INSTANCE, r.transferId()).status());
         return read;

@@ -159,7 +159,7 @@ class WallClockStepTest
         for (int i = 0; i < prepared.slotCount(); i++)
         {
             final int key = prepared.slotRangeIndex(i);
-            client.slotView(prepared, i, view).putLong(0, keys.hi(key) ^ keys.lo(key));
+            client.chunks().slotView(prepared, i, view).putLong(0, keys.hi(key) ^ keys.lo(key));
         }
         assertEquals(Status.OK, client.commitStore(instanceId, transfer).status());
         final ClientResponse retrieved = client.prepareRetrieve(instanceId, keys);
@@ -168,7 +168,7 @@ class WallClockStepTest
         for (int i = 0; i < retrieved.slotCount(); i++)
         {
             final int key = retrieved.slotRangeIndex(i);
-            assertEquals(keys.hi(key) ^ keys.lo(key), client.slotView(retrieved, i, view).getLong(0));
+            assertEquals(keys.hi(key) ^ keys.lo(key), client.chunks().slotView(retrieved, i, view).getLong(0));
         }
         assertEquals(Status.OK, client.commitRetrieve(instanceId, retrieved.transferId()).status());
     }

@@ -83,17 +83,14 @@ final class L2Hosts
         final long transfer = r.transferId();
         final int slots = r.slotCount();
         assertEquals(keys.count(), slots);
-        final long[] offsets = new long[slots];
         final int[] chunks = new int[slots];
         for (int i = 0; i < slots; i++)
         {
-            offsets[i] = r.slotOffset(i);
             chunks[i] = r.slotRangeIndex(i);
         }
         for (int i = 0; i < slots; i++)
         {
-            client.writeChunk(instance, transfer, i, chunkBytes, offsets[i],
-                new UnsafeBuffer(pattern(chunkBytes, seed, chunks[i])), 0);
+            client.chunks().writeChunk(instance, r, i, new UnsafeBuffer(pattern(chunkBytes, seed, chunks[i])), 0);
         }
         assertEquals(Status.OK, client.commitStore(instance, transfer).status());
         return chunkBytes;
@@ -124,17 +121,15 @@ final class L2Hosts
         assertEquals(Status.OK, r.status(), r.toString());
         final long transfer = r.transferId();
         final int slots = r.slotCount();
-        final long[] offsets = new long[slots];
         final int[] chunks = new int[slots];
         for (int i = 0; i < slots; i++)
         {
-            offsets[i] = r.slotOffset(i);
             chunks[i] = r.slotRangeIndex(i);
         }
         final byte[] read = new byte[chunkBytes];
         for (int i = 0; i < slots; i++)
         {
-            client.readChunk(instance, transfer, i, chunkBytes, offsets[i], new UnsafeBuffer(read), 0);
+            client.chunks().readChunk(instance, r, i, new UnsafeBuffer(read), 0);
             assertArrayEquals(pattern(chunkBytes, seed, first + chunks[i]), read, "chunk " + (first + chunks[i]));
         }
         assertEquals(Status.OK, client.commitRetrieve(instance, transfer).status());

@@ -110,17 +110,15 @@ class L2LateValueTest
         final byte[] read = new byte[chunkBytes];
         final long transfer = r.transferId();
         final int slots = r.slotCount();
-        final long[] offsets = new long[slots];
         final int[] chunks = new int[slots];
         for (int i = 0; i < slots; i++)
         {
-            offsets[i] = r.slotOffset(i);
             chunks[i] = r.slotRangeIndex(i);
         }
         for (int i = 0; i < slots; i++)
         {
             Arrays.fill(read, (byte)0);
-            cb.readChunk(2, transfer, i, chunkBytes, offsets[i], new UnsafeBuffer(read), 0);
+            cb.chunks().readChunk(2, r, i, new UnsafeBuffer(read), 0);
             assertArrayEquals(pattern(chunkBytes, 41, chunks[i]), read, "served chunk " + chunks[i]);
         }
         assertEquals(Status.OK, cb.commitRetrieve(2, transfer).status());

@@ -119,17 +119,15 @@ class L2WaitTest
             assertEquals(Status.OK, retrieve.status(), retrieve.toString());
             assertEquals(6, retrieve.slotCount());
             final long transfer = retrieve.transferId();
-            final long[] offsets = new long[6];
             final int[] chunks = new int[6];
             for (int i = 0; i < 6; i++)
             {
-                offsets[i] = retrieve.slotOffset(i);
                 chunks[i] = retrieve.slotRangeIndex(i);
             }
             final byte[] read = new byte[chunkBytes];
             for (int i = 0; i < 6; i++)
             {
-                cb.readChunk(2, transfer, i, chunkBytes, offsets[i], new UnsafeBuffer(read), 0);
+                cb.chunks().readChunk(2, retrieve, i, new UnsafeBuffer(read), 0);
                 assertArrayEquals(pattern(chunkBytes, 12, chunks[i]), read, "chunk " + chunks[i]);
             }
             assertEquals(Status.OK, cb.commitRetrieve(2, transfer).status());
@@ -182,7 +180,7 @@ class L2WaitTest
             assertEquals(before + 1, plain.counters().get(lookupsOk), "exactly one LOOKUP");
 
             // The flag itself, sent to a server without a tier: the plain answer.
-            final ClientResponse waited = c.await(c.sendKeyed(RequestType.LOOKUP, 3, keys, RequestFlags.L2_WAIT));
+            final ClientResponse waited = c.await(c.requests().sendKeyed(RequestType.LOOKUP, 3, keys, RequestFlags.L2_WAIT));
             assertEquals(Status.OK, waited.status());
             assertEquals(0, waited.extraLength());
         }
@@ -199,15 +197,15 @@ class L2WaitTest
             for (final int flag : new int[]{ RequestFlags.L2_WAIT, RequestFlags.L2_POLL })
             {
                 assertEquals(Status.INVALID_REQUEST,
-                    cb.await(cb.sendKeyed(RequestType.PREPARE_STORE, 2, keys, flag)).status());
+                    cb.await(cb.requests().sendKeyed(RequestType.PREPARE_STORE, 2, keys, flag)).status());
                 assertEquals(Status.INVALID_REQUEST,
-                    cb.await(cb.sendKeyed(RequestType.PREPARE_RETRIEVE, 2, keys, flag)).status());
-                assertEquals(Status.INVALID_REQUEST, cb.await(cb.sendSimple(RequestType.PING, 0, 0, flag)).status());
-                assertEquals(Status.INVALID_REQUEST, cb.await(cb.sendSimple(RequestType.CLEAR, 0, 0, flag)).status());
+                    cb.await(cb.requests().sendKeyed(RequestType.PREPARE_RETRIEVE, 2, keys, flag)).status());
+                assertEquals(Status.INVALID_REQUEST, cb.await(cb.requests().sendSimple(RequestType.PING, 0, 0, flag)).status());
+                assertEquals(Status.INVALID_REQUEST, cb.await(cb.requests().sendSimple(RequestType.CLEAR, 0, 0, flag)).status());
             }
-            assertEquals(Status.INVALID_REQUEST, cb.await(cb.sendKeyed(
+            assertEquals(Status.INVALID_REQUEST, cb.await(cb.requests().sendKeyed(
                 RequestType.LOOKUP, 2, keys, RequestFlags.L2_WAIT | RequestFlags.L2_POLL)).status());
-            final ClientResponse poll = cb.await(cb.sendKeyed(RequestType.LOOKUP, 2, keys, RequestFlags.L2_POLL));
+            final ClientResponse poll = cb.await(cb.requests().sendKeyed(RequestType.LOOKUP, 2, keys, RequestFlags.L2_POLL));
             assertEquals(Status.OK, poll.status());
             assertTrue(poll.hasTierTickets());
             assertEquals(0, poll.tierTicket(), "a poll starts no read-through");

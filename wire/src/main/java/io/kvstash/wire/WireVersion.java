@@ -12,20 +12,22 @@ public final class WireVersion
 {
     /**
      * Major version: a change no older reader understands. 2: a slot's word is found from its offset over the
-     * alignment, not from a slot index (pools hold several slot sizes).
+     * alignment, not from a slot index (pools hold several slot sizes). 3: the slot offsets in responses are
+     * relative to the start of the pool's data region, not file offsets; a 2.x client would read every chunk at
+     * the wrong place, so it must refuse a 3.x server (and the server a 2.x client file). Every 3.x file has what
+     * minors 2.1 to 2.4 added: the LOOKUP flags {@link RequestFlags#L2_WAIT} and {@link RequestFlags#L2_POLL}
+     * with the tier's 16 bytes in their answers, the control file's Features word
+     * ({@link io.kvstash.wire.file.ControlFileDescriptor#FEATURES_OFFSET}), the config's eviction policy word
+     * ({@link io.kvstash.wire.file.ControlFileDescriptor#EVICTION_POLICY_OFFSET}), the counter {@code cold_chunks},
+     * the PREPARE_RETRIEVE flag {@link RequestFlags#PREFIX}, and the doorbell of a server in its blocking wait (the
+     * Features bit {@link io.kvstash.wire.file.ControlFileDescriptor#FEATURE_DOORBELL}, the control file's Asleep
+     * word and the socket {@link io.kvstash.wire.file.ControlFileDescriptor#DOORBELL_FILE_NAME}).
      */
-    public static final int MAJOR = 2;
+    public static final int MAJOR = 3;
     /**
-     * Minor version: additions an older reader of the same major can ignore. 1: the LOOKUP flags
-     * {@link RequestFlags#L2_WAIT} and {@link RequestFlags#L2_POLL}, the tier's 16 bytes in their answers, and the
-     * control file's Features word ({@link io.kvstash.wire.file.ControlFileDescriptor#FEATURES_OFFSET}). 2: the
-     * config's eviction policy word ({@link io.kvstash.wire.file.ControlFileDescriptor#EVICTION_POLICY_OFFSET}) and
-     * the counter {@code cold_chunks}. 3: the PREPARE_RETRIEVE flag {@link RequestFlags#PREFIX} (the readable leading
-     * chunks of a range, instead of all or nothing). 4: the doorbell of a server in its blocking wait (the Features
-     * bit {@link io.kvstash.wire.file.ControlFileDescriptor#FEATURE_DOORBELL}, the control file's Asleep word and the
-     * socket {@link io.kvstash.wire.file.ControlFileDescriptor#DOORBELL_FILE_NAME}).
+     * Minor version: additions an older reader of the same major can ignore. None yet in major 3.
      */
-    public static final int MINOR = 4;
+    public static final int MINOR = 0;
     /** Patch version. */
     public static final int PATCH = 0;
     /** The packed version this code writes. */

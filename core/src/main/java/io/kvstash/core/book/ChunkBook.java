@@ -20,8 +20,8 @@ import org.agrona.concurrent.AtomicBuffer;
  * whether a transfer id is still valid are all inputs to the next request's decision. If any of them were
  * written by a later stage, the reserve stage of request n+1 would read it while that stage writes it for
  * request n. So the book decides everything and hands later stages only the decisions, in the command:
- * slot ids with their generations ({@code SlotAssigner} turns them into offsets), copy-transport targets
- * ({@code DataMover} moves the bytes), and the status ({@code publish} answers).
+ * slot ids with their generations and offsets in the data region ({@code SlotAssigner} checks them),
+ * copy-transport targets ({@code DataMover} moves the bytes), and the status ({@code publish} answers).
  * <p>
  * Slots: each layout's chunks take slots of its size class, its chunk rounded up to the alignment (or, with a
  * fixed {@link StoreContext#slotBytes()}, one class for every layout). The pool's regions are given to a class

@@ -26,7 +26,7 @@ import java.nio.charset.StandardCharsets;
 /**
  * The synchronous store: one method per request of the protocol, each running the three state-owning
  * stages in order on the calling thread — {@link ChunkBook#reserve} (decisions), {@link SlotAssigner#assign}
- * (offsets), {@link DataMover#commit} (data effects). The pipeline runs the same three calls from its
+ * (the slot check), {@link DataMover#commit} (data effects). The pipeline runs the same three calls from its
  * stages, so both give identical outcomes.
  * <p>
  * Each method returns the facade's one reusable {@link StoreCommand}; read the outcome before the next call.

@@ -307,7 +307,7 @@ final class ControlRun
         boolean sendFirst()
         {
             final int k = cursor;
-            if (client.sendKeyed(RequestType.PREPARE_STORE, 1, keys[k], 0) < 0)
+            if (client.requests().sendKeyed(RequestType.PREPARE_STORE, 1, keys[k], 0) < 0)
             {
                 return false;
             }
@@ -322,7 +322,7 @@ final class ControlRun
             while (pendingHead != pendingTail)
             {
                 final long transferId = pendingCommits[pendingHead & (pendingCommits.length - 1)];
-                if (client.sendSimple(RequestType.COMMIT_STORE, 1, transferId, 0) < 0)
+                if (client.requests().sendSimple(RequestType.COMMIT_STORE, 1, transferId, 0) < 0)
                 {
                     break;
                 }
@@ -349,7 +349,7 @@ final class ControlRun
             {
                 final long transferId = response.transferId();
                 if (pendingHead != pendingTail ||
-                    client.sendSimple(RequestType.COMMIT_STORE, 1, transferId, 0) < 0)
+                    client.requests().sendSimple(RequestType.COMMIT_STORE, 1, transferId, 0) < 0)
                 {
                     pendingCommits[pendingTail++ & (pendingCommits.length - 1)] = transferId;
                 }

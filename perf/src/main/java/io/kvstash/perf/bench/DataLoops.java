@@ -80,7 +80,7 @@ final class DataLoops
         long t0 = start;
         for (int i = 0, key = copyFirstKey; i < chunks; i++, key = key + 1 == keys.length ? 0 : key + 1)
         {
-            client.slotView(slotOfKey[key], chunkBytes, copyView);
+            client.chunks().slotView(slotOfKey[key], chunkBytes, copyView);
             source.putLong(0, i);
             copyView.putBytes(0, source, 0, chunkBytes);
             t0 = record(h, t0);
@@ -95,7 +95,7 @@ final class DataLoops
         long t0 = start;
         for (int i = 0, key = copyFirstKey; i < chunks; i++, key = key + 1 == keys.length ? 0 : key + 1)
         {
-            client.slotView(slotOfKey[key], chunkBytes, copyView);
+            client.chunks().slotView(slotOfKey[key], chunkBytes, copyView);
             destination.putBytes(0, copyView, 0, chunkBytes);
             if (destination.getLong(0) != i)
             {
@@ -140,12 +140,12 @@ final class DataLoops
             }
             for (int i = 0; i < perRequest; i++)
             {
-                if (!client.isStillReserved(prepared, i))
+                if (!client.chunks().isStillReserved(prepared, i))
                 {
                     throw new IllegalStateException("reservation lost: " + prepared);
                 }
                 final int key = k + prepared.slotRangeIndex(i);
-                client.slotView(prepared, i, slotView);
+                client.chunks().slotView(prepared, i, slotView);
                 slotOfKey[key] = prepared.slotOffset(i);
                 source.putLong(0, key);
                 slotView.putBytes(0, source, 0, chunkBytes);
@@ -191,9 +191,9 @@ final class DataLoops
             }
             for (int i = 0; i < perRequest; i++)
             {
-                client.slotView(prepared, i, slotView);
+                client.chunks().slotView(prepared, i, slotView);
                 destination.putBytes(0, slotView, 0, chunkBytes);
-                if (!client.isStillReadable(prepared, i) || destination.getLong(0) != k + prepared.slotRangeIndex(i))
+                if (!client.chunks().isStillReadable(prepared, i) || destination.getLong(0) != k + prepared.slotRangeIndex(i))
                 {
                     throw new IllegalStateException("retrieve read the wrong chunk");
                 }
@@ -234,7 +234,7 @@ final class DataLoops
     {
         final ChunkKeys range = 1 == perRequest ? keys[key] : batchKeys[key / batch];
         long correlationId;
-        while ((correlationId = client.sendKeyed(type, 1, range, 0)) < 0)
+        while ((correlationId = client.requests().sendKeyed(type, 1, range, 0)) < 0)
         {
             client.poll(commits, 64);
         }
@@ -249,11 +249,11 @@ final class DataLoops
     {
         // Two or three small requests in flight never fill the ring; answers are not polled here because
         // the next prepare's answer may be among them.
-        long correlationId = client.sendSimple(type, 1, transferId, 0);
+        long correlationId = client.requests().sendSimple(type, 1, transferId, 0);
         if (correlationId < 0)
         {
             final long deadline = System.nanoTime() + 10_000_000_000L;
-            while ((correlationId = client.sendSimple(type, 1, transferId, 0)) < 0)
+            while ((correlationId = client.requests().sendSimple(type, 1, transferId, 0)) < 0)
             {
                 if (System.nanoTime() - deadline > 0)
                 {

@@ -2,11 +2,11 @@ package io.kvstash.perf.bench;
 
 import io.kvstash.client.ClientContext;
 import io.kvstash.client.ClientResponse;
-import io.kvstash.client.InFlightIdleStrategy;
 import io.kvstash.client.KvStashClient;
 import io.kvstash.tools.WorkerResult;
 import io.kvstash.wire.ChunkKeys;
 import io.kvstash.wire.Status;
+import io.kvstash.wire.idle.CountingBackoffIdleStrategy;
 import org.HdrHistogram.Histogram;
 import org.agrona.BufferUtil;
 import org.agrona.concurrent.UnsafeBuffer;
@@ -33,8 +33,8 @@ import static io.kvstash.perf.bench.BenchWorker.stringOf;
  * then the extension stored). Keys are the worker's own, so the mix is the same whatever the number of workers.
  * A <b>request</b> is one round trip to the server; its time is what the percentiles report.
  * <p>
- * The client waits with the library's default ({@link InFlightIdleStrategy}), or with {@code wait} set to
- * {@code backoff} the client library's earlier default (the same phases, 100 yields before it parks); its spins,
+ * The client waits with the library's default ({@link ClientContext#newInFlightIdleStrategy()}), or with
+ * {@code wait} set to {@code backoff} the client library's earlier default (the same phases, 100 yields before it parks); its spins,
  * yields and parks over the measured window are part of the result.
  */
 final class ScaleRun
@@ -54,7 +54,6 @@ final class ScaleRun
     private final int[] recentLengths = new int[RECENT_DOCUMENTS];
     private final long[] ids;
     private final int[] slotRangeIndex;
-    private final long[] slotOffset;
     private final int recent;
     private int recentCount;
     private long nextDocument;
@@ -82,7 +81,6 @@ final class ScaleRun
         this.scratch = new UnsafeBuffer(BufferUtil.allocateDirectAligned(chunkBytes, 4096));
         this.ids = new long[maxChunks];
         this.slotRangeIndex = new int[maxChunks];
-        this.slotOffset = new long[maxChunks];
         for (int i = 0; i < chunkBytes; i += 8)
         {
             scratch.putLong(i, 0x9E3779B97F4A7C15L * (i + 1));
@@ -102,9 +100,9 @@ final class ScaleRun
     {
         // The earlier default is the same phases with 100 yields before the parks, counted alike.
         final boolean earlierBackoff = BenchSupport.BACKOFF.equals(c.get("wait"));
-        final InFlightIdleStrategy inFlight = earlierBackoff ? new InFlightIdleStrategy(
-            InFlightIdleStrategy.SPINS_DEFAULT, 100, InFlightIdleStrategy.MIN_PARK_NS_DEFAULT,
-            InFlightIdleStrategy.MAX_PARK_NS_DEFAULT) : new InFlightIdleStrategy();
+        final CountingBackoffIdleStrategy inFlight = earlierBackoff ? new CountingBackoffIdleStrategy(
+            ClientContext.WAIT_SPINS_DEFAULT, 100, ClientContext.WAIT_MIN_PARK_NS_DEFAULT,
+            ClientContext.WAIT_MAX_PARK_NS_DEFAULT) : ClientContext.newInFlightIdleStrategy();
         final ClientContext context = new ClientContext()
             .directory(Path.of(stringOf(c, "dir")))
             .idleStrategy(inFlight);
@@ -248,7 +246,7 @@ final class ScaleRun
         final int slots = copySlots(r);
         for (int i = 0; i < slots; i++)
         {
-            final int status = client.readChunk(instanceId, transferId, i, chunkBytes, slotOffset[i], scratch, 0);
+            final int status = client.chunks().readChunk(instanceId, r, i, 0, chunkBytes, scratch, 0);
             if (Status.OK != status)
             {
                 failed(status);
@@ -290,7 +288,7 @@ final class ScaleRun
         for (int i = 0; i < slots; i++)
         {
             scratch.putLong(0, range.lo(slotRangeIndex[i]));
-            final int status = client.writeChunk(instanceId, transferId, i, chunkBytes, slotOffset[i], scratch, 0);
+            final int status = client.chunks().writeChunk(instanceId, r, i, 0, chunkBytes, scratch, 0);
             if (Status.OK != status)
             {
                 failed(status);
@@ -314,7 +312,6 @@ final class ScaleRun
         for (int i = 0; i < slots; i++)
         {
             slotRangeIndex[i] = r.slotRangeIndex(i);
-            slotOffset[i] = r.slotOffset(i);
         }
         return slots;
     }

@@ -4,7 +4,6 @@ import io.kvstash.core.StoreCommand;
 import io.kvstash.core.StoreContext;
 import io.kvstash.perf.core.StoreFixture;
 import io.kvstash.pipeline.Pipeline;
-import io.kvstash.pipeline.PipelineAgent;
 import io.kvstash.pipeline.PipelineContext;
 import io.kvstash.pipeline.RequestEvent;
 import io.kvstash.pipeline.ResponseSink;
@@ -179,25 +178,10 @@ public final class PipelineFixture
      */
     public static void drain(final Pipeline pipeline, final CountingSink sink, final long target)
     {
-        final PipelineAgent agent = pipeline.agent();
         final long deadline = System.nanoTime() + 10_000_000_000L;
         while (sink.responses() < target)
         {
-            if (null != agent)
-            {
-                try
-                {
-                    agent.doWork();
-                }
-                catch (final Exception ex)
-                {
-                    throw new IllegalStateException(ex);
-                }
-            }
-            else
-            {
-                Thread.onSpinWait();
-            }
+            pipeline.driveOnce();
             if (System.nanoTime() - deadline > 0)
             {
                 throw new IllegalStateException("pipeline did not answer in 10 s");

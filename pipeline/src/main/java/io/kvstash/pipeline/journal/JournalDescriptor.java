@@ -45,8 +45,8 @@ public final class JournalDescriptor
 {
     /** File magic. */
     public static final long MAGIC = 0x004C4E524A53564BL;
-    /** Major version. */
-    public static final int VERSION_MAJOR = 2;
+    /** Major version. 3: outcomes record slot offsets relative to the pool's data region (wire 3). */
+    public static final int VERSION_MAJOR = 3;
     /** Minor version. */
     public static final int VERSION_MINOR = 0;
     /** Patch version. */

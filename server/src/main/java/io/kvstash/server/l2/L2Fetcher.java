@@ -156,7 +156,7 @@ final class L2Fetcher
         {
             oneHi[0] = job.hi[sent];
             oneLo[0] = job.lo[sent];
-            correlations[sent] = client.sendKeyed(RequestType.PREPARE_STORE, layout.tierInstance,
+            correlations[sent] = client.requests().sendKeyed(RequestType.PREPARE_STORE, layout.tierInstance,
                 ChunkKeys.ofHashes(oneHi, oneLo).withSalt(job.salt), 0);
             if (correlations[sent] < 0)
             {
@@ -187,7 +187,7 @@ final class L2Fetcher
             {
                 final ClientResponse r = prepared[i];
                 final L2ValueSink sink = acquireSink();
-                client.slotView(r.slotOffset(0), layout.chunkBytes(), sink.slot());
+                client.chunks().slotView(r.slotOffset(0), layout.chunkBytes(), sink.slot());
                 sink.arm(layout.layoutHash, job.salt, job.hi[i], job.lo[i], layout.chunkBytes());
                 sinks[i] = sink;
                 gets[i] = link.commands().dispatch(CommandType.GET, sink,
@@ -254,7 +254,7 @@ final class L2Fetcher
             {
                 // Every sink settles before its slot is given back: no late value writes into a slot not ours.
                 release(i);
-                correlations[i] = client.sendSimple(i < valid ? RequestType.COMMIT_STORE : RequestType.ABORT_STORE,
+                correlations[i] = client.requests().sendSimple(i < valid ? RequestType.COMMIT_STORE : RequestType.ABORT_STORE,
                     layout.tierInstance, transfers[i], 0);
             }
         }

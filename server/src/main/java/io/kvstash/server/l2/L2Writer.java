@@ -320,7 +320,7 @@ final class L2Writer
             final Lane lane = ready[j];
             oneHi[0] = lane.hi;
             oneLo[0] = lane.lo;
-            lane.correlation = client.sendKeyed(RequestType.PREPARE_RETRIEVE, lane.layout.tierInstance,
+            lane.correlation = client.requests().sendKeyed(RequestType.PREPARE_RETRIEVE, lane.layout.tierInstance,
                 ChunkKeys.ofHashes(oneHi, oneLo).withSalt(lane.salt), 0);
         }
         for (int j = 0; j < readyCount; j++)
@@ -338,14 +338,14 @@ final class L2Writer
                 continue;
             }
             lane.transfer = r.transferId();
-            final ByteBuffer payload = client.slotBuffer(r.slotOffset(0), lane.bytes);
+            final ByteBuffer payload = client.chunks().slotBuffer(r.slotOffset(0), lane.bytes);
             if (null == lane.header)
             {
                 lane.header = ByteBuffer.allocateDirect(L2ValueDescriptor.HEADER_LENGTH);
             }
             L2ValueDescriptor.writeHeader(lane.header, payload, crc, lane.layout.layoutHash, lane.salt, lane.hi,
                 lane.lo);
-            if (!client.isStillReadable(r, 0))
+            if (!client.chunks().isStillReadable(r, 0))
             {
                 finish(lane, OUTCOME_SKIPPED); // reclaimed while the tier read it: never sent
                 continue;
@@ -395,8 +395,8 @@ final class L2Writer
         for (int j = 0; j < unpinCount; j++)
         {
             final Lane lane = unpinning[j];
-            lane.intact = client.isStillReadable(lane.pinned, 0);
-            lane.correlation = client.sendSimple(RequestType.COMMIT_RETRIEVE, lane.layout.tierInstance, lane.transfer,
+            lane.intact = client.chunks().isStillReadable(lane.pinned, 0);
+            lane.correlation = client.requests().sendSimple(RequestType.COMMIT_RETRIEVE, lane.layout.tierInstance, lane.transfer,
                 RequestFlags.QUIET);
         }
         for (int j = 0; j < unpinCount; j++)

@@ -1,21 +1,20 @@
-package io.kvstash.client;
+package io.kvstash.wire.idle;
 
 import org.junit.jupiter.api.Test;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
-import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
- * The client's wait for a response goes through its phases in order (spin, yield, park), counts each, and
- * starts over at a reset or when work was done; a client's default wait is this one.
+ * The counting backoff goes through its phases in order (spin, yield, park), counts each, starts over at a reset or
+ * when a duty cycle did work, and parks once its yield phase has lasted its time when it has a bound.
  */
-class InFlightIdleStrategyTest
+class CountingBackoffIdleStrategyTest
 {
     @Test
     void shouldSpinThenYieldThenParkAndCountEachPhase()
     {
-        final InFlightIdleStrategy wait = new InFlightIdleStrategy(2, 3, 1_000, 4_000);
+        final CountingBackoffIdleStrategy wait = new CountingBackoffIdleStrategy(2, 3, 1_000, 4_000);
         for (int i = 0; i < 7; i++)
         {
             wait.idle();
@@ -28,7 +27,7 @@ class InFlightIdleStrategyTest
     @Test
     void shouldStartOverWithSpinsAfterAResetOrWork()
     {
-        final InFlightIdleStrategy wait = new InFlightIdleStrategy(1, 1, 1_000, 1_000);
+        final CountingBackoffIdleStrategy wait = new CountingBackoffIdleStrategy(1, 1, 1_000, 1_000);
         wait.idle();
         wait.idle();
         wait.idle();
@@ -47,7 +46,7 @@ class InFlightIdleStrategyTest
     @Test
     void shouldNotParkWithinTheYieldsOfAWaitWithoutATimeBound()
     {
-        final InFlightIdleStrategy wait = new InFlightIdleStrategy(100, 5_000, 1_000, 1_000);
+        final CountingBackoffIdleStrategy wait = new CountingBackoffIdleStrategy(100, 5_000, 1_000, 1_000);
         for (int i = 0; i < 5_100; i++)
         {
             wait.idle();
@@ -60,7 +59,8 @@ class InFlightIdleStrategyTest
     @Test
     void shouldParkOnceTheYieldPhaseHasLastedItsTimeAndKeepParkingUntilReset() throws Exception
     {
-        final InFlightIdleStrategy wait = new InFlightIdleStrategy(1, 1_000_000, 1_000_000L, 1_000, 1_000);
+        final CountingBackoffIdleStrategy wait =
+            new CountingBackoffIdleStrategy(1, 1_000_000, 1_000_000L, 1_000, 1_000);
         wait.idle();
         wait.idle();
         assertEquals(1, wait.yields());
@@ -77,18 +77,11 @@ class InFlightIdleStrategyTest
     }
 
     @Test
-    void shouldBeTheDefaultWaitOfAClient()
-    {
-        final ClientContext context = new ClientContext().conclude();
-        assertTrue(context.idleStrategy() instanceof InFlightIdleStrategy, String.valueOf(context.idleStrategy()));
-    }
-
-    @Test
     void shouldRefusePhasesThatCannotBeRun()
     {
-        assertThrows(IllegalArgumentException.class, () -> new InFlightIdleStrategy(-1, 1, 1, 1));
-        assertThrows(IllegalArgumentException.class, () -> new InFlightIdleStrategy(1, 1, 0, 1));
-        assertThrows(IllegalArgumentException.class, () -> new InFlightIdleStrategy(1, 1, 10, 5));
-        assertThrows(IllegalArgumentException.class, () -> new InFlightIdleStrategy(1, 1, -1, 1, 1));
+        assertThrows(IllegalArgumentException.class, () -> new CountingBackoffIdleStrategy(-1, 1, 1, 1));
+        assertThrows(IllegalArgumentException.class, () -> new CountingBackoffIdleStrategy(1, 1, 0, 1));
+        assertThrows(IllegalArgumentException.class, () -> new CountingBackoffIdleStrategy(1, 1, 10, 5));
+        assertThrows(IllegalArgumentException.class, () -> new CountingBackoffIdleStrategy(1, 1, -1, 1, 1));
     }
 }
