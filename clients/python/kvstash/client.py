@@ -798,16 +798,7 @@ class Client:
 
     def counters(self):
         """Every named counter from the control file: {name: value}, request counters included."""
-        out = {}
-        for cid in range(len(self._counters)):
-            name = d.COUNTER_NAMES.get(cid)
-            if name is None and d.REQUEST_COUNTERS_BASE <= cid < d.REQUEST_COUNTERS_BASE + 17 * d.STATUS_COUNT:
-                rel = cid - d.REQUEST_COUNTERS_BASE
-                name = "requests.%s.%s" % (RequestType(rel // d.STATUS_COUNT).name.lower(),
-                                           Status(rel % d.STATUS_COUNT).name.lower())
-            if name is not None:
-                out[name] = self._counters[cid]
-        return out
+        return {name: self._counters[cid] for cid, name in d.counter_names(len(self._counters)).items()}
 
     # ---------------------------------------------------------------------------------------- slots
     def _entry(self, response, i):

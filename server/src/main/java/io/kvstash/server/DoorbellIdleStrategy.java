@@ -2,6 +2,7 @@ package io.kvstash.server;
 
 import io.kvstash.core.StoreCounters;
 import io.kvstash.wire.file.ControlFileDescriptor;
+import io.kvstash.wire.file.CountersDescriptor;
 import org.agrona.CloseHelper;
 import org.agrona.ErrorHandler;
 import org.agrona.concurrent.AtomicBuffer;
@@ -28,8 +29,8 @@ import java.util.function.Consumer;
  * more duty cycle, which polls every ring, before it sleeps; a client publishes its request, fences, then reads the
  * word and rings when it is up. One of the two sees the other. The word goes down when the thread wakes.
  * <p>
- * Owner: the receiver's thread, which writes the counters {@link StoreCounters#WIRE_SLEEPS} and
- * {@link StoreCounters#WIRE_DOORBELL_WAKEUPS}. {@link #close()} after that thread has stopped.
+ * Owner: the receiver's thread, which writes the counters {@link CountersDescriptor#WIRE_SLEEPS} and
+ * {@link CountersDescriptor#WIRE_DOORBELL_WAKEUPS}. {@link #close()} after that thread has stopped.
  */
 final class DoorbellIdleStrategy implements IdleStrategy, AutoCloseable
 {
@@ -102,7 +103,7 @@ final class DoorbellIdleStrategy implements IdleStrategy, AutoCloseable
             asleep = true;
             return;
         }
-        counters.increment(StoreCounters.WIRE_SLEEPS);
+        counters.increment(CountersDescriptor.WIRE_SLEEPS);
         rung = false;
         try
         {
@@ -115,7 +116,7 @@ final class DoorbellIdleStrategy implements IdleStrategy, AutoCloseable
         }
         if (rung)
         {
-            counters.increment(StoreCounters.WIRE_DOORBELL_WAKEUPS);
+            counters.increment(CountersDescriptor.WIRE_DOORBELL_WAKEUPS);
         }
         reset();
     }

@@ -6,6 +6,7 @@ import io.kvstash.pipeline.WaitMode;
 import io.kvstash.wire.PoolRegion;
 import io.kvstash.wire.file.ClientFileDescriptor;
 import io.kvstash.wire.file.ControlFileDescriptor;
+import io.kvstash.wire.file.CountersDescriptor;
 import io.kvstash.wire.file.PoolFileDescriptor;
 import io.kvstash.wire.file.PoolPages;
 import io.kvstash.wire.file.SecureDirectory;
@@ -230,7 +231,7 @@ final class ServerFiles implements AutoCloseable
         final StoreContext storeContext = context.storeContext();
         final long tableLength = SlotTableDescriptor.tableLength(storeContext.poolSizeBytes(), storeContext.alignment());
         final long needed = PoolFileDescriptor.dataOffset(tableLength, storeContext.alignment()) +
-            storeContext.poolSizeBytes() + ControlFileDescriptor.fileLength(StoreCounters.LENGTH, context.errorLogLength());
+            storeContext.poolSizeBytes() + ControlFileDescriptor.fileLength(CountersDescriptor.LENGTH, context.errorLogLength());
         final long free = store.getUsableSpace() + reclaimable;
         if (needed > free)
         {
@@ -575,8 +576,8 @@ final class ServerFiles implements AutoCloseable
     private void createControl() throws IOException
     {
         final StoreContext store = context.storeContext();
-        final int countersLength = ControlFileDescriptor.countersSectionLength(StoreCounters.LENGTH);
-        final int length = ControlFileDescriptor.fileLength(StoreCounters.LENGTH, context.errorLogLength());
+        final int countersLength = ControlFileDescriptor.countersSectionLength(CountersDescriptor.LENGTH);
+        final int length = ControlFileDescriptor.fileLength(CountersDescriptor.LENGTH, context.errorLogLength());
         final Path staging = directory.resolve(ControlFileDescriptor.FILE_NAME + ".new-" +
             Long.toHexString(context.incarnation()));
         SecureDirectory.createFile(staging);
@@ -613,7 +614,7 @@ final class ServerFiles implements AutoCloseable
 
         final int countersOffset = ControlFileDescriptor.COUNTERS_OFFSET;
         final int errorLogOffset = countersOffset + countersLength;
-        counters = new StoreCounters(new UnsafeBuffer(control, countersOffset, StoreCounters.LENGTH));
+        counters = new StoreCounters(new UnsafeBuffer(control, countersOffset, CountersDescriptor.LENGTH));
         errorLogBuffer = new UnsafeBuffer(control, errorLogOffset, context.errorLogLength());
 
         control.putLong(ControlFileDescriptor.MAGIC_OFFSET, ControlFileDescriptor.MAGIC);
@@ -626,7 +627,7 @@ final class ServerFiles implements AutoCloseable
         control.putInt(ControlFileDescriptor.CONFIG_SECTION_OFFSET, ControlFileDescriptor.CONFIG_OFFSET);
         control.putInt(ControlFileDescriptor.CONFIG_SECTION_OFFSET + 4, ControlFileDescriptor.CONFIG_LENGTH);
         control.putInt(ControlFileDescriptor.COUNTERS_SECTION_OFFSET, countersOffset);
-        control.putInt(ControlFileDescriptor.COUNTERS_SECTION_OFFSET + 4, StoreCounters.LENGTH);
+        control.putInt(ControlFileDescriptor.COUNTERS_SECTION_OFFSET + 4, CountersDescriptor.LENGTH);
         control.putInt(ControlFileDescriptor.ERROR_LOG_SECTION_OFFSET, errorLogOffset);
         control.putInt(ControlFileDescriptor.ERROR_LOG_SECTION_OFFSET + 4, context.errorLogLength());
         control.putIntRelease(ControlFileDescriptor.VERSION_OFFSET, ControlFileDescriptor.VERSION);

@@ -5,6 +5,7 @@ import io.kvstash.core.StoreCounters;
 import io.kvstash.wire.RequestType;
 import io.kvstash.wire.Status;
 import io.kvstash.wire.codec.ResponseFlyweight;
+import io.kvstash.wire.file.CountersDescriptor;
 import io.kvstash.wire.ring.RingProducer;
 import org.agrona.MutableDirectBuffer;
 import org.agrona.concurrent.UnsafeBuffer;
@@ -131,7 +132,7 @@ public final class ResponseEncoder
         }
         else if (RequestType.STATS == c.type)
         {
-            extra = StoreCounters.COUNT * Long.BYTES;
+            extra = CountersDescriptor.COUNT * Long.BYTES;
         }
         else if (RequestType.REGISTER == c.type)
         {
@@ -175,7 +176,7 @@ public final class ResponseEncoder
         }
         else if (RequestType.STATS == c.type)
         {
-            for (int id = 0; id < StoreCounters.COUNT; id++)
+            for (int id = 0; id < CountersDescriptor.COUNT; id++)
             {
                 b.putLong(i + id * Long.BYTES, counters.get(id), LE);
             }

@@ -42,7 +42,7 @@ import java.nio.charset.StandardCharsets;
  *  |  Max Clients (i32)                |  Heartbeat Interval (ms)  |  200
  *  |  Heartbeat Timeout (ms, i32)      |  Features (i32)           |  208
  *  |  Eviction Policy (i32)            |                              216
- * Counters (at COUNTERS_OFFSET: StoreCounters layout)
+ * Counters (at COUNTERS_OFFSET: CountersDescriptor's table, 8 bytes per id)
  * Error log (Agrona DistinctErrorLog layout, ERROR_LOG_LENGTH bytes)
  * </pre>
  */
@@ -149,7 +149,7 @@ public final class ControlFileDescriptor
     public static final int FEATURE_SECOND_TIER = 1;
     /**
      * Feature bit: the server keeps the highest ticket whose read-through is over in the counter
-     * {@code l2_completed_ticket}, so a waiting worker watches that counter instead of asking again with
+     * {@code l2_completed_ticket} ({@link CountersDescriptor#L2_COMPLETED_TICKET}), so a waiting worker watches that counter instead of asking again with
      * {@link io.kvstash.wire.RequestFlags#L2_POLL}.
      */
     public static final int FEATURE_COMPLETED_TICKET = 2;
@@ -162,12 +162,6 @@ public final class ControlFileDescriptor
     public static final int FEATURE_DOORBELL = 4;
     /** Name of the doorbell socket in the server's directory (see {@link #FEATURE_DOORBELL}). */
     public static final String DOORBELL_FILE_NAME = "doorbell";
-    /**
-     * Id of the counter {@code l2_completed_ticket} (the highest read-through ticket that is over), which a client
-     * reads when the server sets {@link #FEATURE_COMPLETED_TICKET}.
-     */
-    public static final int COUNTER_L2_COMPLETED_TICKET = 348;
-
     /** Counters offset in the file. */
     public static final int COUNTERS_OFFSET = CONFIG_OFFSET + CONFIG_LENGTH;
     /** Default error log length. */
