@@ -1,9 +1,6 @@
 package io.kvstash.wire.file;
 
 import io.kvstash.wire.WireVersion;
-import org.agrona.concurrent.AtomicBuffer;
-
-import java.nio.charset.StandardCharsets;
 
 /**
  * Byte layout of the server's control file ({@code <dir>/control}), little-endian. The server creates it
@@ -193,23 +190,4 @@ public final class ControlFileDescriptor
     {
         return COUNTERS_OFFSET + countersSectionLength(countersLength) + errorLogLength;
     }
-
-    /**
-     * Reads the pool file name from a mapped control file.
-     *
-     * @param control the mapped control file.
-     * @return the name.
-     */
-    public static String poolFileName(final AtomicBuffer control)
-    {
-        final int length = control.getInt(CONFIG_OFFSET + POOL_NAME_LENGTH_OFFSET);
-        if (length <= 0 || length > POOL_NAME_MAX_LENGTH)
-        {
-            throw new IllegalStateException("control file has no valid pool file name");
-        }
-        final byte[] bytes = new byte[length];
-        control.getBytes(CONFIG_OFFSET + POOL_NAME_OFFSET, bytes);
-        return new String(bytes, StandardCharsets.US_ASCII);
-    }
-
 }

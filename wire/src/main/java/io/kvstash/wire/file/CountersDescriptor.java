@@ -163,7 +163,8 @@ public final class CountersDescriptor
     /**
      * The named counters, one row each: id, name (as {@code kvstash stat}, the counters file's readers and the
      * Prometheus endpoint print it), whether it is a gauge, and what it counts. The responses table
-     * ({@link CountersDescriptor#requestId(int, int)}) is not listed: its names are derived from request type and status.
+     * ({@link CountersDescriptor#requestId(int, int)}) is not listed: its names are derived from request type and
+     * status.
      * Ids and names are a contract with the counters file's readers; a row is never renumbered or renamed.
      */
     public enum Counter
