@@ -110,7 +110,8 @@ final class ServerConnection
             responseCapacity = controlFile.responseRingCapacity();
             slots = new PoolSlots(controlFile.poolSizeBytes(), controlFile.dataOffset(), controlFile.segmentBytes(),
                 controlFile.alignment());
-            liveness = new ServerLiveness(control, directory, incarnation, serverPid, controlFile.heartbeatTimeoutMs());
+            liveness = new ServerLiveness(controlFile, directory, incarnation, serverPid,
+                controlFile.heartbeatTimeoutMs());
             if (!liveness.aliveAtConnect(controlFile.heartbeatIntervalMs()))
             {
                 throw new KvStashException(KvStashException.Reason.SERVER_GONE, "the server on " + directory +

@@ -4,16 +4,12 @@ import io.kvstash.wire.file.ClientFileDescriptor;
 import io.kvstash.wire.file.ControlFileDescriptor;
 import io.kvstash.wire.file.ControlFileFlyweight;
 import io.kvstash.wire.file.PoolFileDescriptor;
-import org.agrona.concurrent.UnsafeBuffer;
 
 import java.io.IOException;
-import java.nio.ByteBuffer;
-import java.nio.channels.FileChannel;
 import java.nio.file.DirectoryStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
-import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
@@ -27,7 +23,6 @@ import java.util.function.Consumer;
  */
 final class DeadServerFiles
 {
-    static final String DEAD_CONTROL_PREFIX = "dead-control-";
     static final int DEAD_CONTROLS_KEPT = 3;
 
     private DeadServerFiles()
@@ -62,7 +57,7 @@ final class DeadServerFiles
                 {
                     Files.deleteIfExists(file);
                 }
-                else if (name.startsWith(DEAD_CONTROL_PREFIX))
+                else if (name.startsWith(ControlFileDescriptor.DEAD_CONTROL_PREFIX))
                 {
                     deadControls.add(file);
                 }
@@ -71,8 +66,8 @@ final class DeadServerFiles
         final Path controlPath = directory.resolve(ControlFileDescriptor.FILE_NAME);
         if (Files.exists(controlPath))
         {
-            final long oldIncarnation = readIncarnation(controlPath);
-            final Path kept = directory.resolve(DEAD_CONTROL_PREFIX + Long.toHexString(oldIncarnation));
+            final long oldIncarnation = ControlFileFlyweight.readIncarnation(controlPath);
+            final Path kept = directory.resolve(ControlFileDescriptor.DEAD_CONTROL_PREFIX + Long.toHexString(oldIncarnation));
             Files.move(controlPath, kept, StandardCopyOption.REPLACE_EXISTING);
             log.accept("kvstash: kept the control file of the server before (incarnation " +
                 Long.toHexString(oldIncarnation) + ") as " + kept + " for 'kvstash errors' and 'kvstash stat --file'");
@@ -90,21 +85,6 @@ final class DeadServerFiles
         try
         {
             return Files.getLastModifiedTime(file).toMillis();
-        }
-        catch (final IOException ex)
-        {
-            return 0;
-        }
-    }
-
-    private static long readIncarnation(final Path control)
-    {
-        try (FileChannel channel = FileChannel.open(control, StandardOpenOption.READ))
-        {
-            final UnsafeBuffer header =
-                new UnsafeBuffer(ByteBuffer.allocateDirect(ControlFileDescriptor.HEADER_LENGTH));
-            channel.read(header.byteBuffer(), 0);
-            return new ControlFileFlyweight().wrap(header).incarnation();
         }
         catch (final IOException ex)
         {

@@ -47,6 +47,11 @@ public final class ControlFileDescriptor
 {
     /** File name inside the directory. */
     public static final String FILE_NAME = "control";
+    /**
+     * Name prefix of the control file of a server that did not shut down cleanly, which the next server keeps as
+     * {@code dead-control-<incarnation hex>} for its error log.
+     */
+    public static final String DEAD_CONTROL_PREFIX = "dead-control-";
     /** Magic. */
     public static final long MAGIC = 0x004C54435453564BL;
     /** Version written last into the header: the contract's one {@link WireVersion}. */

@@ -2,8 +2,14 @@ package io.kvstash.wire.file;
 
 import io.kvstash.wire.WireVersion;
 import org.agrona.concurrent.AtomicBuffer;
+import org.agrona.concurrent.UnsafeBuffer;
 
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
 
 /**
  * Reads and writes the fields of a control file ({@link ControlFileDescriptor}) over a buffer that maps it: the one
@@ -28,6 +34,29 @@ public final class ControlFileFlyweight
     private static final int CONFIG = ControlFileDescriptor.CONFIG_OFFSET;
 
     private AtomicBuffer buffer;
+
+    /**
+     * The incarnation of the server that wrote a control file, read from its header without mapping it: a client
+     * asks whether the server restarted, a starting server names the control file of the one before.
+     *
+     * @param controlFile a control file ({@code control} or a {@code dead-control-*}).
+     * @return the incarnation, or 0 when the file cannot be read or its version is not written.
+     */
+    public static long readIncarnation(final Path controlFile)
+    {
+        try (FileChannel channel = FileChannel.open(controlFile, StandardOpenOption.READ))
+        {
+            final UnsafeBuffer header =
+                new UnsafeBuffer(ByteBuffer.allocateDirect(ControlFileDescriptor.HEADER_LENGTH));
+            channel.read(header.byteBuffer(), 0);
+            final ControlFileFlyweight flyweight = new ControlFileFlyweight().wrap(header);
+            return WireVersion.isWritten(flyweight.versionAcquire()) ? flyweight.incarnation() : 0;
+        }
+        catch (final IOException ex)
+        {
+            return 0;
+        }
+    }
 
     /**
      * Wraps a buffer that maps a control file from its first byte.
