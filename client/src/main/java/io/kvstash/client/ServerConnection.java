@@ -68,31 +68,8 @@ final class ServerConnection
     ServerConnection(final ClientContext context)
     {
         this.directory = context.directory();
-        try
-        {
-            SecureDirectory.check(directory);
-        }
-        catch (final NoSuchFileException ex)
-        {
-            throw new KvStashException(KvStashException.Reason.SERVER_GONE, "no kvstash server on " + directory);
-        }
-        catch (final IOException ex)
-        {
-            throw new KvStashException(KvStashException.Reason.BAD_FILES, ex.getMessage(), ex);
-        }
         final Path controlPath = directory.resolve(ControlFileDescriptor.FILE_NAME);
-        try (FileChannel channel = FileChannel.open(controlPath, StandardOpenOption.READ))
-        {
-            controlMapped = channel.map(FileChannel.MapMode.READ_ONLY, 0, channel.size());
-        }
-        catch (final NoSuchFileException ex)
-        {
-            throw new KvStashException(KvStashException.Reason.SERVER_GONE, "no kvstash server on " + directory);
-        }
-        catch (final IOException ex)
-        {
-            throw new KvStashException(KvStashException.Reason.BAD_FILES, "cannot map " + controlPath, ex);
-        }
+        controlMapped = mapControl(directory, controlPath);
         control = new UnsafeBuffer(controlMapped);
         final ControlFileFlyweight controlFile = new ControlFileFlyweight().wrap(control);
         try
@@ -168,6 +145,43 @@ final class ServerConnection
         {
             release();
             throw ex;
+        }
+    }
+
+    /**
+     * Maps the server's control file read-only, after checking that the directory is one a server made.
+     *
+     * @param directory   the server's directory.
+     * @param controlPath its control file.
+     * @return the mapping.
+     * @throws KvStashException SERVER_GONE without a directory or a control file, BAD_FILES when either is unsafe or
+     *                          cannot be read.
+     */
+    private static MappedByteBuffer mapControl(final Path directory, final Path controlPath)
+    {
+        try
+        {
+            SecureDirectory.check(directory);
+        }
+        catch (final NoSuchFileException ex)
+        {
+            throw new KvStashException(KvStashException.Reason.SERVER_GONE, "no kvstash server on " + directory);
+        }
+        catch (final IOException ex)
+        {
+            throw new KvStashException(KvStashException.Reason.BAD_FILES, ex.getMessage(), ex);
+        }
+        try (FileChannel channel = FileChannel.open(controlPath, StandardOpenOption.READ))
+        {
+            return channel.map(FileChannel.MapMode.READ_ONLY, 0, channel.size());
+        }
+        catch (final NoSuchFileException ex)
+        {
+            throw new KvStashException(KvStashException.Reason.SERVER_GONE, "no kvstash server on " + directory);
+        }
+        catch (final IOException ex)
+        {
+            throw new KvStashException(KvStashException.Reason.BAD_FILES, "cannot map " + controlPath, ex);
         }
     }
 
