@@ -207,7 +207,7 @@ COUNTER_NAMES = {
 }
 
 
-def _with_request_counters(named):
+def _with_request_counters(named: dict[int, str]) -> dict[int, str]:
     names = dict(named)
     for request_type in RequestType:
         for status in Status:
@@ -219,7 +219,7 @@ def _with_request_counters(named):
 _ALL_COUNTER_NAMES = _with_request_counters(COUNTER_NAMES)
 
 
-def counter_names(count=COUNTER_COUNT):
+def counter_names(count: int = COUNTER_COUNT) -> dict[int, str]:
     """{counter id: name} of every named counter below ``count`` (§2.3): ``COUNTER_NAMES`` and the request
     counters, ``requests.<type>.<status>`` at ``REQUEST_COUNTERS_BASE + type * STATUS_COUNT + status``."""
     return {counter_id: name for counter_id, name in _ALL_COUNTER_NAMES.items() if counter_id < count}
