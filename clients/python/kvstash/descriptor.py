@@ -7,6 +7,8 @@ the section/record named in the group's comment.
 
 import struct
 
+from .types import RequestType, Status
+
 MASK64 = 0xFFFFFFFFFFFFFFFF
 MASK32 = 0xFFFFFFFF
 
@@ -184,6 +186,8 @@ MAX_MODEL_LENGTH = 255
 MAX_WORLD_SIZE = 4096
 
 # --- §2.3 counters ------------------------------------------------------------------------------------
+# The Java table is wire's io.kvstash.wire.file.CountersDescriptor: tests/test_wire_contract.py fails when
+# these ids or names drift from it, and tests/test_protocol_doc.py when §2.3 does.
 COUNTER_COUNT = 352
 REQUEST_COUNTERS_BASE = 64
 STATUS_COUNT = 12
@@ -204,3 +208,21 @@ COUNTER_NAMES = {
     345: "l2_bytes_written", 346: "l2_bytes_fetched", 347: "l2_notices_dropped",
     348: "l2_completed_ticket",
 }
+
+
+def _with_request_counters(named: dict[int, str]) -> dict[int, str]:
+    names = dict(named)
+    for request_type in RequestType:
+        for status in Status:
+            counter_id = REQUEST_COUNTERS_BASE + request_type * STATUS_COUNT + status
+            names[counter_id] = "requests.%s.%s" % (request_type.name.lower(), status.name.lower())
+    return dict(sorted(names.items()))
+
+
+_ALL_COUNTER_NAMES = _with_request_counters(COUNTER_NAMES)
+
+
+def counter_names(count: int = COUNTER_COUNT) -> dict[int, str]:
+    """{counter id: name} of every named counter below ``count`` (§2.3): ``COUNTER_NAMES`` and the request
+    counters, ``requests.<type>.<status>`` at ``REQUEST_COUNTERS_BASE + type * STATUS_COUNT + status``."""
+    return {counter_id: name for counter_id, name in _ALL_COUNTER_NAMES.items() if counter_id < count}

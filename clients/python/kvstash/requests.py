@@ -13,7 +13,7 @@ from .response import Response, Transfer, transfer_id_of
 from .ring import Buffer
 from .slots import Slots
 from .transport import SLEEP_MAX_S, SLEEP_MIN_S
-from .types import Layout, RequestType, Status
+from .types import Layout, RequestType
 
 
 class Requests(Slots):
@@ -234,13 +234,4 @@ class Requests(Slots):
 
     def counters(self) -> Dict[str, int]:
         """Every named counter from the control file: {name: value}, request counters included."""
-        out = {}
-        for cid in range(len(self._counters)):
-            name = d.COUNTER_NAMES.get(cid)
-            if name is None and d.REQUEST_COUNTERS_BASE <= cid < d.REQUEST_COUNTERS_BASE + 17 * d.STATUS_COUNT:
-                rel = cid - d.REQUEST_COUNTERS_BASE
-                name = "requests.%s.%s" % (RequestType(rel // d.STATUS_COUNT).name.lower(),
-                                           Status(rel % d.STATUS_COUNT).name.lower())
-            if name is not None:
-                out[name] = self._counters[cid]
-        return out
+        return {name: self._counters[cid] for cid, name in d.counter_names(len(self._counters)).items()}

@@ -64,7 +64,7 @@ def _protocol_text():
 
 
 class ContractTextTest(unittest.TestCase):
-    """What §6.2 and §2.1 state against the constants this client sends and writes (descriptor.py, itself checked
+    """What §6.2, §2.1 and §2.3 state against the constants this client sends and writes (descriptor.py, itself checked
     against the Java sources by test_wire_contract)."""
 
     def test_should_list_every_flag_the_client_may_send_in_the_flags_table(self):
@@ -92,6 +92,15 @@ class ContractTextTest(unittest.TestCase):
             self.assertIn("minor %d:" % minor, history, "the version history names what minor %d added" % minor)
         self.assertNotIn("minor %d:" % (d.MINOR_VERSION + 1), history)
 
+
+    def test_should_list_every_named_counter_of_the_table_in_section_2_3(self):
+        text = _protocol_text()
+        section = text[text.index("### 2.3 "):text.index("### 2.4 ")]
+        rows = re.findall(r"^\| (\d+) \| `([a-z0-9_.]+)` \| (.*) \|$", section, re.M)
+        self.assertEqual({int(counter_id): name for counter_id, name, _ in rows}, d.COUNTER_NAMES)
+        self.assertIn("%d counters, each an `i64` at `Counters Offset + 8 × id`" % d.COUNTER_COUNT, section)
+        self.assertIn("at `id = %d + type × %d + status`" % (d.REQUEST_COUNTERS_BASE, d.STATUS_COUNT), section)
+        self.assertEqual(d.counter_names()[d.REQUEST_COUNTERS_BASE], "requests.ping.ok", "the example of the text")
 
 def _appendix_dumps():
     """The hex dumps of §10, in document order, as bytes."""

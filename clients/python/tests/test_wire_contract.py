@@ -1,7 +1,7 @@
 """The Python client's constants against the Java wire contract, read from the Java sources.
 
 No JVM and no server: the test parses ``static final int|long|String NAME = <expr>;`` of the wire module
-(and core's StoreCounters for the counter ids and names), evaluates the constant expressions they use as
+(its CountersDescriptor holds the counter ids and names), evaluates the constant expressions they use as
 Java does (int/long literals, casts, arithmetic, shifts and bit operations with int/long overflow,
 references to constants of the same class, a superclass or an imported class, ``SemanticVersion.compose``)
 and compares every constant the Python client uses with its
@@ -33,7 +33,6 @@ from kvstash.ring import Ring                               # noqa: E402 (after 
 from kvstash.types import Dtype, RequestType, Status        # noqa: E402 (after the path above)
 
 WIRE_SOURCES = os.path.join(REPO, "wire", "src", "main", "java")
-STORE_COUNTERS = os.path.join(REPO, "core", "src", "main", "java", "io", "kvstash", "core", "StoreCounters.java")
 
 
 # ------------------------------------------------------------------------------------------- Java reader
@@ -302,20 +301,20 @@ class JavaSources:
 
 
 def java_counter_names(java):
-    """{counter id: name} of StoreCounters' named counters, whichever of its shapes the file has: descriptor
-    rows ``ROW(StoreCounters.ID, "name", ...)``, assignments ``NAMES[ID] = "name";``, or a String[] copied into
+    """{counter id: name} of CountersDescriptor's named counters, whichever of its shapes the file has: rows
+    ``ROW(CountersDescriptor.ID, "name", ...)``, assignments ``NAMES[ID] = "name";``, or a String[] copied into
     NAMES with ``System.arraycopy(array, 0, NAMES, FIRST, ...)``. The responses table is not included."""
-    java_class = java.find_class("io.kvstash.core.StoreCounters")
+    java_class = java.find_class("io.kvstash.wire.file.CountersDescriptor")
     source = java_class.source
     names = {}
 
     def put(counter_id, name, how):
         if names.get(counter_id, name) != name:
-            raise AssertionError("StoreCounters names id %d both %r and %r (%s)"
+            raise AssertionError("CountersDescriptor names id %d both %r and %r (%s)"
                                  % (counter_id, names[counter_id], name, how))
         names[counter_id] = name
 
-    for identifier, name in re.findall(r"\b[A-Z][A-Z0-9_]*\s*\(\s*((?:StoreCounters\.)?[A-Z][A-Z0-9_]*)\s*,"
+    for identifier, name in re.findall(r"\b[A-Z][A-Z0-9_]*\s*\(\s*((?:CountersDescriptor\.)?[A-Z][A-Z0-9_]*)\s*,"
                                        r"\s*\"([^\"]+)\"", source):
         put(java.resolve(identifier, java_class), name, "descriptor row")
     for identifier, name in re.findall(r"\bNAMES\s*\[\s*([A-Z][A-Z0-9_.]*)\s*\]\s*=\s*\"([^\"]+)\"\s*;", source):
@@ -323,7 +322,7 @@ def java_counter_names(java):
     for array, first in re.findall(r"System\.arraycopy\(\s*(\w+)\s*,\s*0\s*,\s*NAMES\s*,\s*(\w+)\s*,", source):
         block = re.search(r"String\s*\[\]\s*%s\s*=\s*\{(.*?)\}\s*;" % re.escape(array), source, re.S)
         if not block:
-            raise AssertionError("StoreCounters copies %s into NAMES but its initialiser was not found" % array)
+            raise AssertionError("CountersDescriptor copies %s into NAMES but its initialiser was not found" % array)
         start = java.evaluate(first, java_class)
         for k, literal in enumerate(re.findall(r'"(?:\\.|[^"\\])*"', block.group(1))):
             put(start + k, ast.literal_eval(literal), "array " + array)
@@ -393,7 +392,7 @@ DESCRIPTOR_MAP = {
     "FEATURE_COMPLETED_TICKET": CFD + "FEATURE_COMPLETED_TICKET",
     "FEATURE_DOORBELL": CFD + "FEATURE_DOORBELL",
     "DOORBELL_FILE_NAME": CFD + "DOORBELL_FILE_NAME",
-    "COUNTER_L2_COMPLETED_TICKET": CFD + "COUNTER_L2_COMPLETED_TICKET",
+    "COUNTER_L2_COMPLETED_TICKET": "CountersDescriptor.L2_COMPLETED_TICKET",
     # pool file (PoolFileDescriptor, SlotTableDescriptor)
     "POOL_MAGIC": PFD + "MAGIC",
     "POOL_HEADER_LENGTH": PFD + "HEADER_LENGTH",
@@ -457,9 +456,9 @@ DESCRIPTOR_MAP = {
     "LOOKUP_TIER_EXTRA_LENGTH": "ResponseFlyweight.LOOKUP_TIER_EXTRA_LENGTH",
     "MAX_MODEL_LENGTH": "Layout.MAX_MODEL_LENGTH",
     "MAX_WORLD_SIZE": "Layout.MAX_WORLD_SIZE",
-    # counters (core StoreCounters, Status)
-    "COUNTER_COUNT": "StoreCounters.COUNT",
-    "REQUEST_COUNTERS_BASE": "StoreCounters.REQUESTS_BASE",
+    # counters (CountersDescriptor, Status)
+    "COUNTER_COUNT": "CountersDescriptor.COUNT",
+    "REQUEST_COUNTERS_BASE": "CountersDescriptor.REQUESTS_BASE",
     "STATUS_COUNT": "Status.COUNT",
 }
 
@@ -468,7 +467,7 @@ UNMAPPED = {
     "MASK64": "Python masking helper",
     "MASK32": "Python masking helper",
     "REJECT_REASONS": "checked against ClientFileDescriptor.REJECT_* in test_should_name_every_reject_reason",
-    "COUNTER_NAMES": "checked against StoreCounters in test_should_name_every_counter_as_the_server_does",
+    "COUNTER_NAMES": "checked against CountersDescriptor in test_should_name_every_counter_as_the_server_does",
     # struct formats, checked in StructLayoutTest
     "REQUEST_HEADER": "", "RESPONSE_HEADER": "", "SLOT_ENTRY": "", "REGISTER_BODY": "", "DATA_BODY": "",
     "KEYS_HASHES_HEADER": "", "KEYS_TOKENS_HEADER": "", "ALL_RANKS_HEADER": "", "LOOKUP_TIER_EXTRA": "",
@@ -491,7 +490,7 @@ _sources = None
 def sources():
     global _sources
     if _sources is None:
-        _sources = JavaSources(WIRE_SOURCES, STORE_COUNTERS)
+        _sources = JavaSources(WIRE_SOURCES)
     return _sources
 
 
@@ -581,7 +580,7 @@ class JavaReaderTest(unittest.TestCase):
 
 
 class DescriptorConstantsTest(unittest.TestCase):
-    """descriptor.py, constant by constant, against the wire module (and StoreCounters)."""
+    """descriptor.py, constant by constant, against the wire module."""
     maxDiff = None
 
     def test_should_match_every_mapped_java_constant(self):
@@ -690,12 +689,12 @@ class CountersTest(unittest.TestCase):
     def test_should_name_every_counter_as_the_server_does(self):
         s = sources()
         named = java_counter_names(s)
-        self.assertGreater(len(named), 20, "StoreCounters names not found: has the file changed shape?")
+        self.assertGreater(len(named), 20, "CountersDescriptor names not found: has the file changed shape?")
         differing = ["%d: Python %r, Java %r" % (i, d.COUNTER_NAMES.get(i), named.get(i))
                      for i in sorted(set(d.COUNTER_NAMES) | set(named)) if d.COUNTER_NAMES.get(i) != named.get(i)]
         self.assertEqual(differing, [], "counter names differ")
-        # the responses table, as StoreCounters.requestId and its static initialiser build it
-        count, base = s.value("StoreCounters.COUNT"), s.value("StoreCounters.REQUESTS_BASE")
+        # the responses table, as CountersDescriptor.requestId and its static initialiser build it
+        count, base = s.value("CountersDescriptor.COUNT"), s.value("CountersDescriptor.REQUESTS_BASE")
         types_, statuses = s.string_array("RequestType", "NAMES"), s.string_array("Status", "NAMES")
         expected = {name: 0 for name in named.values()}
         for t, type_name in enumerate(types_):

@@ -3,6 +3,7 @@ package io.kvstash.client;
 import io.kvstash.wire.WireVersion;
 import io.kvstash.wire.file.ClientFileDescriptor;
 import io.kvstash.wire.file.ControlFileDescriptor;
+import io.kvstash.wire.file.ControlFileFlyweight;
 import io.kvstash.wire.file.SecureDirectory;
 import io.kvstash.wire.ring.RingConsumer;
 import io.kvstash.wire.ring.RingDescriptor;
@@ -69,36 +70,38 @@ final class ServerConnection
         final Path controlPath = directory.resolve(ControlFileDescriptor.FILE_NAME);
         controlMapped = mapControl(directory, controlPath);
         control = new UnsafeBuffer(controlMapped);
+        final ControlFileFlyweight controlFile = new ControlFileFlyweight().wrap(control);
         try
         {
-            checkControl(control, controlPath);
-            incarnation = control.getLong(ControlFileDescriptor.INCARNATION_OFFSET);
-            final long serverPid = control.getLong(ControlFileDescriptor.PID_OFFSET);
-            final int c = ControlFileDescriptor.CONFIG_OFFSET;
-            final long heartbeatTimeoutMs = control.getInt(c + ControlFileDescriptor.HEARTBEAT_TIMEOUT_OFFSET);
-            chunkTokens = control.getInt(c + ControlFileDescriptor.CHUNK_TOKENS_OFFSET);
-            maxChunks = control.getInt(c + ControlFileDescriptor.MAX_CHUNKS_OFFSET);
-            maxInlineBytes = control.getInt(c + ControlFileDescriptor.MAX_INLINE_OFFSET);
-            secondTier = secondTier(control);
-            completedTicketGauge = secondTier && (control.getInt(c + ControlFileDescriptor.FEATURES_OFFSET) &
-                ControlFileDescriptor.FEATURE_COMPLETED_TICKET) != 0;
-            final long poolSizeBytes = control.getLong(c + ControlFileDescriptor.POOL_SIZE_OFFSET);
-            final long dataOffset = control.getLong(c + ControlFileDescriptor.DATA_OFFSET_OFFSET);
-            final long segmentBytes = control.getLong(c + ControlFileDescriptor.SEGMENT_BYTES_OFFSET);
-            final int requestCapacity = control.getInt(c + ControlFileDescriptor.REQUEST_RING_CAPACITY_OFFSET);
-            responseCapacity = control.getInt(c + ControlFileDescriptor.RESPONSE_RING_CAPACITY_OFFSET);
-            slots = new PoolSlots(poolSizeBytes, dataOffset, segmentBytes,
-                control.getInt(c + ControlFileDescriptor.ALIGNMENT_OFFSET));
-            liveness = new ServerLiveness(control, directory, incarnation, serverPid, heartbeatTimeoutMs);
-            if (!liveness.aliveAtConnect(control.getInt(c + ControlFileDescriptor.HEARTBEAT_INTERVAL_OFFSET)))
+            checkControl(controlFile, controlPath);
+            incarnation = controlFile.incarnation();
+            final long serverPid = controlFile.pid();
+            chunkTokens = controlFile.chunkTokens();
+            maxChunks = controlFile.maxChunksPerRequest();
+            maxInlineBytes = controlFile.maxInlineBytes();
+            secondTier = secondTier(controlFile);
+            completedTicketGauge = secondTier &&
+                (controlFile.features() & ControlFileDescriptor.FEATURE_COMPLETED_TICKET) != 0;
+            final int requestCapacity = controlFile.requestRingCapacity();
+            responseCapacity = controlFile.responseRingCapacity();
+            slots = new PoolSlots(controlFile.poolSizeBytes(), controlFile.dataOffset(), controlFile.segmentBytes(),
+                controlFile.alignment());
+            liveness = new ServerLiveness(controlFile, directory, incarnation, serverPid,
+                controlFile.heartbeatTimeoutMs());
+            if (!liveness.aliveAtConnect(controlFile.heartbeatIntervalMs()))
             {
                 throw new KvStashException(KvStashException.Reason.SERVER_GONE, "the server on " + directory +
                     " is not running (pid " + serverPid + ")");
             }
             if (!context.copyTransport())
             {
-                slots.map(directory.resolve(ControlFileDescriptor.poolFileName(control)), incarnation,
-                    context.pretouchPool(), context.pretouchThreads());
+                final String poolFileName = controlFile.poolFileName();
+                if (null == poolFileName)
+                {
+                    throw new IllegalStateException("control file has no valid pool file name");
+                }
+                slots.map(directory.resolve(poolFileName), incarnation, context.pretouchPool(),
+                    context.pretouchThreads());
             }
 
             final long pid = ProcessHandle.current().pid();
@@ -110,14 +113,13 @@ final class ServerConnection
             clientChannel.write(ByteBuffer.wrap(new byte[1]), fileLength - 1);
             clientMapped = clientChannel.map(FileChannel.MapMode.READ_WRITE, 0, fileLength);
             clientHeader = new UnsafeBuffer(clientMapped, 0, ClientFileDescriptor.HEADER_LENGTH);
-            writeClientHeader(clientHeader, pid, incarnation, requestCapacity, responseCapacity,
-                context.copyTransport() ? ClientFileDescriptor.FLAG_COPY_TRANSPORT : 0);
             requests = new RingProducer(new UnsafeBuffer(clientMapped, ClientFileDescriptor.REQUEST_RING_OFFSET,
                 RingDescriptor.totalLength(requestCapacity)));
             responses = new RingConsumer(new UnsafeBuffer(clientMapped,
                 ClientFileDescriptor.responseRingOffset(requestCapacity), RingDescriptor.totalLength(responseCapacity)));
             liveness.clientHeader(clientHeader);
-            clientHeader.putIntRelease(ClientFileDescriptor.VERSION_OFFSET, ClientFileDescriptor.VERSION);
+            ClientFileDescriptor.writeHeader(clientHeader, pid, incarnation, requestCapacity, responseCapacity,
+                context.copyTransport() ? ClientFileDescriptor.FLAG_COPY_TRANSPORT : 0);
             long attachedSession;
             try
             {
@@ -146,10 +148,13 @@ final class ServerConnection
     }
 
     /**
-     * Checks the directory and maps its control file read-only.
+     * Maps the server's control file read-only, after checking that the directory is one a server made.
      *
-     * @throws KvStashException SERVER_GONE when there is no directory or control file, BAD_FILES when either is
-     *                          not as the server makes it.
+     * @param directory   the server's directory.
+     * @param controlPath its control file.
+     * @return the mapping.
+     * @throws KvStashException SERVER_GONE without a directory or a control file, BAD_FILES when either is unsafe or
+     *                          cannot be read.
      */
     private static MappedByteBuffer mapControl(final Path directory, final Path controlPath)
     {
@@ -179,40 +184,20 @@ final class ServerConnection
         }
     }
 
-    /** Writes the client file's header, all but its version, which goes last once the rings are set up. */
-    private static void writeClientHeader(
-        final UnsafeBuffer header,
-        final long pid,
-        final long incarnation,
-        final int requestCapacity,
-        final int responseCapacity,
-        final int flags)
+    private static void checkControl(final ControlFileFlyweight controlFile, final Path path)
     {
-        header.putLong(ClientFileDescriptor.MAGIC_OFFSET, ClientFileDescriptor.MAGIC);
-        header.putInt(ClientFileDescriptor.HEADER_LENGTH_OFFSET, ClientFileDescriptor.HEADER_LENGTH);
-        header.putLong(ClientFileDescriptor.PID_OFFSET, pid);
-        header.putLong(ClientFileDescriptor.INCARNATION_OFFSET, incarnation);
-        header.putInt(ClientFileDescriptor.REQUEST_CAPACITY_OFFSET, requestCapacity);
-        header.putInt(ClientFileDescriptor.RESPONSE_CAPACITY_OFFSET, responseCapacity);
-        header.putInt(ClientFileDescriptor.FLAGS_OFFSET, flags);
-    }
-
-    private static void checkControl(final UnsafeBuffer control, final Path path)
-    {
-        if (control.capacity() < ControlFileDescriptor.COUNTERS_OFFSET ||
-            control.getLong(ControlFileDescriptor.MAGIC_OFFSET) != ControlFileDescriptor.MAGIC)
+        switch (controlFile.check())
         {
-            throw new KvStashException(KvStashException.Reason.BAD_FILES, path + " is not a kvstash control file");
-        }
-        final int version = control.getIntAcquire(ControlFileDescriptor.VERSION_OFFSET);
-        if (!WireVersion.isWritten(version))
-        {
-            throw new KvStashException(KvStashException.Reason.SERVER_GONE, "the server on " + path.getParent() +
-                " is still starting");
-        }
-        if (!WireVersion.isCompatible(version))
-        {
-            throw new KvStashException(KvStashException.Reason.BAD_FILES, WireVersion.incompatible(path.toString(), version));
+            case ControlFileFlyweight.NOT_A_CONTROL_FILE:
+                throw new KvStashException(KvStashException.Reason.BAD_FILES, path + " is not a kvstash control file");
+            case ControlFileFlyweight.NOT_WRITTEN:
+                throw new KvStashException(KvStashException.Reason.SERVER_GONE, "the server on " + path.getParent() +
+                    " is still starting");
+            case ControlFileFlyweight.INCOMPATIBLE:
+                throw new KvStashException(KvStashException.Reason.BAD_FILES,
+                    WireVersion.incompatible(path.toString(), controlFile.versionAcquire()));
+            default:
+                break;
         }
     }
 
@@ -347,13 +332,12 @@ final class ServerConnection
      * {@link ControlFileDescriptor#FEATURE_SECOND_TIER} in its Features word (every version this client reads has
      * the word).
      *
-     * @param control the mapped control file, its version written.
+     * @param controlFile the mapped control file, its version written.
      * @return true when a LOOKUP may carry the tier's flags.
      */
-    static boolean secondTier(final UnsafeBuffer control)
+    static boolean secondTier(final ControlFileFlyweight controlFile)
     {
-        final int features = control.getInt(ControlFileDescriptor.CONFIG_OFFSET + ControlFileDescriptor.FEATURES_OFFSET);
-        return (features & ControlFileDescriptor.FEATURE_SECOND_TIER) != 0;
+        return (controlFile.features() & ControlFileDescriptor.FEATURE_SECOND_TIER) != 0;
     }
 
     Path clientFile()

@@ -1,16 +1,11 @@
 package io.kvstash.client;
 
-import io.kvstash.wire.WireVersion;
 import io.kvstash.wire.file.ClientFileDescriptor;
 import io.kvstash.wire.file.ControlFileDescriptor;
+import io.kvstash.wire.file.ControlFileFlyweight;
 import org.agrona.concurrent.UnsafeBuffer;
 
-import java.io.IOException;
-import java.nio.ByteBuffer;
-import java.nio.ByteOrder;
-import java.nio.channels.FileChannel;
 import java.nio.file.Path;
-import java.nio.file.StandardOpenOption;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.LockSupport;
 
@@ -25,7 +20,7 @@ import java.util.concurrent.locks.LockSupport;
  */
 final class ServerLiveness
 {
-    private final UnsafeBuffer control;
+    private final ControlFileFlyweight control;
     private final Path directory;
     private final long incarnation;
     private final long serverPid;
@@ -45,7 +40,7 @@ final class ServerLiveness
      * @param heartbeatTimeoutMs heartbeat age after which the server counts as gone.
      */
     ServerLiveness(
-        final UnsafeBuffer control,
+        final ControlFileFlyweight control,
         final Path directory,
         final long incarnation,
         final long serverPid,
@@ -77,11 +72,11 @@ final class ServerLiveness
      */
     boolean alive()
     {
-        if (ControlFileDescriptor.STATE_RUNNING != control.getIntAcquire(ControlFileDescriptor.STATE_OFFSET))
+        if (ControlFileDescriptor.STATE_RUNNING != control.stateAcquire())
         {
             return false;
         }
-        final long heartbeat = control.getLongAcquire(ControlFileDescriptor.HEARTBEAT_OFFSET);
+        final long heartbeat = control.heartbeatMsAcquire();
         final long nowNs = System.nanoTime();
         if (heartbeat != lastHeartbeat)
         {
@@ -107,7 +102,7 @@ final class ServerLiveness
      */
     boolean aliveAtConnect(final long heartbeatIntervalMs)
     {
-        final long heartbeat = control.getLongAcquire(ControlFileDescriptor.HEARTBEAT_OFFSET);
+        final long heartbeat = control.heartbeatMsAcquire();
         final long ageMs = System.currentTimeMillis() - heartbeat;
         final boolean nearThisClock = Math.abs(ageMs) <= heartbeatTimeoutMs;
         lastHeartbeat = heartbeat;
@@ -116,7 +111,7 @@ final class ServerLiveness
         final long deadlineNs =
             System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(3 * Math.max(1, heartbeatIntervalMs));
         while (!nearThisClock && System.nanoTime() - deadlineNs < 0 && serverProcessAlive() &&
-            control.getLongAcquire(ControlFileDescriptor.HEARTBEAT_OFFSET) == heartbeat)
+            control.heartbeatMsAcquire() == heartbeat)
         {
             LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(1));
         }
@@ -156,19 +151,7 @@ final class ServerLiveness
      */
     static long currentIncarnation(final Path directory)
     {
-        try (FileChannel channel = FileChannel.open(directory.resolve(ControlFileDescriptor.FILE_NAME),
-            StandardOpenOption.READ))
-        {
-            final ByteBuffer bytes =
-                ByteBuffer.allocate(ControlFileDescriptor.HEADER_LENGTH).order(ByteOrder.LITTLE_ENDIAN);
-            channel.read(bytes, 0);
-            return !WireVersion.isWritten(bytes.getInt(ControlFileDescriptor.VERSION_OFFSET)) ? 0 :
-                bytes.getLong(ControlFileDescriptor.INCARNATION_OFFSET);
-        }
-        catch (final IOException ex)
-        {
-            return 0;
-        }
+        return ControlFileFlyweight.readIncarnation(directory.resolve(ControlFileDescriptor.FILE_NAME));
     }
 
     private boolean serverProcessAlive()

@@ -4,6 +4,7 @@ import io.kvstash.wire.ChunkKeys;
 import io.kvstash.wire.RequestFlags;
 import io.kvstash.wire.RequestType;
 import io.kvstash.wire.file.ControlFileDescriptor;
+import io.kvstash.wire.file.CountersDescriptor;
 
 import java.util.concurrent.locks.LockSupport;
 
@@ -15,7 +16,7 @@ import java.util.concurrent.locks.LockSupport;
  * each followed by a look at the ticket.
  * <ul>
  * <li>A server whose Features include {@link ControlFileDescriptor#FEATURE_COMPLETED_TICKET} keeps the highest
- * ticket over in the control file ({@link ControlFileDescriptor#COUNTER_L2_COMPLETED_TICKET}): the client reads
+ * ticket over in the control file ({@link CountersDescriptor#L2_COMPLETED_TICKET}): the client reads
  * it there, a load from shared memory that costs the server nothing, and asks the LOOKUP once more (with
  * {@link RequestFlags#L2_POLL}, which starts no read-through) when the ticket is over or the bound is spent. So a
  * wait does not keep the server's threads busy answering polls while the tier fetches on the same cores.</li>
@@ -94,7 +95,7 @@ final class TierLookups
             final boolean spent = System.nanoTime() - startNs >= waitNs;
             if (watchCounter)
             {
-                if (spent || connection.counter(ControlFileDescriptor.COUNTER_L2_COMPLETED_TICKET) >= ticket)
+                if (spent || connection.counter(CountersDescriptor.L2_COMPLETED_TICKET) >= ticket)
                 {
                     return calls.keyed(RequestType.LOOKUP, instanceId, keys, pinFlag | RequestFlags.L2_POLL);
                 }

@@ -3,6 +3,7 @@ package io.kvstash.core;
 import io.kvstash.wire.PoolRegion;
 import io.kvstash.wire.RequestType;
 import io.kvstash.wire.Status;
+import io.kvstash.wire.file.CountersDescriptor;
 import org.agrona.concurrent.UnsafeBuffer;
 
 /**
@@ -51,13 +52,13 @@ public final class DataMover
         {
             final long at = command.slotOffset[0] + command.dataOffset;
             pool.wrap(window, at, command.dataLength).putBytes(0, command.data, 0, command.dataLength);
-            counters.add(StoreCounters.COPY_BYTES_IN, command.dataLength);
+            counters.add(CountersDescriptor.COPY_BYTES_IN, command.dataLength);
         }
         else if (RequestType.READ_DATA == command.type)
         {
             final long at = command.slotOffset[0] + command.dataOffset;
             pool.wrap(window, at, command.dataLength).getBytes(0, command.data, 0, command.dataLength);
-            counters.add(StoreCounters.COPY_BYTES_OUT, command.dataLength);
+            counters.add(CountersDescriptor.COPY_BYTES_OUT, command.dataLength);
         }
         command.done = true;
     }

@@ -2,6 +2,7 @@ package io.kvstash.core;
 
 import io.kvstash.wire.ChunkKeys;
 import io.kvstash.wire.Status;
+import io.kvstash.wire.file.CountersDescriptor;
 import io.kvstash.wire.hash.ChunkHasher;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -61,7 +62,7 @@ class AllocationTest
     void shouldAllocateNothingWhenRunningStoreCycles()
     {
         assertAllocationFree("store cycle", this::storeCycle);
-        assertTrue(h.counter(StoreCounters.EVICTIONS) > 0, "the cycle runs with eviction in steady state");
+        assertTrue(h.counter(CountersDescriptor.EVICTIONS) > 0, "the cycle runs with eviction in steady state");
     }
 
     @Test

@@ -4,6 +4,7 @@ import io.kvstash.wire.ChunkKeys;
 import io.kvstash.wire.RequestFlags;
 import io.kvstash.wire.RequestType;
 import io.kvstash.wire.Status;
+import io.kvstash.wire.file.CountersDescriptor;
 import org.junit.jupiter.api.Test;
 
 import static io.kvstash.core.StoreHarness.RANK0;
@@ -143,13 +144,13 @@ class BadRequestTest
         populate();
         assertEquals(Status.OK, h.store.execute(h.raw(RequestType.PING, 0)).status);
         assertEquals(Status.OK, h.store.execute(h.raw(RequestType.STATS, 0)).status);
-        assertEquals(3, h.store.counters().get(StoreCounters.READABLE_CHUNKS));
-        assertEquals(1, h.store.counters().get(StoreCounters.RESERVED_CHUNKS));
-        assertEquals(1, h.store.counters().get(StoreCounters.PINNED_CHUNKS));
-        assertEquals(4, h.store.counters().get(StoreCounters.FREE_SLOTS));
-        assertEquals(8, h.store.counters().get(StoreCounters.SLOT_CAPACITY));
-        assertEquals(2, h.store.counters().get(StoreCounters.PENDING_TRANSFERS));
-        assertEquals(1, h.store.counters().get(StoreCounters.INSTANCES));
+        assertEquals(3, h.store.counters().get(CountersDescriptor.READABLE_CHUNKS));
+        assertEquals(1, h.store.counters().get(CountersDescriptor.RESERVED_CHUNKS));
+        assertEquals(1, h.store.counters().get(CountersDescriptor.PINNED_CHUNKS));
+        assertEquals(4, h.store.counters().get(CountersDescriptor.FREE_SLOTS));
+        assertEquals(8, h.store.counters().get(CountersDescriptor.SLOT_CAPACITY));
+        assertEquals(2, h.store.counters().get(CountersDescriptor.PENDING_TRANSFERS));
+        assertEquals(1, h.store.counters().get(CountersDescriptor.INSTANCES));
         assertUntouched();
     }
 

@@ -1,6 +1,7 @@
 package io.kvstash.core;
 
 import io.kvstash.wire.Status;
+import io.kvstash.wire.file.CountersDescriptor;
 import org.agrona.concurrent.UnsafeBuffer;
 import org.junit.jupiter.api.Test;
 
@@ -40,7 +41,7 @@ class CopyTransportTest
             }
         }
         assertEquals(Status.OK, h.store.commitStore(A, store).status);
-        assertEquals(3 * CHUNK_BYTES, h.counter(StoreCounters.COPY_BYTES_IN));
+        assertEquals(3 * CHUNK_BYTES, h.counter(CountersDescriptor.COPY_BYTES_IN));
         for (int slot = 0; slot < 3; slot++)
         {
             final UnsafeBuffer view = h.store.pool().wrap(new UnsafeBuffer(0, 0), offsets[slot], (int)CHUNK_BYTES);
@@ -66,7 +67,7 @@ class CopyTransportTest
                 }
             }
         }
-        assertEquals(2 * CHUNK_BYTES, h.counter(StoreCounters.COPY_BYTES_OUT));
+        assertEquals(2 * CHUNK_BYTES, h.counter(CountersDescriptor.COPY_BYTES_OUT));
         assertEquals(Status.OK, h.store.commitRetrieve(A, t).status);
         h.assertInvariants();
     }
@@ -90,7 +91,7 @@ class CopyTransportTest
         assertEquals(Status.UNKNOWN_TRANSFER, h.store.readData(A, lookup, 0, 0, 8).status);
         assertEquals(Status.UNKNOWN_TRANSFER, h.store.readData(B, retrieve, 0, 0, 8).status);
         assertEquals(Status.UNKNOWN_INSTANCE, h.store.readData(33, retrieve, 0, 0, 8).status);
-        assertEquals(0, h.counter(StoreCounters.COPY_BYTES_IN) + h.counter(StoreCounters.COPY_BYTES_OUT));
+        assertEquals(0, h.counter(CountersDescriptor.COPY_BYTES_IN) + h.counter(CountersDescriptor.COPY_BYTES_OUT));
         assertEquals(3, h.book().pendingTransfers());
     }
 
@@ -125,7 +126,7 @@ class CopyTransportTest
         h.clock.advance(LEASE_NS + 1);
         assertEquals(Status.UNKNOWN_TRANSFER, h.store.writeData(A, store, 0, 0, source, 0, 8).status);
         assertEquals(0, h.book().reservedChunks(), "reclaimed");
-        assertEquals(0, h.counter(StoreCounters.COPY_BYTES_IN));
+        assertEquals(0, h.counter(CountersDescriptor.COPY_BYTES_IN));
     }
 
     private static void fill(final UnsafeBuffer buffer, final int chunk)

@@ -1,6 +1,7 @@
 package io.kvstash.core;
 
 import io.kvstash.wire.Status;
+import io.kvstash.wire.file.CountersDescriptor;
 import io.kvstash.wire.file.SlotTableDescriptor;
 import org.junit.jupiter.api.Test;
 
@@ -26,7 +27,7 @@ class EvictionScenarioTest
         h.stored(A, ids(4));
         assertArrayEquals(new long[]{ 2, 3, 4 }, h.lru());
         assertEquals(0, h.hits(A, ids(1)));
-        assertEquals(1, h.counter(StoreCounters.EVICTIONS));
+        assertEquals(1, h.counter(CountersDescriptor.EVICTIONS));
         h.assertInvariants();
     }
 
@@ -42,7 +43,7 @@ class EvictionScenarioTest
         assertEquals(2, c.slotCount);
         assertArrayEquals(new int[]{ 0, 1 }, java.util.Arrays.copyOf(c.slotRangeIndex, 2));
         assertArrayEquals(new long[]{ 3 }, h.lru());
-        assertEquals(2, h.counter(StoreCounters.EVICTIONS));
+        assertEquals(2, h.counter(CountersDescriptor.EVICTIONS));
         assertEquals(Status.OK, h.store.commitStore(A, c.outTransferId).status);
         assertArrayEquals(new long[]{ 3, 4, 1 }, h.lru());
         h.assertInvariants();
@@ -82,7 +83,7 @@ class EvictionScenarioTest
         assertEquals(freeBefore, h.book().freeSlots());
         assertEquals(0, h.book().reservedChunks());
         assertEquals(1, h.book().pendingTransfers(), "only the lookup");
-        assertEquals(1, h.counter(StoreCounters.NO_SPACE));
+        assertEquals(1, h.counter(CountersDescriptor.NO_SPACE));
         h.assertInvariants();
     }
 
@@ -105,7 +106,7 @@ class EvictionScenarioTest
         assertEquals(4, h.hits(A, ids(1, 2, 3, 4)));
         assertEquals(0, h.hits(A, ids(5)));
         assertEquals(0, h.book().reservedChunks());
-        assertEquals(0, h.counter(StoreCounters.EVICTIONS));
+        assertEquals(0, h.counter(CountersDescriptor.EVICTIONS));
         for (int slot = 0; slot < 4; slot++)
         {
             assertEquals(words[slot], h.slotWord(slot), "slot word " + slot + " untouched");
@@ -224,7 +225,7 @@ class EvictionScenarioTest
         assertArrayEquals(new long[]{ 1, 3 }, h.lru(), "pinned chunks stay");
         assertEquals(2, h.book().reservedChunks(), "reservations stay");
         assertEquals(3, h.book().pendingTransfers());
-        assertEquals(2, h.counter(StoreCounters.CLEARED_CHUNKS));
+        assertEquals(2, h.counter(CountersDescriptor.CLEARED_CHUNKS));
 
         assertEquals(Status.OK, h.store.commitStore(A, store).status);
         assertEquals(Status.OK, h.store.release(A, lookup).status);
@@ -251,7 +252,7 @@ class EvictionScenarioTest
         assertEquals(8, h.book().freeSlots());
         assertEquals(0, h.book().readableChunks());
         h.assertEmptyOfTransfers();
-        assertEquals(2, h.counter(StoreCounters.ABORTED_CHUNKS));
+        assertEquals(2, h.counter(CountersDescriptor.ABORTED_CHUNKS));
 
         assertEquals(Status.UNKNOWN_TRANSFER, h.store.commitStore(B, store).status);
         assertEquals(Status.UNKNOWN_TRANSFER, h.store.release(A, lookup).status);

@@ -2,6 +2,7 @@ package io.kvstash.core;
 
 import io.kvstash.wire.RequestFlags;
 import io.kvstash.wire.Status;
+import io.kvstash.wire.file.CountersDescriptor;
 import io.kvstash.wire.hash.ChunkHasher;
 import org.junit.jupiter.api.Test;
 
@@ -36,8 +37,8 @@ class LookupRetrieveScenarioTest
         assertEquals(0, h.hits(A, ids(3, 1, 2)));
         assertEquals(4, h.hits(A, ids(1, 2, 4, 5)));
         assertEquals(0, h.hits(A, ids()));
-        assertEquals(6, h.counter(StoreCounters.LOOKUP_HIT_CHUNKS));
-        assertEquals(6, h.counter(StoreCounters.LOOKUP_MISS_CHUNKS));
+        assertEquals(6, h.counter(CountersDescriptor.LOOKUP_HIT_CHUNKS));
+        assertEquals(6, h.counter(CountersDescriptor.LOOKUP_MISS_CHUNKS));
         assertEquals(0, h.book().pendingTransfers(), "a lookup without pin records nothing");
     }
 
@@ -125,7 +126,7 @@ class LookupRetrieveScenarioTest
         assertEquals(0, h.pins(A, 2));
         assertEquals(0, h.pins(A, 4));
         assertEquals(1, h.book().pendingTransfers());
-        assertEquals(1, h.counter(StoreCounters.RETRIEVE_MISSES));
+        assertEquals(1, h.counter(CountersDescriptor.RETRIEVE_MISSES));
 
         assertEquals(Status.MISS, h.store.prepareRetrieve(A, ids(3)).status);
         assertEquals(Status.MISS, h.store.prepareRetrieve(A, ids(1, 2, 4, 3)).status, "miss in the last place");
@@ -160,7 +161,7 @@ class LookupRetrieveScenarioTest
         assertEquals(Status.OK, h.store.commitRetrieve(A, t).status);
         assertEquals(0, h.pins(A, 5));
         assertEquals(Status.UNKNOWN_TRANSFER, h.store.commitRetrieve(A, t).status, "twice");
-        assertEquals(3, h.counter(StoreCounters.RETRIEVED_CHUNKS));
+        assertEquals(3, h.counter(CountersDescriptor.RETRIEVED_CHUNKS));
         h.assertInvariants();
         h.assertEmptyOfTransfers();
     }
@@ -231,7 +232,7 @@ class LookupRetrieveScenarioTest
         h.clock.advance(LEASE_NS + 1);
         assertEquals(Status.UNKNOWN_TRANSFER, h.store.prepareRetrieveFromLookup(A, lookup).status);
         assertEquals(0, h.pins(A, 1), "the expired lookup was reclaimed");
-        assertEquals(1, h.counter(StoreCounters.RECLAIMED_LEASES));
+        assertEquals(1, h.counter(CountersDescriptor.RECLAIMED_LEASES));
         h.assertEmptyOfTransfers();
     }
 
@@ -275,7 +276,7 @@ class LookupRetrieveScenarioTest
         assertEquals(Status.OK, h.store.commitStore(A, store.outTransferId).status);
         final long[] lru = h.lru();
         assertEquals(Status.MISS, h.store.prepareRetrieve(A, ids(1, 2, 3, 4, 5)).status, "all or nothing without it");
-        assertEquals(1, h.counter(StoreCounters.RETRIEVE_MISSES));
+        assertEquals(1, h.counter(CountersDescriptor.RETRIEVE_MISSES));
 
         final StoreCommand c = h.store.prepareRetrieve(A, ids(1, 2, 3, 4, 5), RequestFlags.PREFIX);
         assertEquals(Status.OK, c.status, c.message);
@@ -291,14 +292,14 @@ class LookupRetrieveScenarioTest
         assertEquals(0, h.pins(A, 5));
         assertEquals(-1, h.pins(A, 3));
         assertEquals(2, h.book().pinnedChunks());
-        assertEquals(2, h.counter(StoreCounters.RETRIEVE_HIT_CHUNKS));
-        assertEquals(2, h.counter(StoreCounters.RETRIEVE_MISSES), "a range answered short counts a retrieve miss");
+        assertEquals(2, h.counter(CountersDescriptor.RETRIEVE_HIT_CHUNKS));
+        assertEquals(2, h.counter(CountersDescriptor.RETRIEVE_MISSES), "a range answered short counts a retrieve miss");
         assertArrayEquals(lru, h.lru(), "PREPARE_RETRIEVE leaves recency alone");
 
         assertEquals(Status.OK, h.store.commitRetrieve(A, c.outTransferId).status);
         assertEquals(0, h.pins(A, 1));
         assertEquals(0, h.pins(A, 2));
-        assertEquals(2, h.counter(StoreCounters.RETRIEVED_CHUNKS));
+        assertEquals(2, h.counter(CountersDescriptor.RETRIEVED_CHUNKS));
         assertArrayEquals(new long[]{ 4, 5, 1, 2 }, h.lru(), "only the prefix is used; the chunks after the gap stay");
         assertEquals(2, h.hits(A, ids(4, 5)), "the chunks after the gap are still there");
         h.assertInvariants();
@@ -334,8 +335,8 @@ class LookupRetrieveScenarioTest
         assertEquals(0, c.slotCount);
         assertEquals(0, h.pins(A, 2));
         assertEquals(0, h.pins(A, 3));
-        assertEquals(1, h.counter(StoreCounters.RETRIEVE_MISSES));
-        assertEquals(0, h.counter(StoreCounters.RETRIEVE_HIT_CHUNKS));
+        assertEquals(1, h.counter(CountersDescriptor.RETRIEVE_MISSES));
+        assertEquals(0, h.counter(CountersDescriptor.RETRIEVE_HIT_CHUNKS));
         h.assertInvariants();
         h.assertEmptyOfTransfers();
     }
@@ -352,8 +353,8 @@ class LookupRetrieveScenarioTest
         assertEquals(Status.OK, c.status, c.message);
         assertEquals(3, c.slotCount);
         assertArrayEquals(chunks, java.util.Arrays.copyOf(c.slotChunkId, 3));
-        assertEquals(0, h.counter(StoreCounters.RETRIEVE_MISSES), "the whole range: no miss");
-        assertEquals(6, h.counter(StoreCounters.RETRIEVE_HIT_CHUNKS));
+        assertEquals(0, h.counter(CountersDescriptor.RETRIEVE_MISSES), "the whole range: no miss");
+        assertEquals(6, h.counter(CountersDescriptor.RETRIEVE_HIT_CHUNKS));
         assertEquals(Status.OK, h.store.commitRetrieve(A, c.outTransferId).status);
         final StoreCommand empty = h.store.prepareRetrieve(A, ids(), RequestFlags.PREFIX);
         assertEquals(Status.OK, empty.status);

@@ -2,6 +2,7 @@ package io.kvstash.core;
 
 import io.kvstash.wire.ChunkKeys;
 import io.kvstash.wire.Status;
+import io.kvstash.wire.file.CountersDescriptor;
 import io.kvstash.wire.file.SlotTableDescriptor;
 import io.kvstash.wire.layout.Dtype;
 import io.kvstash.wire.layout.Layout;
@@ -156,10 +157,10 @@ class SizeClassScenarioTest
         final StoreCommand small = h.store.prepareStore(B, keys(500, 8));
         assertEquals(Status.OK, small.status, small.message);
         assertEquals(8, small.slotCount);
-        assertTrue(h.counter(StoreCounters.EVICTIONS) > 0, "the big chunks of one region were evicted");
+        assertTrue(h.counter(CountersDescriptor.EVICTIONS) > 0, "the big chunks of one region were evicted");
         assertEquals(Status.OK, h.store.commitStore(B, small.outTransferId).status);
         final long left = h.book().readableChunks() - 8;
-        assertEquals(21 - h.counter(StoreCounters.EVICTIONS), left);
+        assertEquals(21 - h.counter(CountersDescriptor.EVICTIONS), left);
         h.assertInvariants();
         // The big class evicts its own least recently used chunks again.
         final StoreCommand big = h.store.prepareStore(A, keys(100, 1));
@@ -183,7 +184,7 @@ class SizeClassScenarioTest
         assertEquals(21, h.book().pinnedChunks());
         final StoreCommand refused = h.store.prepareStore(B, keys(500, 1));
         assertEquals(Status.NO_SPACE, refused.status, refused.message);
-        assertEquals(0, h.counter(StoreCounters.EVICTIONS));
+        assertEquals(0, h.counter(CountersDescriptor.EVICTIONS));
         assertEquals(21, h.book().readableChunks());
         h.assertInvariants();
         assertEquals(Status.OK, h.store.commitRetrieve(A, pinning).status);

@@ -6,6 +6,7 @@ import io.kvstash.wire.ChunkKeys;
 import io.kvstash.wire.RequestFlags;
 import io.kvstash.wire.RequestType;
 import io.kvstash.wire.Status;
+import io.kvstash.wire.file.CountersDescriptor;
 import io.kvstash.wire.file.SlotTableDescriptor;
 import io.kvstash.wire.hash.ChunkHasher;
 import io.kvstash.wire.layout.Dtype;
@@ -522,16 +523,16 @@ class StoreModelTest
         private final List<Long> issued = new ArrayList<>();
         private final Set<Long> everIssued = new HashSet<>();
         private final int[] lastGeneration = new int[SLOTS];
-        private final long[] expected = new long[StoreCounters.COUNT];
+        private final long[] expected = new long[CountersDescriptor.COUNT];
         private final Set<Key> touched = new HashSet<>();
 
         private static final int[] COMPARED_COUNTERS = {
-            StoreCounters.LOOKUP_HIT_CHUNKS, StoreCounters.LOOKUP_MISS_CHUNKS, StoreCounters.RETRIEVE_HIT_CHUNKS,
-            StoreCounters.RETRIEVE_MISSES, StoreCounters.STORED_CHUNKS, StoreCounters.RETRIEVED_CHUNKS,
-            StoreCounters.EVICTIONS, StoreCounters.RECLAIMED_LEASES, StoreCounters.ABORTED_CHUNKS,
-            StoreCounters.NO_SPACE, StoreCounters.UNREGISTER_UNKNOWN, StoreCounters.EMPTY_PREPARES,
-            StoreCounters.DEAD_CLIENTS, StoreCounters.CLEARED_CHUNKS, StoreCounters.COPY_BYTES_IN,
-            StoreCounters.COPY_BYTES_OUT,
+            CountersDescriptor.LOOKUP_HIT_CHUNKS, CountersDescriptor.LOOKUP_MISS_CHUNKS, CountersDescriptor.RETRIEVE_HIT_CHUNKS,
+            CountersDescriptor.RETRIEVE_MISSES, CountersDescriptor.STORED_CHUNKS, CountersDescriptor.RETRIEVED_CHUNKS,
+            CountersDescriptor.EVICTIONS, CountersDescriptor.RECLAIMED_LEASES, CountersDescriptor.ABORTED_CHUNKS,
+            CountersDescriptor.NO_SPACE, CountersDescriptor.UNREGISTER_UNKNOWN, CountersDescriptor.EMPTY_PREPARES,
+            CountersDescriptor.DEAD_CLIENTS, CountersDescriptor.CLEARED_CHUNKS, CountersDescriptor.COPY_BYTES_IN,
+            CountersDescriptor.COPY_BYTES_OUT,
         };
 
         Run(final long seed, final Coverage coverage)
@@ -770,7 +771,7 @@ class StoreModelTest
                     assertFalse(chunk.readable);
                     removed.add(key);
                 }
-                expected[StoreCounters.ABORTED_CHUNKS] += t.keys.size();
+                expected[CountersDescriptor.ABORTED_CHUNKS] += t.keys.size();
             }
             else
             {
@@ -798,7 +799,7 @@ class StoreModelTest
             if (clock.nanoTime() > t.deadlineNs)
             {
                 end(t, removed);
-                expected[StoreCounters.RECLAIMED_LEASES]++;
+                expected[CountersDescriptor.RECLAIMED_LEASES]++;
                 cover(a, "expired");
                 return null;
             }
@@ -925,7 +926,7 @@ class StoreModelTest
             expectStatus(a, Status.OK, c);
             if (!instances.containsKey(a.instance))
             {
-                expected[StoreCounters.UNREGISTER_UNKNOWN]++;
+                expected[CountersDescriptor.UNREGISTER_UNKNOWN]++;
                 assertEquals(0, c.removedCount);
                 cover(a, "OK/unknown");
                 return;
@@ -942,7 +943,7 @@ class StoreModelTest
             instances.remove(a.instance);
             if (Kind.REAP == a.kind)
             {
-                expected[StoreCounters.DEAD_CLIENTS]++;
+                expected[CountersDescriptor.DEAD_CLIENTS]++;
             }
             assertEquals(ended, c.removedCount, a.describe());
             if (ended > 0)
@@ -976,8 +977,8 @@ class StoreModelTest
             }
             final List<Key> keys = modelKeys(a, layout);
             final int hits = readablePrefix(keys);
-            expected[StoreCounters.LOOKUP_HIT_CHUNKS] += hits;
-            expected[StoreCounters.LOOKUP_MISS_CHUNKS] += keys.size() - hits;
+            expected[CountersDescriptor.LOOKUP_HIT_CHUNKS] += hits;
+            expected[CountersDescriptor.LOOKUP_MISS_CHUNKS] += keys.size() - hits;
             if (a.flag && hits > 0 && pending.size() == maxTransfers)
             {
                 expectStatus(a, Status.BUSY, c);
@@ -1024,8 +1025,8 @@ class StoreModelTest
             {
                 hits = Math.min(hits, readablePrefix(modelKeys(a, model, worldSize, rank)));
             }
-            expected[StoreCounters.LOOKUP_HIT_CHUNKS] += hits;
-            expected[StoreCounters.LOOKUP_MISS_CHUNKS] += rangeLength(a) - hits;
+            expected[CountersDescriptor.LOOKUP_HIT_CHUNKS] += hits;
+            expected[CountersDescriptor.LOOKUP_MISS_CHUNKS] += rangeLength(a) - hits;
             expectStatus(a, Status.OK, c);
             assertEquals(hits, c.hitChunks, a.describe());
             assertEquals(0, c.outTransferId);
@@ -1056,7 +1057,7 @@ class StoreModelTest
             }
             if (!anyAbsent)
             {
-                expected[StoreCounters.EMPTY_PREPARES]++;
+                expected[CountersDescriptor.EMPTY_PREPARES]++;
                 expectStatus(a, Status.OK, c);
                 assertEquals(0, c.outTransferId, "nothing to reserve: no transfer");
                 assertEquals(0, c.slotCount);
@@ -1093,7 +1094,7 @@ class StoreModelTest
                     }
                     if (null == victim)
                     {
-                        expected[StoreCounters.NO_SPACE]++;
+                        expected[CountersDescriptor.NO_SPACE]++;
                         expectStatus(a, Status.NO_SPACE, c);
                         return;
                     }
@@ -1111,7 +1112,7 @@ class StoreModelTest
                 lru.remove(victim);
                 removed.add(victim);
             }
-            expected[StoreCounters.EVICTIONS] += evicted.size();
+            expected[CountersDescriptor.EVICTIONS] += evicted.size();
             assertEquals(reservedIndices.size(), c.slotCount, a.describe());
             final Set<Integer> usedSlots = new HashSet<>();
             for (final Chunk chunk : chunks.values())
@@ -1173,7 +1174,7 @@ class StoreModelTest
             final int readable = readablePrefix(keys);
             if (readable < keys.size() && (!a.flag || 0 == readable))
             {
-                expected[StoreCounters.RETRIEVE_MISSES]++;
+                expected[CountersDescriptor.RETRIEVE_MISSES]++;
                 assertEquals(Status.name(Status.MISS), Status.name(c.status), a.describe());
                 assertEquals(0, c.outTransferId);
                 assertEquals(0, c.slotCount);
@@ -1201,10 +1202,10 @@ class StoreModelTest
             }
             if (readable < keys.size())
             {
-                expected[StoreCounters.RETRIEVE_MISSES]++;
+                expected[CountersDescriptor.RETRIEVE_MISSES]++;
                 cover(a, "OK/prefix");
             }
-            expected[StoreCounters.RETRIEVE_HIT_CHUNKS] += readable;
+            expected[CountersDescriptor.RETRIEVE_HIT_CHUNKS] += readable;
             checkSlots(a, c, slots, SlotTableDescriptor.STATE_READABLE, layout.chunkBytes(CHUNK_TOKENS));
         }
 
@@ -1287,7 +1288,7 @@ class StoreModelTest
                         chunk.readable = true;
                         lru.put(key, chunk);
                     }
-                    expected[StoreCounters.STORED_CHUNKS] += t.keys.size();
+                    expected[CountersDescriptor.STORED_CHUNKS] += t.keys.size();
                     break;
                 case ABORT_STORE:
                 case RELEASE:
@@ -1302,7 +1303,7 @@ class StoreModelTest
                         lru.remove(key);
                         lru.put(key, chunk);
                     }
-                    expected[StoreCounters.RETRIEVED_CHUNKS] += t.keys.size();
+                    expected[CountersDescriptor.RETRIEVED_CHUNKS] += t.keys.size();
                     break;
                 default:
                 {
@@ -1316,7 +1317,7 @@ class StoreModelTest
                     {
                         slots.add(chunks.get(key));
                     }
-                    expected[StoreCounters.RETRIEVE_HIT_CHUNKS] += t.keys.size();
+                    expected[CountersDescriptor.RETRIEVE_HIT_CHUNKS] += t.keys.size();
                     checkSlots(a, c, slots, SlotTableDescriptor.STATE_READABLE, layout.chunkBytes(CHUNK_TOKENS));
                     break;
                 }
@@ -1377,7 +1378,7 @@ class StoreModelTest
                     chunk.content[a.dataOffset + i] = pattern(a, a.dataOffset + i);
                     chunk.known[a.dataOffset + i] = true;
                 }
-                expected[StoreCounters.COPY_BYTES_IN] += a.dataLength;
+                expected[CountersDescriptor.COPY_BYTES_IN] += a.dataLength;
             }
             else
             {
@@ -1395,7 +1396,7 @@ class StoreModelTest
                 {
                     cover(a, "OK/checked");
                 }
-                expected[StoreCounters.COPY_BYTES_OUT] += a.dataLength;
+                expected[CountersDescriptor.COPY_BYTES_OUT] += a.dataLength;
             }
         }
 
@@ -1428,7 +1429,7 @@ class StoreModelTest
                     count++;
                 }
             }
-            expected[StoreCounters.CLEARED_CHUNKS] += count;
+            expected[CountersDescriptor.CLEARED_CHUNKS] += count;
             assertEquals(count, c.removedCount, "chunks removed by " + a.describe());
             if (count > 0)
             {
@@ -1450,7 +1451,7 @@ class StoreModelTest
                 end(t, removed);
                 count++;
             }
-            expected[StoreCounters.RECLAIMED_LEASES] += count;
+            expected[CountersDescriptor.RECLAIMED_LEASES] += count;
             assertEquals(count, c.removedCount, "transfers reclaimed by " + a.describe());
             if (count > 0)
             {
@@ -1553,7 +1554,7 @@ class StoreModelTest
             }
             for (final int id : COMPARED_COUNTERS)
             {
-                assertEquals(expected[id], store.counters().get(id), StoreCounters.name(id));
+                assertEquals(expected[id], store.counters().get(id), CountersDescriptor.name(id));
             }
         }
     }

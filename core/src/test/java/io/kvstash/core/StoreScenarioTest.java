@@ -3,6 +3,7 @@ package io.kvstash.core;
 import io.kvstash.wire.RequestFlags;
 import io.kvstash.wire.RequestType;
 import io.kvstash.wire.Status;
+import io.kvstash.wire.file.CountersDescriptor;
 import io.kvstash.wire.file.SlotTableDescriptor;
 import org.junit.jupiter.api.Test;
 
@@ -45,7 +46,7 @@ class StoreScenarioTest
         assertEquals(0, pendingBefore);
         assertEquals(0, h.book().pendingTransfers(), "nothing recorded");
         assertEquals(freeBefore, h.book().freeSlots());
-        assertEquals(1, h.counter(StoreCounters.EMPTY_PREPARES));
+        assertEquals(1, h.counter(CountersDescriptor.EMPTY_PREPARES));
 
         // Ids are deterministic: entry 0 was released once, so the id a recorded prepare would get now is
         // generation 2 of entry 0. It, id 0 and the finished id all answer UNKNOWN_TRANSFER.
@@ -135,7 +136,7 @@ class StoreScenarioTest
         assertEquals(Status.UNKNOWN_TRANSFER, h.store.abortStore(A, t).status, "abort after commit");
         assertArrayEquals(lruAfterFirst, h.lru());
         assertEquals(2, h.book().readableChunks());
-        assertEquals(2, h.counter(StoreCounters.STORED_CHUNKS));
+        assertEquals(2, h.counter(CountersDescriptor.STORED_CHUNKS));
         h.assertInvariants();
     }
 
@@ -168,7 +169,7 @@ class StoreScenarioTest
         assertEquals(0, h.hits(A, ids(1)), "never published");
         assertEquals(Status.MISS, h.store.prepareRetrieve(A, ids(1)).status);
         assertEquals(SlotTableDescriptor.STATE_FREE, SlotTableDescriptor.state(h.slotWord(slot)));
-        assertEquals(1, h.counter(StoreCounters.ABORTED_CHUNKS));
+        assertEquals(1, h.counter(CountersDescriptor.ABORTED_CHUNKS));
 
         final StoreCommand reuse = h.store.prepareStore(A, ids(2));
         assertEquals(slot, reuse.slotChunkId[0], "the freed slot is taken again");
@@ -188,7 +189,7 @@ class StoreScenarioTest
         assertEquals(1, h.store.sweep().removedCount);
         assertEquals(0, h.book().reservedChunks());
         assertEquals(8, h.book().freeSlots());
-        assertEquals(1, h.counter(StoreCounters.RECLAIMED_LEASES));
+        assertEquals(1, h.counter(CountersDescriptor.RECLAIMED_LEASES));
 
         assertEquals(Status.UNKNOWN_TRANSFER, h.store.commitStore(A, t).status);
         assertEquals(0, h.hits(A, ids(1, 2)));
@@ -206,7 +207,7 @@ class StoreScenarioTest
         assertEquals(0, h.book().pendingTransfers(), "reclaimed by the late commit itself");
         assertEquals(0, h.book().reservedChunks());
         assertEquals(0, h.book().readableChunks());
-        assertEquals(1, h.counter(StoreCounters.RECLAIMED_LEASES));
+        assertEquals(1, h.counter(CountersDescriptor.RECLAIMED_LEASES));
         assertEquals(0, h.store.sweep().removedCount);
         assertEquals(Status.UNKNOWN_TRANSFER, h.store.abortStore(A, t).status);
         h.assertInvariants();
@@ -238,7 +239,7 @@ class StoreScenarioTest
         h.clock.advance(LEASE_NS + 1);
         assertEquals(Status.UNKNOWN_TRANSFER, h.store.commitStore(B, expired).status);
         assertEquals(1, h.book().pendingTransfers(), "another instance cannot even reclaim it");
-        assertEquals(0, h.counter(StoreCounters.RECLAIMED_LEASES));
+        assertEquals(0, h.counter(CountersDescriptor.RECLAIMED_LEASES));
         assertEquals(1, h.store.sweep().removedCount);
         h.assertInvariants();
     }
@@ -345,12 +346,12 @@ class StoreScenarioTest
         final StoreCommand c = h.store.unregister(B);
         assertEquals(Status.OK, c.status);
         assertEquals(0, c.removedCount);
-        assertEquals(1, h.counter(StoreCounters.UNREGISTER_UNKNOWN));
+        assertEquals(1, h.counter(CountersDescriptor.UNREGISTER_UNKNOWN));
         assertEquals(Status.OK, h.store.commitStore(A, t).status);
 
         assertEquals(Status.OK, h.store.unregister(A).status);
         assertEquals(Status.OK, h.store.unregister(A).status, "twice");
-        assertEquals(2, h.counter(StoreCounters.UNREGISTER_UNKNOWN));
+        assertEquals(2, h.counter(CountersDescriptor.UNREGISTER_UNKNOWN));
         assertEquals(0, h.book().instanceCount());
     }
 
@@ -362,7 +363,7 @@ class StoreScenarioTest
         final StoreCommand reap = h.raw(RequestType.UNREGISTER, A);
         reap.flags = io.kvstash.wire.RequestFlags.REAPED;
         assertEquals(Status.OK, h.store.execute(reap).status);
-        assertEquals(1, h.counter(StoreCounters.DEAD_CLIENTS));
+        assertEquals(1, h.counter(CountersDescriptor.DEAD_CLIENTS));
         assertEquals(0, h.book().reservedChunks());
         assertEquals(0, h.book().instanceCount());
     }

@@ -1,10 +1,11 @@
 package io.kvstash.pipeline;
 
 import io.kvstash.core.StoreCounters;
+import io.kvstash.wire.file.CountersDescriptor;
 import org.agrona.ErrorHandler;
 
 /**
- * The one path of an unexpected error in the server: counted in {@link StoreCounters#ERRORS} (an atomic add,
+ * The one path of an unexpected error in the server: counted in {@link CountersDescriptor#ERRORS} (an atomic add,
  * so any thread may report), then handed to the error handler it wraps (the server's distinct error log). Every
  * site that catches an unexpected exception reports it here, so the count and the log never disagree.
  * <p>
@@ -19,7 +20,7 @@ public final class CountedErrorHandler implements ErrorHandler
      * Counts into a set of counters and delegates.
      *
      * @param errorHandler the handler each error is passed to after it is counted.
-     * @param counters     the counters whose {@link StoreCounters#ERRORS} counts the errors.
+     * @param counters     the counters whose {@link CountersDescriptor#ERRORS} counts the errors.
      */
     public CountedErrorHandler(final ErrorHandler errorHandler, final StoreCounters counters)
     {
@@ -39,7 +40,7 @@ public final class CountedErrorHandler implements ErrorHandler
     @Override
     public void onError(final Throwable throwable)
     {
-        counters.addAtomic(StoreCounters.ERRORS, 1);
+        counters.addAtomic(CountersDescriptor.ERRORS, 1);
         errorHandler.onError(throwable);
     }
 

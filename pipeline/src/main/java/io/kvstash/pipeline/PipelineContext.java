@@ -4,6 +4,7 @@ import io.kvstash.core.StoreContext;
 import io.kvstash.core.StoreCounters;
 import io.kvstash.core.store.KvStore;
 import io.kvstash.wire.PoolRegion;
+import io.kvstash.wire.file.CountersDescriptor;
 import org.agrona.ErrorHandler;
 import org.agrona.concurrent.AtomicBuffer;
 import org.agrona.concurrent.NanoClock;
@@ -261,7 +262,7 @@ public final class PipelineContext
     }
 
     /**
-     * The error path of the pipeline's stages and journal: counts into {@link StoreCounters#ERRORS}, then
+     * The error path of the pipeline's stages and journal: counts into {@link CountersDescriptor#ERRORS}, then
      * hands the error to {@link #errorHandler()}. Set by {@link #conclude()}.
      *
      * @return the counted handler, null before {@link #conclude()}.

@@ -11,6 +11,7 @@ import io.kvstash.pipeline.latency.LatencySampling;
 import io.kvstash.pipeline.latency.StrideSampler;
 import io.kvstash.wire.RequestType;
 import io.kvstash.wire.Status;
+import io.kvstash.wire.file.CountersDescriptor;
 import org.agrona.concurrent.NanoClock;
 
 /**
@@ -167,11 +168,11 @@ final class Stages
             final int status = command.status;
             if (RequestType.isValid(type) && status >= 0 && status < Status.COUNT)
             {
-                counters.increment(StoreCounters.requestId(type, status));
+                counters.increment(CountersDescriptor.requestId(type, status));
             }
             else
             {
-                counters.increment(StoreCounters.REQUESTS_INVALID_TYPE);
+                counters.increment(CountersDescriptor.REQUESTS_INVALID_TYPE);
             }
             final long start = 0 != event.reserveStartNs ? clock.nanoTime() : 0;
             try

@@ -1,6 +1,7 @@
 package io.kvstash.pipeline;
 
 import io.kvstash.core.StoreCounters;
+import io.kvstash.wire.file.CountersDescriptor;
 import org.junit.jupiter.api.Test;
 
 import java.util.ArrayList;
@@ -21,14 +22,14 @@ class CountedErrorHandlerTest
         final CountedErrorHandler handler = new CountedErrorHandler(
             ex ->
             {
-                countSeenByDelegate.add(counters.get(StoreCounters.ERRORS));
+                countSeenByDelegate.add(counters.get(CountersDescriptor.ERRORS));
                 handled.add(ex);
             },
             counters);
         final IllegalStateException first = new IllegalStateException("first");
         handler.onError(first);
         handler.onError(new IllegalArgumentException("second"));
-        assertEquals(2, counters.get(StoreCounters.ERRORS));
+        assertEquals(2, counters.get(CountersDescriptor.ERRORS));
         assertEquals(List.of(1L, 2L), countSeenByDelegate);
         assertSame(first, handled.get(0));
     }

@@ -2,9 +2,9 @@ package io.kvstash.pipeline;
 
 import io.kvstash.core.EvictionPolicy;
 import io.kvstash.core.StoreContext;
-import io.kvstash.core.StoreCounters;
 import io.kvstash.pipeline.journal.JournalReader;
 import io.kvstash.pipeline.replay.Replayer;
+import io.kvstash.wire.file.CountersDescriptor;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -57,7 +57,7 @@ class EvictionJournalTest
         }
         final Replayer.Result own = Replayer.replay(journal);
         assertTrue(own.identical(), "the header's policy must reproduce the capture: " + own.firstMismatch());
-        assertEquals(hits, own.counters()[StoreCounters.LOOKUP_HIT_CHUNKS]);
+        assertEquals(hits, own.counters()[CountersDescriptor.LOOKUP_HIT_CHUNKS]);
 
         // The policy is part of the configuration the header's digest covers: a replay under another is refused.
         assertThrows(IllegalArgumentException.class,

@@ -2,11 +2,11 @@ package io.kvstash.pipeline;
 
 import io.kvstash.core.StoreCommand;
 import io.kvstash.core.StoreContext;
-import io.kvstash.core.StoreCounters;
 import io.kvstash.core.store.KvStore;
 import io.kvstash.wire.ChunkKeys;
 import io.kvstash.wire.RequestType;
 import io.kvstash.wire.Status;
+import io.kvstash.wire.file.CountersDescriptor;
 import io.kvstash.wire.layout.Dtype;
 import io.kvstash.wire.layout.Layout;
 import org.agrona.concurrent.AtomicBuffer;
@@ -86,7 +86,7 @@ class PipelineErrorsTest
             armed.set(false);
             assertEquals(Status.OK, caller.call(c -> c.type = RequestType.PING).status);
             assertEquals(Status.OK, caller.keyed(RequestType.LOOKUP, 1, ChunkKeys.ofIds(7), 0).status);
-            assertEquals(1, pipeline.counters().get(StoreCounters.ERRORS));
+            assertEquals(1, pipeline.counters().get(CountersDescriptor.ERRORS));
             assertEquals(1, errors.size());
             assertTrue(errors.get(0).getMessage().contains("injected"));
         }
@@ -119,8 +119,8 @@ class PipelineErrorsTest
             final PipelineCaller caller = new PipelineCaller(pipeline, router, 0);
             assertEquals(Status.OK, caller.call(c -> c.type = RequestType.PING).status);
             assertEquals(1, errors.size());
-            assertEquals(1, pipeline.counters().get(StoreCounters.ERRORS));
-            assertEquals(2, pipeline.counters().get(StoreCounters.requestId(RequestType.PING, Status.OK)));
+            assertEquals(1, pipeline.counters().get(CountersDescriptor.ERRORS));
+            assertEquals(2, pipeline.counters().get(CountersDescriptor.requestId(RequestType.PING, Status.OK)));
         }
     }
 
@@ -145,7 +145,7 @@ class PipelineErrorsTest
             event.rejectAtDecode(Status.MALFORMED, "short record");
             pipeline.publish(sequence);
             assertEquals(Status.UNKNOWN_INSTANCE, caller.keyed(RequestType.LOOKUP, 5, ChunkKeys.ofIds(1), 0).status);
-            assertEquals(1, pipeline.counters().get(StoreCounters.requestId(RequestType.REGISTER, Status.MALFORMED)));
+            assertEquals(1, pipeline.counters().get(CountersDescriptor.requestId(RequestType.REGISTER, Status.MALFORMED)));
             assertEquals(Status.UNKNOWN_TYPE, caller.call(c -> c.type = 99).status);
         }
     }

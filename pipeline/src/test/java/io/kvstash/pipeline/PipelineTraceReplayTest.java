@@ -2,7 +2,6 @@ package io.kvstash.pipeline;
 
 import io.kvstash.core.StoreCommand;
 import io.kvstash.core.StoreContext;
-import io.kvstash.core.StoreCounters;
 import io.kvstash.core.trace.MooncakeTrace;
 import io.kvstash.pipeline.journal.JournalReader;
 import io.kvstash.pipeline.journal.JournalWriter;
@@ -10,6 +9,7 @@ import io.kvstash.pipeline.replay.Replayer;
 import io.kvstash.wire.ChunkKeys;
 import io.kvstash.wire.RequestType;
 import io.kvstash.wire.Status;
+import io.kvstash.wire.file.CountersDescriptor;
 import io.kvstash.wire.layout.Dtype;
 import io.kvstash.wire.layout.Layout;
 import org.junit.jupiter.api.BeforeAll;
@@ -138,7 +138,7 @@ class PipelineTraceReplayTest
         assertTrue(result.hadCounters());
         assertEquals(0, result.counterMismatches(), result.firstCounterMismatch());
         assertFalse(result.truncatedTail());
-        assertEquals(10219, result.counters()[StoreCounters.LOOKUP_HIT_CHUNKS]);
+        assertEquals(10219, result.counters()[CountersDescriptor.LOOKUP_HIT_CHUNKS]);
         assertTrue(result.identical());
     }
 

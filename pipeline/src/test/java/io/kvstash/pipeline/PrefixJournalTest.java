@@ -2,13 +2,13 @@ package io.kvstash.pipeline;
 
 import io.kvstash.core.StoreCommand;
 import io.kvstash.core.StoreContext;
-import io.kvstash.core.StoreCounters;
 import io.kvstash.pipeline.journal.JournalReader;
 import io.kvstash.pipeline.replay.Replayer;
 import io.kvstash.wire.ChunkKeys;
 import io.kvstash.wire.RequestFlags;
 import io.kvstash.wire.RequestType;
 import io.kvstash.wire.Status;
+import io.kvstash.wire.file.CountersDescriptor;
 import io.kvstash.wire.layout.Dtype;
 import io.kvstash.wire.layout.Layout;
 import org.junit.jupiter.api.Test;
@@ -89,7 +89,7 @@ class PrefixJournalTest
         final Replayer.Result replayed = Replayer.replay(journal);
         assertTrue(replayed.identical(), replayed.firstMismatch() + " / " + replayed.firstCounterMismatch());
         assertEquals(11, replayed.records());
-        assertEquals(3, replayed.counters()[StoreCounters.RETRIEVE_MISSES], "the short prefix and two MISSes");
-        assertEquals(2, replayed.counters()[StoreCounters.RETRIEVE_HIT_CHUNKS]);
+        assertEquals(3, replayed.counters()[CountersDescriptor.RETRIEVE_MISSES], "the short prefix and two MISSes");
+        assertEquals(2, replayed.counters()[CountersDescriptor.RETRIEVE_HIT_CHUNKS]);
     }
 }

@@ -33,9 +33,6 @@ import java.util.concurrent.Callable;
         "Exit code 1 when the directory holds no control file." })
 public final class ErrorsCommand implements Callable<Integer>
 {
-    /** Prefix of the control files of dead servers that a later server kept. */
-    public static final String DEAD_CONTROL_PREFIX = "dead-control-";
-
     @Spec
     CommandSpec spec;
 
@@ -115,7 +112,8 @@ public final class ErrorsCommand implements Callable<Integer>
             files.add(control);
         }
         final List<Path> dead = new ArrayList<>();
-        try (DirectoryStream<Path> stream = Files.newDirectoryStream(dir, DEAD_CONTROL_PREFIX + "*"))
+        try (DirectoryStream<Path> stream =
+            Files.newDirectoryStream(dir, ControlFileDescriptor.DEAD_CONTROL_PREFIX + "*"))
         {
             for (final Path file : stream)
             {

@@ -1,12 +1,12 @@
 package io.kvstash.cli;
 
 import io.kvstash.core.EvictionPolicy;
-import io.kvstash.core.StoreCounters;
 import io.kvstash.server.Sizes;
 import io.kvstash.tools.BundledTrace;
 import io.kvstash.tools.TraceReplay;
 import io.kvstash.tools.WorkerResult;
 import io.kvstash.wire.RequestType;
+import io.kvstash.wire.file.CountersDescriptor;
 import org.HdrHistogram.Histogram;
 
 import java.io.PrintWriter;
@@ -83,22 +83,22 @@ final class ReportPrinter
                 report.workers() > 1 ? "" : hits == policy ? ", identical to the chunk" :
                 ", DIFFERS by " + (hits - policy) + " chunks");
         }
-        out.printf(l, "  %-20s %,d%s%n", "evictions", report.counter(StoreCounters.EVICTIONS),
+        out.printf(l, "  %-20s %,d%s%n", "evictions", report.counter(CountersDescriptor.EVICTIONS),
             EvictionPolicy.SLRU_ADMIT != report.eviction() ? "" : String.format(l, " (%,d chunks stored cold)",
-            report.counter(StoreCounters.COLD_CHUNKS)));
+            report.counter(CountersDescriptor.COLD_CHUNKS)));
         out.printf(l, "  %-20s %,d of %,d chunks read%s%n", "checksum mismatches",
             r.count(WorkerResult.CHECKSUM_MISMATCHES), r.count(WorkerResult.RETRIEVED_CHUNKS),
             0 == r.count(WorkerResult.CHECKSUM_MISMATCHES) ? " (every chunk read back intact)" : " (CORRUPTION)");
         final long problems = r.count(WorkerResult.NO_SPACE) + r.count(WorkerResult.RETRIEVE_MISSES) +
             r.count(WorkerResult.UNKNOWN_TRANSFER) + r.count(WorkerResult.OTHER_ERRORS) +
-            r.count(WorkerResult.FENCE_FAILURES) + report.counter(StoreCounters.ERRORS);
+            r.count(WorkerResult.FENCE_FAILURES) + report.counter(CountersDescriptor.ERRORS);
         if (problems > 0)
         {
             out.printf(l, "  %-20s no_space %d, retrieve misses %d, unknown transfer %d, other errors %d, " +
                 "fence failures %d, server errors %d%n", "other outcomes", r.count(WorkerResult.NO_SPACE),
                 r.count(WorkerResult.RETRIEVE_MISSES), r.count(WorkerResult.UNKNOWN_TRANSFER),
                 r.count(WorkerResult.OTHER_ERRORS), r.count(WorkerResult.FENCE_FAILURES),
-                report.counter(StoreCounters.ERRORS));
+                report.counter(CountersDescriptor.ERRORS));
         }
 
         out.println();

@@ -1,11 +1,11 @@
 package io.kvstash.cli;
 
 import io.kvstash.core.EvictionPolicy;
-import io.kvstash.core.StoreCounters;
 import io.kvstash.server.Sizes;
 import io.kvstash.tools.ControlFileReader;
 import io.kvstash.tools.Json;
 import io.kvstash.wire.file.ControlFileDescriptor;
+import io.kvstash.wire.file.CountersDescriptor;
 import io.kvstash.wire.file.SecureDirectory;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Model.CommandSpec;
@@ -172,7 +172,7 @@ public final class StatCommand implements Callable<Integer>
         final Map<String, Object> counters = new LinkedHashMap<>();
         for (int id = 0; id < reader.counterCount(); id++)
         {
-            final String name = StoreCounters.name(id);
+            final String name = CountersDescriptor.name(id);
             final long value = reader.counter(id);
             if (0 != value)
             {
@@ -228,7 +228,7 @@ public final class StatCommand implements Callable<Integer>
             ", chunk tokens " + reader.configInt(ControlFileDescriptor.CHUNK_TOKENS_OFFSET) + ", lease " +
             Sizes.formatDuration(reader.configLong(ControlFileDescriptor.LEASE_NS_OFFSET)) +
             (null == eviction ? "" : ", eviction " + eviction));
-        if (0 != reader.counter(StoreCounters.L2_STATE))
+        if (0 != reader.counter(CountersDescriptor.L2_STATE))
         {
             row(out, "second tier", secondTierLine(reader));
         }
@@ -242,7 +242,7 @@ public final class StatCommand implements Callable<Integer>
             {
                 continue;
             }
-            final String name = StoreCounters.name(id);
+            final String name = CountersDescriptor.name(id);
             if (null != name && (name.startsWith("requests.sweep.") || name.startsWith("requests.reap.")))
             {
                 housekeeping.append(housekeeping.length() == 0 ? "" : ", ")
@@ -266,7 +266,7 @@ public final class StatCommand implements Callable<Integer>
 
     private static String describe(final int id, final String name)
     {
-        final String description = StoreCounters.description(id);
+        final String description = CountersDescriptor.description(id);
         if (null != description)
         {
             return description;
@@ -282,16 +282,16 @@ public final class StatCommand implements Callable<Integer>
 
     private static String secondTierLine(final ControlFileReader reader)
     {
-        final long state = reader.counter(StoreCounters.L2_STATE);
+        final long state = reader.counter(CountersDescriptor.L2_STATE);
         final String[] states = {"off", "connecting", "up", "down (reconnecting once a second)"};
         return String.format(Locale.ROOT, "%s; written %,d (%s), skipped %,d, write errors %,d; fetched %,d (%s), " +
             "misses %,d, corrupt %,d; timeouts %,d, errors %,d",
             state >= 0 && state < states.length ? states[(int)state] : "state " + state,
-            reader.counter(StoreCounters.L2_WRITES), Sizes.formatSize(reader.counter(StoreCounters.L2_BYTES_WRITTEN)),
-            reader.counter(StoreCounters.L2_WRITE_SKIPS), reader.counter(StoreCounters.L2_WRITE_ERRORS),
-            reader.counter(StoreCounters.L2_FETCH_HITS), Sizes.formatSize(reader.counter(StoreCounters.L2_BYTES_FETCHED)),
-            reader.counter(StoreCounters.L2_FETCH_MISSES), reader.counter(StoreCounters.L2_CORRUPT_VALUES),
-            reader.counter(StoreCounters.L2_TIMEOUTS), reader.counter(StoreCounters.L2_ERRORS));
+            reader.counter(CountersDescriptor.L2_WRITES), Sizes.formatSize(reader.counter(CountersDescriptor.L2_BYTES_WRITTEN)),
+            reader.counter(CountersDescriptor.L2_WRITE_SKIPS), reader.counter(CountersDescriptor.L2_WRITE_ERRORS),
+            reader.counter(CountersDescriptor.L2_FETCH_HITS), Sizes.formatSize(reader.counter(CountersDescriptor.L2_BYTES_FETCHED)),
+            reader.counter(CountersDescriptor.L2_FETCH_MISSES), reader.counter(CountersDescriptor.L2_CORRUPT_VALUES),
+            reader.counter(CountersDescriptor.L2_TIMEOUTS), reader.counter(CountersDescriptor.L2_ERRORS));
     }
 
     private static String poolLine(final Summary summary, final String poolFile)
@@ -379,26 +379,26 @@ public final class StatCommand implements Callable<Integer>
         {
             final Summary s = new Summary();
             s.uptimeMs = Math.max(0, (reader.isAlive(nowMs) ? nowMs : reader.heartbeatMs()) - reader.startTimeMs());
-            s.clients = reader.counter(StoreCounters.WIRE_CLIENTS);
-            s.clientsSinceStart = reader.counter(StoreCounters.WIRE_CLIENTS_ATTACHED);
-            s.deadClients = reader.counter(StoreCounters.DEAD_CLIENTS);
+            s.clients = reader.counter(CountersDescriptor.WIRE_CLIENTS);
+            s.clientsSinceStart = reader.counter(CountersDescriptor.WIRE_CLIENTS_ATTACHED);
+            s.deadClients = reader.counter(CountersDescriptor.DEAD_CLIENTS);
             s.poolBytes = reader.configLong(ControlFileDescriptor.POOL_SIZE_OFFSET);
-            s.slotCapacity = reader.counter(StoreCounters.SLOT_CAPACITY);
-            s.freeSlots = reader.counter(StoreCounters.FREE_SLOTS);
-            s.readableChunks = reader.counter(StoreCounters.READABLE_CHUNKS);
-            s.reservedChunks = reader.counter(StoreCounters.RESERVED_CHUNKS);
-            s.pinnedChunks = reader.counter(StoreCounters.PINNED_CHUNKS);
-            s.instances = reader.counter(StoreCounters.INSTANCES);
-            s.lookupHitChunks = reader.counter(StoreCounters.LOOKUP_HIT_CHUNKS);
-            s.lookupMissChunks = reader.counter(StoreCounters.LOOKUP_MISS_CHUNKS);
-            s.evictions = reader.counter(StoreCounters.EVICTIONS);
-            s.storedChunks = reader.counter(StoreCounters.STORED_CHUNKS);
-            s.coldChunks = reader.counter(StoreCounters.COLD_CHUNKS);
-            s.bytesIn = reader.counter(StoreCounters.BYTES_IN);
-            s.bytesOut = reader.counter(StoreCounters.BYTES_OUT);
-            s.copyBytesIn = reader.counter(StoreCounters.COPY_BYTES_IN);
-            s.copyBytesOut = reader.counter(StoreCounters.COPY_BYTES_OUT);
-            s.errors = reader.counter(StoreCounters.ERRORS);
+            s.slotCapacity = reader.counter(CountersDescriptor.SLOT_CAPACITY);
+            s.freeSlots = reader.counter(CountersDescriptor.FREE_SLOTS);
+            s.readableChunks = reader.counter(CountersDescriptor.READABLE_CHUNKS);
+            s.reservedChunks = reader.counter(CountersDescriptor.RESERVED_CHUNKS);
+            s.pinnedChunks = reader.counter(CountersDescriptor.PINNED_CHUNKS);
+            s.instances = reader.counter(CountersDescriptor.INSTANCES);
+            s.lookupHitChunks = reader.counter(CountersDescriptor.LOOKUP_HIT_CHUNKS);
+            s.lookupMissChunks = reader.counter(CountersDescriptor.LOOKUP_MISS_CHUNKS);
+            s.evictions = reader.counter(CountersDescriptor.EVICTIONS);
+            s.storedChunks = reader.counter(CountersDescriptor.STORED_CHUNKS);
+            s.coldChunks = reader.counter(CountersDescriptor.COLD_CHUNKS);
+            s.bytesIn = reader.counter(CountersDescriptor.BYTES_IN);
+            s.bytesOut = reader.counter(CountersDescriptor.BYTES_OUT);
+            s.copyBytesIn = reader.counter(CountersDescriptor.COPY_BYTES_IN);
+            s.copyBytesOut = reader.counter(CountersDescriptor.COPY_BYTES_OUT);
+            s.errors = reader.counter(CountersDescriptor.ERRORS);
             return s;
         }
 

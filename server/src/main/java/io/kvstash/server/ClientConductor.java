@@ -7,6 +7,7 @@ import io.kvstash.wire.RequestFlags;
 import io.kvstash.wire.RequestType;
 import io.kvstash.wire.WireVersion;
 import io.kvstash.wire.file.ClientFileDescriptor;
+import io.kvstash.wire.file.CountersDescriptor;
 import org.agrona.ErrorHandler;
 import org.agrona.IoUtil;
 import org.agrona.concurrent.Agent;
@@ -431,8 +432,8 @@ final class ClientConductor implements Agent
             active[activeCount++] = free.index;
             reapSequence[free.index] = -1;
             attached++;
-            counters.increment(StoreCounters.WIRE_CLIENTS_ATTACHED);
-            counters.set(StoreCounters.WIRE_CLIENTS, attached);
+            counters.increment(CountersDescriptor.WIRE_CLIENTS_ATTACHED);
+            counters.set(CountersDescriptor.WIRE_CLIENTS, attached);
             return true;
         }
         catch (final IOException | RuntimeException ex)
@@ -570,8 +571,8 @@ final class ClientConductor implements Agent
                 removeActive(index);
                 knownFiles.remove(name);
                 attached--;
-                counters.increment(StoreCounters.WIRE_CLIENTS_DETACHED);
-                counters.set(StoreCounters.WIRE_CLIENTS, attached);
+                counters.increment(CountersDescriptor.WIRE_CLIENTS_DETACHED);
+                counters.set(CountersDescriptor.WIRE_CLIENTS, attached);
                 workCount++;
             }
         }

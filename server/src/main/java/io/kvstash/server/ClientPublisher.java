@@ -8,6 +8,7 @@ import io.kvstash.server.codec.ResponseEncoder;
 import io.kvstash.server.l2.L2Tap;
 import io.kvstash.wire.RequestFlags;
 import io.kvstash.wire.RequestType;
+import io.kvstash.wire.file.CountersDescriptor;
 
 /**
  * The publish stage's sink: encodes each response straight into its client's response ring. Never waits:
@@ -43,7 +44,7 @@ final class ClientPublisher implements ResponseSink
         final ClientSession session = sessions[index];
         if (ClientSession.FREE == session.state() || session.sessionId() != event.clientSession)
         {
-            counters.addAtomic(StoreCounters.WIRE_RESPONSES_DROPPED, 1);
+            counters.addAtomic(CountersDescriptor.WIRE_RESPONSES_DROPPED, 1);
             return;
         }
         final StoreCommand command = event.command;
@@ -64,7 +65,7 @@ final class ClientPublisher implements ResponseSink
         }
         if (!written)
         {
-            counters.addAtomic(StoreCounters.WIRE_RESPONSES_DROPPED, 1);
+            counters.addAtomic(CountersDescriptor.WIRE_RESPONSES_DROPPED, 1);
         }
         session.release(event.producerTag);
         if (null != l2Tap && !tierAnswer)

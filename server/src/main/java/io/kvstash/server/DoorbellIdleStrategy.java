@@ -2,6 +2,7 @@ package io.kvstash.server;
 
 import io.kvstash.core.StoreCounters;
 import io.kvstash.wire.file.ControlFileDescriptor;
+import io.kvstash.wire.file.CountersDescriptor;
 import io.kvstash.wire.idle.ResetOnWorkIdleStrategy;
 import org.agrona.CloseHelper;
 import org.agrona.ErrorHandler;
@@ -28,8 +29,8 @@ import java.util.function.Consumer;
  * more duty cycle, which polls every ring, before it sleeps; a client publishes its request, fences, then reads the
  * word and rings when it is up. One of the two sees the other. The word goes down when the thread wakes.
  * <p>
- * Owner: the receiver's thread, which writes the counters {@link StoreCounters#WIRE_SLEEPS} and
- * {@link StoreCounters#WIRE_DOORBELL_WAKEUPS}. {@link #close()} after that thread has stopped.
+ * Owner: the receiver's thread, which writes the counters {@link CountersDescriptor#WIRE_SLEEPS} and
+ * {@link CountersDescriptor#WIRE_DOORBELL_WAKEUPS}. {@link #close()} after that thread has stopped.
  */
 final class DoorbellIdleStrategy extends ResetOnWorkIdleStrategy implements AutoCloseable
 {
@@ -89,7 +90,7 @@ final class DoorbellIdleStrategy extends ResetOnWorkIdleStrategy implements Auto
             asleep = true;
             return;
         }
-        counters.increment(StoreCounters.WIRE_SLEEPS);
+        counters.increment(CountersDescriptor.WIRE_SLEEPS);
         rung = false;
         try
         {
@@ -102,7 +103,7 @@ final class DoorbellIdleStrategy extends ResetOnWorkIdleStrategy implements Auto
         }
         if (rung)
         {
-            counters.increment(StoreCounters.WIRE_DOORBELL_WAKEUPS);
+            counters.increment(CountersDescriptor.WIRE_DOORBELL_WAKEUPS);
         }
         reset();
     }

@@ -5,6 +5,7 @@ import com.sun.net.httpserver.HttpServer;
 import io.kvstash.core.StoreCounters;
 import io.kvstash.wire.RequestType;
 import io.kvstash.wire.Status;
+import io.kvstash.wire.file.CountersDescriptor;
 
 import java.io.IOException;
 import java.io.OutputStream;
@@ -164,15 +165,15 @@ public final class PrometheusEndpoint implements AutoCloseable
         out.append("# TYPE kvstash_start_time_seconds gauge\n");
         out.append("kvstash_start_time_seconds ").append(String.format(Locale.ROOT, "%.3f", startTimeSeconds))
             .append('\n');
-        for (int id = 0; id < StoreCounters.COUNT; id++)
+        for (int id = 0; id < CountersDescriptor.COUNT; id++)
         {
-            final String help = StoreCounters.description(id);
+            final String help = CountersDescriptor.description(id);
             if (null == help)
             {
                 continue;
             }
-            final boolean gauge = StoreCounters.isGauge(id);
-            final String name = "kvstash_" + StoreCounters.name(id).replace('.', '_') + (gauge ? "" : "_total");
+            final boolean gauge = CountersDescriptor.isGauge(id);
+            final String name = "kvstash_" + CountersDescriptor.name(id).replace('.', '_') + (gauge ? "" : "_total");
             out.append("# HELP ").append(name).append(' ').append(help).append('\n');
             out.append("# TYPE ").append(name).append(gauge ? " gauge\n" : " counter\n");
             out.append(name).append(' ').append(counters.get(id)).append('\n');
@@ -183,7 +184,7 @@ public final class PrometheusEndpoint implements AutoCloseable
         {
             for (int status = 0; status < Status.COUNT; status++)
             {
-                final long value = counters.get(StoreCounters.requestId(type, status));
+                final long value = counters.get(CountersDescriptor.requestId(type, status));
                 if (0 != value)
                 {
                     out.append("kvstash_requests_total{type=\"").append(RequestType.name(type).toLowerCase(Locale.ROOT))

@@ -8,6 +8,7 @@ import io.kvstash.pipeline.latency.LatencySampling;
 import io.kvstash.pipeline.latency.TypeSampler;
 import io.kvstash.server.codec.RequestDecoder;
 import io.kvstash.wire.Status;
+import io.kvstash.wire.file.CountersDescriptor;
 import io.kvstash.wire.ring.RingConsumer;
 import org.agrona.ErrorHandler;
 import org.agrona.concurrent.Agent;
@@ -276,7 +277,7 @@ final class ReceiverAgent implements Agent
             {
                 if (ring.isCorrupt())
                 {
-                    counters.increment(StoreCounters.WIRE_MALFORMED);
+                    counters.increment(CountersDescriptor.WIRE_MALFORMED);
                     errorHandler.onError(new IllegalStateException("corrupt request ring of client " +
                         session.file.getFileName() + ": detaching it"));
                     conductor.closeSession(session, false);
@@ -286,21 +287,21 @@ final class ReceiverAgent implements Agent
             final int type = ring.type();
             final int offset = ring.payloadOffset();
             final int length = ring.payloadLength();
-            counters.increment(StoreCounters.WIRE_RECORDS);
+            counters.increment(CountersDescriptor.WIRE_RECORDS);
             if (length < 8)
             {
-                counters.increment(StoreCounters.WIRE_MALFORMED);
+                counters.increment(CountersDescriptor.WIRE_MALFORMED);
                 ring.take();
                 read++;
                 continue;
             }
-            final long bound = decoder.peekResponseBound(type, ring.buffer(), offset, length, StoreCounters.LENGTH);
+            final long bound = decoder.peekResponseBound(type, ring.buffer(), offset, length, CountersDescriptor.LENGTH);
             if (!session.responses.hasFreeBytes(2 * bound + session.outstandingBytes()))
             {
                 if (!session.backPressured)
                 {
                     session.backPressured = true;
-                    counters.increment(StoreCounters.WIRE_BACK_PRESSURE);
+                    counters.increment(CountersDescriptor.WIRE_BACK_PRESSURE);
                 }
                 return read;
             }
@@ -324,7 +325,7 @@ final class ReceiverAgent implements Agent
             }
             if (0 != event.decodeStatus)
             {
-                counters.increment(StoreCounters.WIRE_MALFORMED);
+                counters.increment(CountersDescriptor.WIRE_MALFORMED);
             }
             command.session = session.sessionId();
             stamp(sequence, event);

@@ -2,13 +2,14 @@ package io.kvstash.server;
 
 import io.kvstash.core.StoreCounters;
 import io.kvstash.pipeline.CountedErrorHandler;
+import io.kvstash.wire.file.CountersDescriptor;
 import org.agrona.ErrorHandler;
 import org.agrona.concurrent.errors.DistinctErrorLog;
 
 /**
  * The server's one error path: every unexpected error of the server's own agents (the receiver, the client
  * conductor, the latency log) and of their runners goes to {@link #counted} handler, which adds one to
- * {@link StoreCounters#ERRORS} and records the error in the distinct error log of the control file (read by
+ * {@link CountersDescriptor#ERRORS} and records the error in the distinct error log of the control file (read by
  * {@code kvstash errors}). Expected outcomes are status codes and never come here.
  * <p>
  * The pipeline is given the {@link #logging} handler alone: its stages count ERRORS where they catch.
@@ -37,7 +38,7 @@ final class ServerErrors
     }
 
     /**
-     * A handler that counts each error in {@link StoreCounters#ERRORS}, then hands it to {@code logging}: the
+     * A handler that counts each error in {@link CountersDescriptor#ERRORS}, then hands it to {@code logging}: the
      * pipeline's {@link CountedErrorHandler}, so the server and the pipeline count errors the same way.
      *
      * @param logging  the handler that logs.

@@ -6,6 +6,8 @@ import io.kvstash.pipeline.WaitMode;
 import io.kvstash.wire.PoolRegion;
 import io.kvstash.wire.file.ClientFileDescriptor;
 import io.kvstash.wire.file.ControlFileDescriptor;
+import io.kvstash.wire.file.ControlFileFlyweight;
+import io.kvstash.wire.file.CountersDescriptor;
 import io.kvstash.wire.file.PoolFileDescriptor;
 import io.kvstash.wire.file.PoolPages;
 import io.kvstash.wire.file.SecureDirectory;
@@ -20,10 +22,7 @@ import java.net.StandardProtocolFamily;
 import java.net.UnixDomainSocketAddress;
 import java.nio.MappedByteBuffer;
 import java.nio.channels.FileChannel;
-import java.nio.channels.FileLock;
-import java.nio.channels.OverlappingFileLockException;
 import java.nio.channels.ServerSocketChannel;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.DirectoryStream;
 import java.nio.file.FileStore;
 import java.nio.file.Files;
@@ -34,10 +33,7 @@ import java.nio.file.StandardOpenOption;
 import java.nio.file.attribute.BasicFileAttributes;
 import java.nio.file.attribute.PosixFilePermissions;
 import java.util.ArrayList;
-import java.util.Comparator;
-import java.util.HashMap;
 import java.util.List;
-import java.util.Map;
 
 /**
  * The server's files in its directory: the {@code server.lock} file it locks for its whole life (a second
@@ -57,35 +53,18 @@ import java.util.Map;
  * nothing. The lock is a POSIX ({@code fcntl}) lock, which belongs to the process and falls when the process closes
  * ANY descriptor of the file: this process never opens the lock file again while it holds the lock, and a clean
  * shutdown deletes only the files this server made (see {@link #close()}).
+ * <p>
+ * The lock is {@link DirectoryLock}'s, the reclaiming of a dead server's files {@link DeadServerFiles}', the control
+ * file's fields {@link ControlFileFlyweight}'s.
  */
 final class ServerFiles implements AutoCloseable
 {
-    static final String LOCK_FILE = "server.lock";
-    static final String DEAD_CONTROL_PREFIX = "dead-control-";
-    static final int DEAD_CONTROLS_KEPT = 3;
-    /** Times a start opens the lock file again when the one it locked was removed meanwhile. */
-    static final int LOCK_ATTEMPTS = 3;
-    /** How long a refused start waits for the owner line of a server that has just taken the lock. */
-    static final long OWNER_WAIT_MS = 1_000;
     /** File system types whose files live in memory: a pool elsewhere is written back to disk. */
     static final java.util.Set<String> IN_MEMORY_FILE_SYSTEMS = java.util.Set.of("tmpfs", "hugetlbfs", "ramfs");
 
-    /**
-     * The lock files this JVM holds, by file key (device and inode), with the owner line written in each. A POSIX
-     * lock belongs to the process, and closing ANY descriptor of the file releases it: a second server started in
-     * this JVM must learn that the lock file is held here without opening it.
-     */
-    private static final Map<Object, String> LOCKED_IN_THIS_JVM = new HashMap<>();
-    /**
-     * Descriptors of a lock file that this JVM locks through another descriptor, never closed: closing one would
-     * release that lock. Only a lock taken outside this class (nothing in kvstash does) can put one here.
-     */
-    private static final List<FileChannel> NEVER_CLOSED = new ArrayList<>();
-
     private final ServerContext context;
     private final Path directory;
-    private final Path lockPath;
-    private final LockedFile locked;
+    private final DirectoryLock locked;
     private Object controlKey;
     private final Path controlPath;
     private final Path poolPath;
@@ -97,6 +76,7 @@ final class ServerFiles implements AutoCloseable
     private final List<MappedByteBuffer> poolSegments = new ArrayList<>();
     private MappedByteBuffer controlMapped;
     private UnsafeBuffer control;
+    private final ControlFileFlyweight controlFile = new ControlFileFlyweight();
     private PoolRegion pool;
     private AtomicBuffer slotTable;
     private StoreCounters counters;
@@ -122,14 +102,13 @@ final class ServerFiles implements AutoCloseable
             log("kvstash: warning: " + directory + " is on a " + fileSystem + " file system, not in memory " +
                 "(tmpfs): the pool's pages will be written back to disk; a directory under /dev/shm is the usual place");
         }
-        lockPath = directory.resolve(LOCK_FILE);
-        locked = lock(lockPath, context.incarnation());
+        locked = DirectoryLock.acquire(directory, context.incarnation());
         controlPath = directory.resolve(ControlFileDescriptor.FILE_NAME);
         poolPath = directory.resolve(PoolFileDescriptor.fileName(context.incarnation()));
         doorbellPath = directory.resolve(ControlFileDescriptor.DOORBELL_FILE_NAME);
         try
         {
-            reclaim();
+            DeadServerFiles.reclaim(directory, this::log);
             checkAborted();
             if (WaitMode.BLOCKING == context.waitMode() && !context.useAgentInvoker())
             {
@@ -153,21 +132,12 @@ final class ServerFiles implements AutoCloseable
 
     /**
      * A failed or interrupted start leaves nothing: its files, the lock file (removed while still locked, see
-     * {@link #lock(Path, long)}), and the directory when this start created it and nothing else is in it.
+     * {@link DirectoryLock#deleteWhileHeld()}), and the directory when this start created it and nothing else is in
+     * it.
      */
     private void removeAfterFailedStart(final boolean directoryExisted)
     {
-        try
-        {
-            if (isCurrentLockFile())
-            {
-                Files.deleteIfExists(lockPath);
-            }
-        }
-        catch (final IOException ignore)
-        {
-            // The lock file is empty but for its owner; a later start reuses it.
-        }
+        locked.deleteWhileHeld();
         close();
         if (!directoryExisted)
         {
@@ -230,7 +200,8 @@ final class ServerFiles implements AutoCloseable
         final StoreContext storeContext = context.storeContext();
         final long tableLength = SlotTableDescriptor.tableLength(storeContext.poolSizeBytes(), storeContext.alignment());
         final long needed = PoolFileDescriptor.dataOffset(tableLength, storeContext.alignment()) +
-            storeContext.poolSizeBytes() + ControlFileDescriptor.fileLength(StoreCounters.LENGTH, context.errorLogLength());
+            storeContext.poolSizeBytes() +
+            ControlFileDescriptor.fileLength(CountersDescriptor.LENGTH, context.errorLogLength());
         final long free = store.getUsableSpace() + reclaimable;
         if (needed > free)
         {
@@ -238,237 +209,6 @@ final class ServerFiles implements AutoCloseable
                 storeContext.poolSizeBytes() + " bytes, " + needed + " with its tables) does not fit in " +
                 requested + ": its file system (" + store.type() + ") has " + Sizes.formatSize(free) + " (" + free +
                 " bytes) free; give a smaller pool size or free some space");
-        }
-    }
-
-    /**
-     * Locks the path's current lock file for the life of this server, or refuses: another process or another
-     * server in this JVM holds it. A server whose start failed removes the lock file while it holds the lock, so a
-     * server that opened the file before that would lock a file no longer in the directory: the file locked is
-     * checked to be the path's file, by the device and inode that the path names before the open and after the
-     * lock (a stat opens no descriptor), and a stale one is given up and the path opened again. While this process
-     * holds the lock, the lock file is never opened again and no other descriptor of it is closed: closing any
-     * descriptor of a file releases every POSIX lock of the process on it.
-     */
-    private LockedFile lock(final Path lockPath, final long incarnation) throws IOException
-    {
-        synchronized (LOCKED_IN_THIS_JVM)
-        {
-            for (int attempt = 0; ; attempt++)
-            {
-                final Object before = createdFileKey(lockPath);
-                final String heldHere = LOCKED_IN_THIS_JVM.get(before);
-                if (null != heldHere)
-                {
-                    throw alreadyRunning(heldHere);
-                }
-                final FileChannel channel = FileChannel.open(lockPath, StandardOpenOption.READ, StandardOpenOption.WRITE);
-                FileLock acquired = null;
-                try
-                {
-                    acquired = channel.tryLock();
-                }
-                catch (final OverlappingFileLockException ex)
-                {
-                    NEVER_CLOSED.add(channel);
-                    throw alreadyRunning(readLockOwner(channel, 0));
-                }
-                catch (final IOException | RuntimeException ex)
-                {
-                    channel.close();
-                    throw ex;
-                }
-                if (null == acquired)
-                {
-                    final String owner = readLockOwner(channel, OWNER_WAIT_MS);
-                    channel.close();
-                    throw alreadyRunning(owner);
-                }
-                final String owner;
-                try
-                {
-                    owner = writeLockOwner(channel, incarnation);
-                }
-                catch (final IOException | RuntimeException ex)
-                {
-                    acquired.release();
-                    channel.close();
-                    throw ex;
-                }
-                if (before.equals(fileKeyOrNull(lockPath)))
-                {
-                    LOCKED_IN_THIS_JVM.put(before, owner);
-                    return new LockedFile(channel, acquired, before);
-                }
-                acquired.release();
-                channel.close();
-                if (attempt >= LOCK_ATTEMPTS)
-                {
-                    throw new IllegalStateException("could not lock " + lockPath + ": it was replaced " +
-                        LOCK_ATTEMPTS + " times while locking");
-                }
-            }
-        }
-    }
-
-    private IllegalStateException alreadyRunning(final String owner)
-    {
-        return new IllegalStateException("a kvstash server is already running on " + directory +
-            (owner.isEmpty() ? "" : " (" + owner + ")") + "; stop it first, or use another directory");
-    }
-
-    /**
-     * The file key of the lock file, created when absent.
-     */
-    private static Object createdFileKey(final Path lockPath) throws IOException
-    {
-        for (int attempt = 0; ; attempt++)
-        {
-            final Object key = fileKeyOrNull(lockPath);
-            if (null != key)
-            {
-                return key;
-            }
-            try
-            {
-                SecureDirectory.createFile(lockPath);
-            }
-            catch (final java.nio.file.FileAlreadyExistsException ignore)
-            {
-                // Another server is starting too: the lock decides.
-            }
-            if (attempt >= LOCK_ATTEMPTS)
-            {
-                throw new IOException("could not create " + lockPath + ": it was removed " + LOCK_ATTEMPTS +
-                    " times meanwhile");
-            }
-        }
-    }
-
-    /**
-     * The device and inode a path names now (from a stat, which opens no descriptor), or null when it names none.
-     */
-    private static Object fileKeyOrNull(final Path path)
-    {
-        try
-        {
-            return Files.readAttributes(path, BasicFileAttributes.class).fileKey();
-        }
-        catch (final IOException ex)
-        {
-            return null;
-        }
-    }
-
-    /**
-     * Whether the directory's lock file is still the one this server locked (nobody removed it by hand).
-     */
-    private boolean isCurrentLockFile()
-    {
-        return locked.key.equals(fileKeyOrNull(lockPath));
-    }
-
-    /**
-     * The owner line of a lock file that another process holds, read through the descriptor that failed to lock
-     * it (this process holds no lock on it: closing that descriptor afterwards releases nothing). A server that
-     * has just locked the file writes its line right after: an empty file is read again for a while.
-     */
-    private static String readLockOwner(final FileChannel channel, final long waitMs)
-    {
-        final long deadlineNs = System.nanoTime() + java.util.concurrent.TimeUnit.MILLISECONDS.toNanos(waitMs);
-        final java.nio.ByteBuffer bytes = java.nio.ByteBuffer.allocate(128);
-        try
-        {
-            while (true)
-            {
-                bytes.clear();
-                final int n = Math.max(0, channel.read(bytes, 0));
-                if ((n > 0 && '\n' == bytes.get(n - 1)) || System.nanoTime() - deadlineNs >= 0)
-                {
-                    return new String(bytes.array(), 0, n, StandardCharsets.US_ASCII).trim();
-                }
-                Thread.sleep(10);
-            }
-        }
-        catch (final IOException ex)
-        {
-            return "";
-        }
-        catch (final InterruptedException ex)
-        {
-            Thread.currentThread().interrupt();
-            return "";
-        }
-    }
-
-    private static String writeLockOwner(final FileChannel channel, final long incarnation) throws IOException
-    {
-        final String owner = "pid " + ProcessHandle.current().pid() + " incarnation " + Long.toHexString(incarnation);
-        channel.truncate(0);
-        channel.write(java.nio.ByteBuffer.wrap((owner + "\n").getBytes(StandardCharsets.US_ASCII)), 0);
-        return owner;
-    }
-
-    /**
-     * The lock this server holds on its directory's lock file: the one descriptor of that file in this process.
-     */
-    private static final class LockedFile
-    {
-        private final FileChannel channel;
-        private final FileLock lock;
-        private final Object key;
-
-        LockedFile(final FileChannel channel, final FileLock lock, final Object key)
-        {
-            this.channel = channel;
-            this.lock = lock;
-            this.key = key;
-        }
-    }
-
-    /**
-     * Removes what a dead server left: pool and client files; its control file is kept for its error log.
-     */
-    private void reclaim() throws IOException
-    {
-        final List<Path> deadControls = new ArrayList<>();
-        try (DirectoryStream<Path> files = Files.newDirectoryStream(directory))
-        {
-            for (final Path file : files)
-            {
-                final String name = file.getFileName().toString();
-                if (name.startsWith(PoolFileDescriptor.FILE_PREFIX))
-                {
-                    final long bytes = Files.size(file);
-                    Files.deleteIfExists(file);
-                    log("kvstash: removed " + file + " (" + Sizes.formatSize(bytes) + "), the pool of a server that " +
-                        "did not shut down cleanly");
-                }
-                else if (name.startsWith(ClientFileDescriptor.FILE_PREFIX) ||
-                    name.startsWith(ControlFileDescriptor.FILE_NAME + ".new-") ||
-                    name.equals(ControlFileDescriptor.DOORBELL_FILE_NAME))
-                {
-                    Files.deleteIfExists(file);
-                }
-                else if (name.startsWith(DEAD_CONTROL_PREFIX))
-                {
-                    deadControls.add(file);
-                }
-            }
-        }
-        if (Files.exists(controlPath))
-        {
-            final long oldIncarnation = readIncarnation(controlPath);
-            final Path kept = directory.resolve(DEAD_CONTROL_PREFIX + Long.toHexString(oldIncarnation));
-            Files.move(controlPath, kept, StandardCopyOption.REPLACE_EXISTING);
-            log("kvstash: kept the control file of the server before (incarnation " + Long.toHexString(oldIncarnation) +
-                ") as " + kept + " for 'kvstash errors' and 'kvstash stat --file'");
-            deadControls.add(kept);
-        }
-        deadControls.sort(Comparator.comparingLong(ServerFiles::modifiedMs).reversed());
-        for (int i = DEAD_CONTROLS_KEPT; i < deadControls.size(); i++)
-        {
-            Files.deleteIfExists(deadControls.get(i));
         }
     }
 
@@ -494,33 +234,6 @@ final class ServerFiles implements AutoCloseable
         Files.setPosixFilePermissions(doorbellPath, PosixFilePermissions.fromString("rw-------"));
         doorbellKey = Files.readAttributes(doorbellPath, BasicFileAttributes.class).fileKey();
         channel.configureBlocking(false);
-    }
-
-    private static long modifiedMs(final Path file)
-    {
-        try
-        {
-            return Files.getLastModifiedTime(file).toMillis();
-        }
-        catch (final IOException ex)
-        {
-            return 0;
-        }
-    }
-
-    private static long readIncarnation(final Path control)
-    {
-        try (FileChannel channel = FileChannel.open(control, StandardOpenOption.READ))
-        {
-            final java.nio.ByteBuffer bytes = java.nio.ByteBuffer.allocate(ControlFileDescriptor.HEADER_LENGTH)
-                .order(java.nio.ByteOrder.LITTLE_ENDIAN);
-            channel.read(bytes, 0);
-            return bytes.getLong(ControlFileDescriptor.INCARNATION_OFFSET);
-        }
-        catch (final IOException ex)
-        {
-            return 0;
-        }
     }
 
     private void createPool() throws IOException
@@ -575,8 +288,8 @@ final class ServerFiles implements AutoCloseable
     private void createControl() throws IOException
     {
         final StoreContext store = context.storeContext();
-        final int countersLength = ControlFileDescriptor.countersSectionLength(StoreCounters.LENGTH);
-        final int length = ControlFileDescriptor.fileLength(StoreCounters.LENGTH, context.errorLogLength());
+        final int countersSectionLength = ControlFileDescriptor.countersSectionLength(CountersDescriptor.LENGTH);
+        final int length = ControlFileDescriptor.fileLength(CountersDescriptor.LENGTH, context.errorLogLength());
         final Path staging = directory.resolve(ControlFileDescriptor.FILE_NAME + ".new-" +
             Long.toHexString(context.incarnation()));
         SecureDirectory.createFile(staging);
@@ -586,52 +299,33 @@ final class ServerFiles implements AutoCloseable
             controlMapped = channel.map(FileChannel.MapMode.READ_WRITE, 0, length);
         }
         control = new UnsafeBuffer(controlMapped);
-        final byte[] poolName = poolPath.getFileName().toString().getBytes(StandardCharsets.US_ASCII);
-        final int c = ControlFileDescriptor.CONFIG_OFFSET;
-        control.putInt(c + ControlFileDescriptor.POOL_NAME_LENGTH_OFFSET, poolName.length);
-        control.putBytes(c + ControlFileDescriptor.POOL_NAME_OFFSET, poolName);
-        control.putLong(c + ControlFileDescriptor.POOL_SIZE_OFFSET, store.poolSizeBytes());
-        control.putLong(c + ControlFileDescriptor.DATA_OFFSET_OFFSET, dataOffset);
-        control.putLong(c + ControlFileDescriptor.SLOT_TABLE_OFFSET_OFFSET, slotTableOffset);
-        control.putLong(c + ControlFileDescriptor.SLOT_TABLE_LENGTH_OFFSET, slotTableLength);
-        control.putLong(c + ControlFileDescriptor.SEGMENT_BYTES_OFFSET, PoolFileDescriptor.SEGMENT_BYTES);
-        control.putInt(c + ControlFileDescriptor.ALIGNMENT_OFFSET, store.alignment());
-        control.putInt(c + ControlFileDescriptor.CHUNK_TOKENS_OFFSET, store.chunkTokens());
-        control.putLong(c + ControlFileDescriptor.LEASE_NS_OFFSET, store.leaseNs());
-        control.putInt(c + ControlFileDescriptor.MAX_CHUNKS_OFFSET, store.maxChunksPerRequest());
-        control.putInt(c + ControlFileDescriptor.MAX_INLINE_OFFSET, store.maxInlineBytes());
-        control.putInt(c + ControlFileDescriptor.REQUEST_RING_CAPACITY_OFFSET, context.requestRingCapacity());
-        control.putInt(c + ControlFileDescriptor.RESPONSE_RING_CAPACITY_OFFSET, context.responseRingCapacity());
-        control.putInt(c + ControlFileDescriptor.MAX_CLIENTS_OFFSET, context.maxClients());
-        control.putInt(c + ControlFileDescriptor.HEARTBEAT_INTERVAL_OFFSET, (int)context.heartbeatIntervalMs());
-        control.putInt(c + ControlFileDescriptor.HEARTBEAT_TIMEOUT_OFFSET, (int)context.heartbeatTimeoutMs());
-        control.putInt(c + ControlFileDescriptor.FEATURES_OFFSET,
-            (null == context.l2Seeds() ? 0 :
-            ControlFileDescriptor.FEATURE_SECOND_TIER | ControlFileDescriptor.FEATURE_COMPLETED_TICKET) |
-            (null == doorbell ? 0 : ControlFileDescriptor.FEATURE_DOORBELL));
-        control.putInt(c + ControlFileDescriptor.EVICTION_POLICY_OFFSET, store.eviction().code() + 1);
-
-        final int countersOffset = ControlFileDescriptor.COUNTERS_OFFSET;
-        final int errorLogOffset = countersOffset + countersLength;
-        counters = new StoreCounters(new UnsafeBuffer(control, countersOffset, StoreCounters.LENGTH));
-        errorLogBuffer = new UnsafeBuffer(control, errorLogOffset, context.errorLogLength());
-
-        control.putLong(ControlFileDescriptor.MAGIC_OFFSET, ControlFileDescriptor.MAGIC);
-        control.putInt(ControlFileDescriptor.HEADER_LENGTH_OFFSET, ControlFileDescriptor.HEADER_LENGTH);
-        control.putLong(ControlFileDescriptor.PID_OFFSET, ProcessHandle.current().pid());
-        control.putLong(ControlFileDescriptor.INCARNATION_OFFSET, context.incarnation());
-        control.putLong(ControlFileDescriptor.START_TIME_OFFSET, context.epochClock().time());
-        control.putLongRelease(ControlFileDescriptor.HEARTBEAT_OFFSET, context.epochClock().time());
-        control.putInt(ControlFileDescriptor.STATE_OFFSET, ControlFileDescriptor.STATE_RUNNING);
-        control.putInt(ControlFileDescriptor.CONFIG_SECTION_OFFSET, ControlFileDescriptor.CONFIG_OFFSET);
-        control.putInt(ControlFileDescriptor.CONFIG_SECTION_OFFSET + 4, ControlFileDescriptor.CONFIG_LENGTH);
-        control.putInt(ControlFileDescriptor.COUNTERS_SECTION_OFFSET, countersOffset);
-        control.putInt(ControlFileDescriptor.COUNTERS_SECTION_OFFSET + 4, StoreCounters.LENGTH);
-        control.putInt(ControlFileDescriptor.ERROR_LOG_SECTION_OFFSET, errorLogOffset);
-        control.putInt(ControlFileDescriptor.ERROR_LOG_SECTION_OFFSET + 4, context.errorLogLength());
-        control.putIntRelease(ControlFileDescriptor.VERSION_OFFSET, ControlFileDescriptor.VERSION);
+        controlFile.wrap(control)
+            .poolFileName(poolPath.getFileName().toString())
+            .pool(store.poolSizeBytes(), dataOffset, slotTableOffset, slotTableLength, PoolFileDescriptor.SEGMENT_BYTES,
+                store.alignment())
+            .store(store.chunkTokens(), store.leaseNs(), store.maxChunksPerRequest(), store.maxInlineBytes())
+            .clients(context.requestRingCapacity(), context.responseRingCapacity(), context.maxClients(),
+                (int)context.heartbeatIntervalMs(), (int)context.heartbeatTimeoutMs())
+            .features(features(), store.eviction().code() + 1);
+        counters = new StoreCounters(new UnsafeBuffer(control, ControlFileDescriptor.COUNTERS_OFFSET,
+            CountersDescriptor.LENGTH));
+        errorLogBuffer = new UnsafeBuffer(control, ControlFileDescriptor.COUNTERS_OFFSET + countersSectionLength,
+            context.errorLogLength());
+        final long nowMs = context.epochClock().time();
+        controlFile.header(ProcessHandle.current().pid(), context.incarnation(), nowMs)
+            .heartbeatMsRelease(nowMs)
+            .stateRelease(ControlFileDescriptor.STATE_RUNNING)
+            .sections(CountersDescriptor.LENGTH, context.errorLogLength())
+            .versionRelease(ControlFileDescriptor.VERSION);
         controlKey = Files.readAttributes(staging, BasicFileAttributes.class).fileKey();
         Files.move(staging, controlPath, StandardCopyOption.ATOMIC_MOVE);
+    }
+
+    private int features()
+    {
+        return (null == context.l2Seeds() ? 0 :
+            ControlFileDescriptor.FEATURE_SECOND_TIER | ControlFileDescriptor.FEATURE_COMPLETED_TICKET) |
+            (null == doorbell ? 0 : ControlFileDescriptor.FEATURE_DOORBELL);
     }
 
     /**
@@ -667,7 +361,7 @@ final class ServerFiles implements AutoCloseable
 
     void heartbeat(final long nowMs)
     {
-        control.putLongRelease(ControlFileDescriptor.HEARTBEAT_OFFSET, nowMs);
+        controlFile.heartbeatMsRelease(nowMs);
     }
 
     Path directory()
@@ -760,7 +454,7 @@ final class ServerFiles implements AutoCloseable
         }
         if (null != control)
         {
-            control.putIntRelease(ControlFileDescriptor.STATE_OFFSET, ControlFileDescriptor.STATE_CLOSED);
+            controlFile.stateRelease(ControlFileDescriptor.STATE_CLOSED);
         }
         removeOwnFiles();
         for (final MappedByteBuffer segment : poolSegments)
@@ -787,19 +481,7 @@ final class ServerFiles implements AutoCloseable
         {
             // Nothing else to release.
         }
-        synchronized (LOCKED_IN_THIS_JVM)
-        {
-            try
-            {
-                locked.lock.release();
-                locked.channel.close();
-            }
-            catch (final IOException ignore)
-            {
-                // Closing releases the lock in any case.
-            }
-            LOCKED_IN_THIS_JVM.remove(locked.key);
-        }
+        locked.release();
     }
 
     /**
@@ -811,22 +493,22 @@ final class ServerFiles implements AutoCloseable
     {
         try
         {
-            if (null != controlKey && controlKey.equals(fileKeyOrNull(controlPath)))
+            if (null != controlKey && controlKey.equals(DirectoryLock.fileKeyOrNull(controlPath)))
             {
                 Files.deleteIfExists(controlPath);
             }
             if (null != doorbell)
             {
                 CloseHelper.quietClose(doorbell);
-                if (doorbellKey.equals(fileKeyOrNull(doorbellPath)))
+                if (doorbellKey.equals(DirectoryLock.fileKeyOrNull(doorbellPath)))
                 {
                     Files.deleteIfExists(doorbellPath);
                 }
             }
             Files.deleteIfExists(poolPath);
-            if (!isCurrentLockFile())
+            if (!locked.isCurrent())
             {
-                log("kvstash: warning: " + lockPath + " is no longer the lock file this server locked (removed by " +
+                log("kvstash: warning: " + locked.path() + " is no longer the lock file this server locked (removed by " +
                     "hand?): the client files in " + directory + " are left to the server that owns it now");
                 return;
             }

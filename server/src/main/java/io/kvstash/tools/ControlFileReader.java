@@ -1,9 +1,11 @@
 package io.kvstash.tools;
 
-import io.kvstash.core.StoreCounters;
 import io.kvstash.wire.WireVersion;
 import io.kvstash.wire.file.ControlFileDescriptor;
+import io.kvstash.wire.file.ControlFileFlyweight;
+import io.kvstash.wire.file.CountersDescriptor;
 import org.agrona.IoUtil;
+import org.agrona.concurrent.AtomicBuffer;
 import org.agrona.concurrent.UnsafeBuffer;
 import org.agrona.concurrent.errors.ErrorConsumer;
 import org.agrona.concurrent.errors.ErrorLogReader;
@@ -11,7 +13,6 @@ import org.agrona.concurrent.errors.ErrorLogReader;
 import java.io.IOException;
 import java.nio.MappedByteBuffer;
 import java.nio.channels.FileChannel;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 
@@ -25,25 +26,24 @@ public final class ControlFileReader implements AutoCloseable
 {
     private final Path path;
     private final MappedByteBuffer mapped;
-    private final UnsafeBuffer buffer;
+    private final AtomicBuffer buffer;
+    private final ControlFileFlyweight controlFile;
     private final int countersOffset;
     private final int countersLength;
     private final int errorLogOffset;
     private final int errorLogLength;
 
-    private ControlFileReader(final Path path, final MappedByteBuffer mapped)
+    private ControlFileReader(final Path path, final MappedByteBuffer mapped, final ControlFileFlyweight controlFile)
     {
         this.path = path;
         this.mapped = mapped;
-        this.buffer = new UnsafeBuffer(mapped);
-        countersOffset = buffer.getInt(ControlFileDescriptor.COUNTERS_SECTION_OFFSET);
-        countersLength = buffer.getInt(ControlFileDescriptor.COUNTERS_SECTION_OFFSET + 4);
-        errorLogOffset = buffer.getInt(ControlFileDescriptor.ERROR_LOG_SECTION_OFFSET);
-        errorLogLength = buffer.getInt(ControlFileDescriptor.ERROR_LOG_SECTION_OFFSET + 4);
-        if (countersOffset < ControlFileDescriptor.HEADER_LENGTH || countersLength < 0 ||
-            (long)countersOffset + countersLength > buffer.capacity() || (countersOffset & 7) != 0 ||
-            errorLogOffset < ControlFileDescriptor.HEADER_LENGTH || errorLogLength < 0 ||
-            (long)errorLogOffset + errorLogLength > buffer.capacity())
+        this.controlFile = controlFile;
+        this.buffer = controlFile.buffer();
+        countersOffset = controlFile.countersOffset();
+        countersLength = controlFile.countersLength();
+        errorLogOffset = controlFile.errorLogOffset();
+        errorLogLength = controlFile.errorLogLength();
+        if (!controlFile.hasValidSections())
         {
             IoUtil.unmap(mapped);
             throw new IllegalArgumentException(path + ": section offsets out of range (corrupt control file)");
@@ -70,31 +70,21 @@ public final class ControlFileReader implements AutoCloseable
             }
             mapped = channel.map(FileChannel.MapMode.READ_ONLY, 0, size);
         }
-        final UnsafeBuffer header = new UnsafeBuffer(mapped);
-        final String problem;
-        if (header.getLong(ControlFileDescriptor.MAGIC_OFFSET) != ControlFileDescriptor.MAGIC)
+        final ControlFileFlyweight controlFile = new ControlFileFlyweight().wrap(new UnsafeBuffer(mapped));
+        final String problem = switch (controlFile.check())
         {
-            problem = " is not a kvstash control file (bad magic)";
-        }
-        else if (!WireVersion.isWritten(header.getIntAcquire(ControlFileDescriptor.VERSION_OFFSET)))
-        {
-            problem = " is not complete: its server never finished starting";
-        }
-        else if (!WireVersion.isCompatible(header.getIntAcquire(ControlFileDescriptor.VERSION_OFFSET)))
-        {
-            problem = " has version " + WireVersion.toString(header.getIntAcquire(ControlFileDescriptor.VERSION_OFFSET)) +
-                ", this kvstash reads " + WireVersion.MAJOR + ".x";
-        }
-        else
-        {
-            problem = null;
-        }
+            case ControlFileFlyweight.NOT_A_CONTROL_FILE -> " is not a kvstash control file (bad magic)";
+            case ControlFileFlyweight.NOT_WRITTEN -> " is not complete: its server never finished starting";
+            case ControlFileFlyweight.INCOMPATIBLE -> " has version " +
+                WireVersion.toString(controlFile.versionAcquire()) + ", this kvstash reads " + WireVersion.MAJOR + ".x";
+            default -> null;
+        };
         if (null != problem)
         {
             IoUtil.unmap(mapped);
             throw new IllegalArgumentException(path + problem);
         }
-        return new ControlFileReader(path, mapped);
+        return new ControlFileReader(path, mapped, controlFile);
     }
 
     /**
@@ -114,7 +104,7 @@ public final class ControlFileReader implements AutoCloseable
      */
     public int version()
     {
-        return buffer.getIntAcquire(ControlFileDescriptor.VERSION_OFFSET);
+        return controlFile.versionAcquire();
     }
 
     /**
@@ -124,7 +114,7 @@ public final class ControlFileReader implements AutoCloseable
      */
     public long pid()
     {
-        return buffer.getLong(ControlFileDescriptor.PID_OFFSET);
+        return controlFile.pid();
     }
 
     /**
@@ -134,7 +124,7 @@ public final class ControlFileReader implements AutoCloseable
      */
     public long incarnation()
     {
-        return buffer.getLong(ControlFileDescriptor.INCARNATION_OFFSET);
+        return controlFile.incarnation();
     }
 
     /**
@@ -144,7 +134,7 @@ public final class ControlFileReader implements AutoCloseable
      */
     public long startTimeMs()
     {
-        return buffer.getLong(ControlFileDescriptor.START_TIME_OFFSET);
+        return controlFile.startTimeMs();
     }
 
     /**
@@ -154,7 +144,7 @@ public final class ControlFileReader implements AutoCloseable
      */
     public long heartbeatMs()
     {
-        return buffer.getLongAcquire(ControlFileDescriptor.HEARTBEAT_OFFSET);
+        return controlFile.heartbeatMsAcquire();
     }
 
     /**
@@ -164,7 +154,7 @@ public final class ControlFileReader implements AutoCloseable
      */
     public int state()
     {
-        return buffer.getIntAcquire(ControlFileDescriptor.STATE_OFFSET);
+        return controlFile.stateAcquire();
     }
 
     /**
@@ -189,7 +179,7 @@ public final class ControlFileReader implements AutoCloseable
      */
     public long heartbeatTimeoutMs()
     {
-        return configInt(ControlFileDescriptor.HEARTBEAT_TIMEOUT_OFFSET);
+        return controlFile.heartbeatTimeoutMs();
     }
 
     /**
@@ -214,7 +204,7 @@ public final class ControlFileReader implements AutoCloseable
      */
     public int configInt(final int offset)
     {
-        return buffer.getInt(ControlFileDescriptor.CONFIG_OFFSET + offset);
+        return controlFile.configInt(offset);
     }
 
     /**
@@ -225,7 +215,7 @@ public final class ControlFileReader implements AutoCloseable
      */
     public long configLong(final int offset)
     {
-        return buffer.getLong(ControlFileDescriptor.CONFIG_OFFSET + offset);
+        return controlFile.configLong(offset);
     }
 
     /**
@@ -235,14 +225,8 @@ public final class ControlFileReader implements AutoCloseable
      */
     public String poolFileName()
     {
-        final int length = configInt(ControlFileDescriptor.POOL_NAME_LENGTH_OFFSET);
-        if (length <= 0 || length > ControlFileDescriptor.POOL_NAME_MAX_LENGTH)
-        {
-            return "";
-        }
-        final byte[] bytes = new byte[length];
-        buffer.getBytes(ControlFileDescriptor.CONFIG_OFFSET + ControlFileDescriptor.POOL_NAME_OFFSET, bytes);
-        return new String(bytes, StandardCharsets.US_ASCII);
+        final String name = controlFile.poolFileName();
+        return null == name ? "" : name;
     }
 
     /**
@@ -258,7 +242,7 @@ public final class ControlFileReader implements AutoCloseable
     /**
      * A counter, loaded with acquire semantics.
      *
-     * @param id counter id ({@link StoreCounters}).
+     * @param id counter id ({@link CountersDescriptor}).
      * @return value, 0 for an id past the file's counters.
      */
     public long counter(final int id)

@@ -2,13 +2,13 @@ package io.kvstash.tools;
 
 import io.kvstash.core.EvictionPolicy;
 import io.kvstash.core.StoreContext;
-import io.kvstash.core.StoreCounters;
 import io.kvstash.core.trace.MooncakeTrace;
 import io.kvstash.server.KvStashServer;
 import io.kvstash.server.ServerContext;
 import io.kvstash.server.Sizes;
 import io.kvstash.wire.RequestType;
 import io.kvstash.wire.SlotGeometry;
+import io.kvstash.wire.file.CountersDescriptor;
 import org.HdrHistogram.Histogram;
 import org.HdrHistogram.HistogramLogWriter;
 
@@ -135,7 +135,7 @@ final class ReplayCoordinator
                 processes.add(ReplayWorker.start(replay.workerJvmOptions, workerArgs(dir, tracePath, i), i));
             }
             awaitReady(processes);
-            final long slotCapacity = server.counters().get(StoreCounters.SLOT_CAPACITY);
+            final long slotCapacity = server.counters().get(CountersDescriptor.SLOT_CAPACITY);
             if (slotCapacity < largestRequest)
             {
                 throw new IllegalArgumentException("a pool of " + Sizes.formatSize(store.poolSizeBytes()) + " holds " +
@@ -165,7 +165,7 @@ final class ReplayCoordinator
             final long wallNs = lastResultNs > 0 ? lastResultNs : System.nanoTime() - start;
             final long endMs = System.currentTimeMillis();
             server.awaitDrained(TimeUnit.SECONDS.toMillis(10));
-            final long[] counters = new long[StoreCounters.COUNT];
+            final long[] counters = new long[CountersDescriptor.COUNT];
             server.counters().snapshot(counters);
             server.close();
             if (null != replay.latencyLog)

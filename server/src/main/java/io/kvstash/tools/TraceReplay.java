@@ -7,6 +7,7 @@ import io.kvstash.pipeline.ThreadingMode;
 import io.kvstash.pipeline.WaitMode;
 import io.kvstash.server.KvStashServer;
 import io.kvstash.wire.SlotGeometry;
+import io.kvstash.wire.file.CountersDescriptor;
 import org.HdrHistogram.Histogram;
 
 import java.io.IOException;
@@ -528,8 +529,8 @@ public final class TraceReplay
             map.put("capacity_chunks", capacityChunks);
             map.put("payload_bytes", payloadBytes);
             map.put("pool_bytes", poolSizeBytes);
-            map.put("evictions", counters[StoreCounters.EVICTIONS]);
-            map.put("cold_chunks", counters[StoreCounters.COLD_CHUNKS]);
+            map.put("evictions", counters[CountersDescriptor.EVICTIONS]);
+            map.put("cold_chunks", counters[CountersDescriptor.COLD_CHUNKS]);
             map.put("retrieved_chunks", result.count(WorkerResult.RETRIEVED_CHUNKS));
             map.put("stored_chunks", result.count(WorkerResult.STORED_CHUNKS));
             map.put("skipped_chunks", result.count(WorkerResult.SKIPPED_CHUNKS));
@@ -560,7 +561,7 @@ public final class TraceReplay
             map.put("no_space", result.count(WorkerResult.NO_SPACE));
             map.put("unknown_transfer", result.count(WorkerResult.UNKNOWN_TRANSFER));
             map.put("other_errors", result.count(WorkerResult.OTHER_ERRORS));
-            map.put("server_errors", counters[StoreCounters.ERRORS]);
+            map.put("server_errors", counters[CountersDescriptor.ERRORS]);
             map.put("lru_hit_chunks", lruHitChunks);
             map.put("lru_hit_rate", round(lruHitChunks / (double)Math.max(1, chunks), 6));
             if (bundled)

@@ -157,13 +157,9 @@ class ClientAttachRescanTest
                 try
                 {
                     final UnsafeBuffer header = new UnsafeBuffer(mapped, 0, ClientFileDescriptor.HEADER_LENGTH);
-                    header.putLong(ClientFileDescriptor.MAGIC_OFFSET, ClientFileDescriptor.MAGIC);
-                    header.putInt(ClientFileDescriptor.HEADER_LENGTH_OFFSET, ClientFileDescriptor.HEADER_LENGTH);
-                    header.putLong(ClientFileDescriptor.PID_OFFSET, ProcessHandle.current().pid());
-                    header.putLong(ClientFileDescriptor.INCARNATION_OFFSET, KvStashClient.currentIncarnation(dir) + 1);
-                    header.putInt(ClientFileDescriptor.REQUEST_CAPACITY_OFFSET, context.requestRingCapacity());
-                    header.putInt(ClientFileDescriptor.RESPONSE_CAPACITY_OFFSET, context.responseRingCapacity());
-                    header.putIntRelease(ClientFileDescriptor.VERSION_OFFSET, ClientFileDescriptor.VERSION);
+                    ClientFileDescriptor.writeHeader(header, ProcessHandle.current().pid(),
+                        KvStashClient.currentIncarnation(dir) + 1, context.requestRingCapacity(),
+                        context.responseRingCapacity(), 0);
                     long waitedMs = 0;
                     while (ClientFileDescriptor.ATTACH_REJECTED !=
                         header.getIntVolatile(ClientFileDescriptor.ATTACH_STATE_OFFSET) && waitedMs < 2_000)

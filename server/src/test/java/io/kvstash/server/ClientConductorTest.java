@@ -3,6 +3,7 @@ package io.kvstash.server;
 import io.kvstash.core.StoreCounters;
 import io.kvstash.tools.ChildJvm;
 import io.kvstash.tools.ShmDirectories;
+import io.kvstash.wire.file.CountersDescriptor;
 import org.agrona.concurrent.AgentInvoker;
 import org.agrona.concurrent.NanoClock;
 import org.junit.jupiter.api.AfterEach;
@@ -78,14 +79,14 @@ class ClientConductorTest
             final AgentInvoker invoker = server.invoker();
             final StoreCounters counters = server.counters();
             awaitWhileInvoking(invoker, client, ClientProcess.CONNECTED);
-            assertEquals(1, counters.get(StoreCounters.WIRE_CLIENTS));
-            assertEquals(1, counters.get(StoreCounters.WIRE_CLIENTS_ATTACHED));
+            assertEquals(1, counters.get(CountersDescriptor.WIRE_CLIENTS));
+            assertEquals(1, counters.get(CountersDescriptor.WIRE_CLIENTS_ATTACHED));
 
             // A liveness check runs now, with the client still open: it is due again one interval later.
             clock.now.addAndGet(TimeUnit.MILLISECONDS.toNanos(LIVENESS_INTERVAL_MS));
             cycles(invoker, 2 * ReceiverAgent.CYCLES_PER_CLOCK_READ);
-            assertEquals(1, counters.get(StoreCounters.WIRE_CLIENTS), "a live client in another process was reaped");
-            assertEquals(0, counters.get(StoreCounters.WIRE_CLIENTS_DETACHED));
+            assertEquals(1, counters.get(CountersDescriptor.WIRE_CLIENTS), "a live client in another process was reaped");
+            assertEquals(0, counters.get(CountersDescriptor.WIRE_CLIENTS_DETACHED));
             if (kill)
             {
                 client.kill9();
@@ -100,17 +101,17 @@ class ClientConductorTest
             // Within the interval the conductor does not look: the client stays attached however many cycles run.
             clock.now.addAndGet(TimeUnit.MILLISECONDS.toNanos(LIVENESS_INTERVAL_MS / 2));
             cycles(invoker, 4 * ReceiverAgent.CYCLES_PER_CLOCK_READ);
-            assertEquals(1, counters.get(StoreCounters.WIRE_CLIENTS));
-            assertEquals(0, counters.get(StoreCounters.WIRE_CLIENTS_DETACHED));
+            assertEquals(1, counters.get(CountersDescriptor.WIRE_CLIENTS));
+            assertEquals(0, counters.get(CountersDescriptor.WIRE_CLIENTS_DETACHED));
 
             // Once it is due, the check closes the session, the REAP passes the pipeline and the session is freed.
             clock.now.addAndGet(TimeUnit.MILLISECONDS.toNanos(LIVENESS_INTERVAL_MS));
             cycles(invoker, 4 * ReceiverAgent.CYCLES_PER_CLOCK_READ);
-            assertEquals(0, counters.get(StoreCounters.WIRE_CLIENTS));
-            assertEquals(1, counters.get(StoreCounters.WIRE_CLIENTS_DETACHED));
-            assertEquals(kill ? 1 : 0, counters.get(StoreCounters.DEAD_CLIENTS),
+            assertEquals(0, counters.get(CountersDescriptor.WIRE_CLIENTS));
+            assertEquals(1, counters.get(CountersDescriptor.WIRE_CLIENTS_DETACHED));
+            assertEquals(kill ? 1 : 0, counters.get(CountersDescriptor.DEAD_CLIENTS),
                 kill ? "a killed client is reaped as dead" : "a closed client is not dead");
-            assertEquals(0, counters.get(StoreCounters.ERRORS));
+            assertEquals(0, counters.get(CountersDescriptor.ERRORS));
         }
     }
 

@@ -132,13 +132,8 @@ final class ClientProcess
                 {
                     final MappedByteBuffer mapped = channel.map(FileChannel.MapMode.READ_WRITE, 0, length);
                     final UnsafeBuffer header = new UnsafeBuffer(mapped, 0, ClientFileDescriptor.HEADER_LENGTH);
-                    header.putLong(ClientFileDescriptor.MAGIC_OFFSET, ClientFileDescriptor.MAGIC);
-                    header.putInt(ClientFileDescriptor.HEADER_LENGTH_OFFSET, ClientFileDescriptor.HEADER_LENGTH);
-                    header.putLong(ClientFileDescriptor.PID_OFFSET, ProcessHandle.current().pid());
-                    header.putLong(ClientFileDescriptor.INCARNATION_OFFSET, Long.parseLong(words[1]));
-                    header.putInt(ClientFileDescriptor.REQUEST_CAPACITY_OFFSET, Integer.parseInt(words[2]));
-                    header.putInt(ClientFileDescriptor.RESPONSE_CAPACITY_OFFSET, Integer.parseInt(words[3]));
-                    header.putIntRelease(ClientFileDescriptor.VERSION_OFFSET, ClientFileDescriptor.VERSION);
+                    ClientFileDescriptor.writeHeader(header, ProcessHandle.current().pid(), Long.parseLong(words[1]),
+                        Integer.parseInt(words[2]), Integer.parseInt(words[3]), 0);
                     say(PUBLISHED);
                 }
             }

@@ -4,12 +4,12 @@ import io.kvstash.client.ClientContext;
 import io.kvstash.client.ClientResponse;
 import io.kvstash.client.KvStashClient;
 import io.kvstash.core.StoreContext;
-import io.kvstash.core.StoreCounters;
 import io.kvstash.pipeline.ThreadingMode;
 import io.kvstash.tools.ShmDirectories;
 import io.kvstash.wire.ChunkKeys;
 import io.kvstash.wire.RequestType;
 import io.kvstash.wire.Status;
+import io.kvstash.wire.file.CountersDescriptor;
 import io.kvstash.wire.layout.Dtype;
 import io.kvstash.wire.layout.Layout;
 import org.agrona.concurrent.UnsafeBuffer;
@@ -103,8 +103,8 @@ class InProcessSmokeTest
             assertNotEquals("", client.commitRetrieve(1, retrieve).message());
 
             r = client.stats();
-            assertEquals(3, r.counter(StoreCounters.STORED_CHUNKS));
-            assertEquals(3, client.counter(StoreCounters.READABLE_CHUNKS));
+            assertEquals(3, r.counter(CountersDescriptor.STORED_CHUNKS));
+            assertEquals(3, client.counter(CountersDescriptor.READABLE_CHUNKS));
             assertEquals(Status.OK, client.ping().status());
         }
     }
@@ -176,7 +176,7 @@ class InProcessSmokeTest
                 }
                 assertEquals(Status.OK, client.commitRetrieve(1, r.transferId()).status());
             }
-            assertEquals(chunks, server.counters().get(StoreCounters.STORED_CHUNKS));
+            assertEquals(chunks, server.counters().get(CountersDescriptor.STORED_CHUNKS));
             assertEquals(0, client.orphanResponses());
         }
     }
@@ -206,7 +206,7 @@ class InProcessSmokeTest
             r = client.lookupAllRanks("other-model", 2, ChunkKeys.ofIds(1, 2));
             assertEquals(0, r.hitChunks());
             assertEquals(4, client.lookup(10, ChunkKeys.ofIds(1, 2, 3, 4), false).hitChunks());
-            assertEquals(6, server.counters().get(StoreCounters.READABLE_CHUNKS));
+            assertEquals(6, server.counters().get(CountersDescriptor.READABLE_CHUNKS));
         }
     }
 
@@ -250,7 +250,7 @@ class InProcessSmokeTest
             }
             assertEquals(Status.OK, client.commitRetrieve(1, retrieveTransfer).status());
             assertEquals(source, read, "every byte read back where it was written");
-            assertEquals(copyTransport ? chunkBytes : 0, server.counters().get(StoreCounters.COPY_BYTES_IN));
+            assertEquals(copyTransport ? chunkBytes : 0, server.counters().get(CountersDescriptor.COPY_BYTES_IN));
         }
     }
 

@@ -5,11 +5,11 @@ import io.kvstash.client.ClientResponse;
 import io.kvstash.client.KvStashClient;
 import io.kvstash.core.EvictionPolicy;
 import io.kvstash.core.StoreContext;
-import io.kvstash.core.StoreCounters;
 import io.kvstash.pipeline.ThreadingMode;
 import io.kvstash.tools.ShmDirectories;
 import io.kvstash.wire.ChunkKeys;
 import io.kvstash.wire.Status;
+import io.kvstash.wire.file.CountersDescriptor;
 import io.kvstash.wire.layout.Dtype;
 import io.kvstash.wire.layout.Layout;
 import org.junit.jupiter.api.AfterEach;
@@ -83,18 +83,18 @@ class PrefixRetrieveClientTest
                 assertEquals(offsets[i], prefix.slotOffset(i), "chunk " + i + " where it was stored");
             }
             // (The client answers every call into one response: read what it needs before the next call.)
-            assertEquals(2, client.stats().counter(StoreCounters.PINNED_CHUNKS));
+            assertEquals(2, client.stats().counter(CountersDescriptor.PINNED_CHUNKS));
             assertEquals(Status.OK, client.commitRetrieve(WORKER, transferId).status());
-            assertEquals(0, client.stats().counter(StoreCounters.PINNED_CHUNKS));
+            assertEquals(0, client.stats().counter(CountersDescriptor.PINNED_CHUNKS));
 
             final ClientResponse gone = client.prepareRetrieve(WORKER, RANGE.range(2, 5), true);
             assertEquals(Status.MISS, gone.status(), "chunk 0 of this range is the evicted one");
             assertEquals(0, gone.transferId());
             assertEquals(0, gone.slotCount());
             final ClientResponse counters = client.stats();
-            assertEquals(0, counters.counter(StoreCounters.PINNED_CHUNKS));
-            assertEquals(0, counters.counter(StoreCounters.PENDING_TRANSFERS));
-            assertEquals(4, counters.counter(StoreCounters.RETRIEVE_MISSES), "two MISSes, a short prefix, a MISS");
+            assertEquals(0, counters.counter(CountersDescriptor.PINNED_CHUNKS));
+            assertEquals(0, counters.counter(CountersDescriptor.PENDING_TRANSFERS));
+            assertEquals(4, counters.counter(CountersDescriptor.RETRIEVE_MISSES), "two MISSes, a short prefix, a MISS");
             assertEquals(8, client.clear(false).count(), "nothing pinned: every readable chunk goes");
         }
     }

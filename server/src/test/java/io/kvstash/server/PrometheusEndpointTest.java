@@ -8,6 +8,7 @@ import io.kvstash.core.StoreCounters;
 import io.kvstash.tools.ShmDirectories;
 import io.kvstash.wire.ChunkKeys;
 import io.kvstash.wire.Status;
+import io.kvstash.wire.file.CountersDescriptor;
 import io.kvstash.wire.layout.Dtype;
 import io.kvstash.wire.layout.Layout;
 import org.junit.jupiter.api.AfterEach;
@@ -94,7 +95,7 @@ class PrometheusEndpointTest
             assertEquals(1L, samples.get("kvstash_instances"));
             assertEquals(1L, samples.get("kvstash_clients"));
             assertEquals(0L, samples.get("kvstash_errors_total"));
-            assertEquals(server.counters().get(StoreCounters.FREE_SLOTS), samples.get("kvstash_free_slots"));
+            assertEquals(server.counters().get(CountersDescriptor.FREE_SLOTS), samples.get("kvstash_free_slots"));
             assertEquals(1L, samples.get("kvstash_info{incarnation=\"" + Long.toHexString(context.incarnation()) +
                 "\",pid=\"" + ProcessHandle.current().pid() + "\"}"));
             // Responses that never happened have no series.

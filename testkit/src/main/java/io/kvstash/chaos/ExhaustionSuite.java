@@ -3,7 +3,6 @@ package io.kvstash.chaos;
 import io.kvstash.client.ClientContext;
 import io.kvstash.client.ClientResponse;
 import io.kvstash.client.KvStashClient;
-import io.kvstash.core.StoreCounters;
 import io.kvstash.pipeline.ThreadingMode;
 import io.kvstash.server.KvStashServer;
 import io.kvstash.testkit.ChunkSeal;
@@ -12,6 +11,7 @@ import io.kvstash.tools.ShmDirectories;
 import io.kvstash.wire.ChunkKeys;
 import io.kvstash.wire.RequestType;
 import io.kvstash.wire.Status;
+import io.kvstash.wire.file.CountersDescriptor;
 import org.HdrHistogram.Histogram;
 import org.agrona.concurrent.UnsafeBuffer;
 
@@ -64,7 +64,7 @@ final class ExhaustionSuite implements ChaosSuite
             pinnedIntact = pinnedIntact(holder, held, seal, view);
             reservedIntact = holder.commitStore(HOLDER_INSTANCE, held.reservation()).isOk() &&
                 16 == holder.lookup(HOLDER_INSTANCE, LoadWorker.ids(1_000, 16), false).hitChunks();
-            report.put("exhaustion_evictions", server.counters().get(StoreCounters.EVICTIONS));
+            report.put("exhaustion_evictions", server.counters().get(CountersDescriptor.EVICTIONS));
             if (null != server.latency())
             {
                 server.latency().poll(System.currentTimeMillis());

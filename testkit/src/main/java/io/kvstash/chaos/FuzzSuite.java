@@ -2,10 +2,10 @@ package io.kvstash.chaos;
 
 import io.kvstash.client.ClientContext;
 import io.kvstash.client.KvStashClient;
-import io.kvstash.core.StoreCounters;
 import io.kvstash.testkit.TestServer;
 import io.kvstash.tools.ChildJvm;
 import io.kvstash.tools.ShmDirectories;
+import io.kvstash.wire.file.CountersDescriptor;
 
 import java.nio.file.Path;
 import java.util.Map;
@@ -47,8 +47,8 @@ final class FuzzSuite implements ChaosSuite
             final long[] gcAfter = TestServer.gc();
             try (KvStashClient observer = KvStashClient.connect(new ClientContext().directory(dir)))
             {
-                report.put("fuzz_server_errors", observer.counter(StoreCounters.ERRORS));
-                report.put("fuzz_malformed_counted", observer.counter(StoreCounters.WIRE_MALFORMED));
+                report.put("fuzz_server_errors", observer.counter(CountersDescriptor.ERRORS));
+                report.put("fuzz_malformed_counted", observer.counter(CountersDescriptor.WIRE_MALFORMED));
             }
             report.put("fuzz_client_gc_count", gcAfter[0] - gcBefore[0]);
             report.put("fuzz_client_gc_ms", gcAfter[1] - gcBefore[1]);

@@ -4,6 +4,7 @@ import io.kvstash.core.StoreCounters;
 import io.kvstash.server.KvStashServer;
 import io.kvstash.testkit.LoadWorker;
 import io.kvstash.tools.ShmDirectories;
+import io.kvstash.wire.file.CountersDescriptor;
 
 import java.io.IOException;
 import java.nio.file.Path;
@@ -45,7 +46,7 @@ final class KillSuite implements ChaosSuite
 
             // One lease and a few sweeps later every reservation and pin of a killed worker must be gone.
             Thread.sleep(leaseMs + 500);
-            awaitZero(server, StoreCounters.WIRE_CLIENTS, 5_000);
+            awaitZero(server, CountersDescriptor.WIRE_CLIENTS, 5_000);
             report(chaos.report(), tally, server.counters());
             chaos.progress("kill chaos done: " + tally.kills + " kills, " + tally.verifiedDone + " verified reads, " +
                 tally.mismatches + " mismatches, " + tally.crashes + " crashes");
@@ -196,16 +197,16 @@ final class KillSuite implements ChaosSuite
         report.put("verified_reads_copy_transport", tally.verifiedCopy);
         report.put("stale_reads", tally.staleDone);
         report.put("checksum_mismatches", tally.mismatches);
-        report.put("leaked_reservations", counters.get(StoreCounters.RESERVED_CHUNKS));
-        report.put("leaked_pins", counters.get(StoreCounters.PINNED_CHUNKS));
-        report.put("pending_transfers", counters.get(StoreCounters.PENDING_TRANSFERS));
+        report.put("leaked_reservations", counters.get(CountersDescriptor.RESERVED_CHUNKS));
+        report.put("leaked_pins", counters.get(CountersDescriptor.PINNED_CHUNKS));
+        report.put("pending_transfers", counters.get(CountersDescriptor.PENDING_TRANSFERS));
         report.put("free_plus_readable_equals_total",
-            counters.get(StoreCounters.FREE_SLOTS) + counters.get(StoreCounters.READABLE_CHUNKS) ==
-            counters.get(StoreCounters.SLOT_CAPACITY));
-        report.put("dead_clients_reaped", counters.get(StoreCounters.DEAD_CLIENTS));
-        report.put("clients_left", counters.get(StoreCounters.WIRE_CLIENTS));
-        report.put("reclaimed_leases", counters.get(StoreCounters.RECLAIMED_LEASES));
-        report.put("evictions", counters.get(StoreCounters.EVICTIONS));
+            counters.get(CountersDescriptor.FREE_SLOTS) + counters.get(CountersDescriptor.READABLE_CHUNKS) ==
+            counters.get(CountersDescriptor.SLOT_CAPACITY));
+        report.put("dead_clients_reaped", counters.get(CountersDescriptor.DEAD_CLIENTS));
+        report.put("clients_left", counters.get(CountersDescriptor.WIRE_CLIENTS));
+        report.put("reclaimed_leases", counters.get(CountersDescriptor.RECLAIMED_LEASES));
+        report.put("evictions", counters.get(CountersDescriptor.EVICTIONS));
         report.put("worker_crashes", tally.crashes);
     }
 

@@ -11,6 +11,7 @@ import io.kvstash.testkit.LoadWorker;
 import io.kvstash.testkit.RedisCluster;
 import io.kvstash.wire.ChunkKeys;
 import io.kvstash.wire.Status;
+import io.kvstash.wire.file.CountersDescriptor;
 import io.kvstash.wire.layout.Layout;
 
 import java.io.IOException;
@@ -150,7 +151,7 @@ final class L2Corruption
             for (int probe = 0; probe < PROBES; probe++)
             {
                 final ChunkKeys keys = LoadWorker.ids(bad(probe), PROBE_LENGTH - BAD_INDEX);
-                final long before = hostB.counters().get(StoreCounters.L2_CORRUPT_VALUES);
+                final long before = hostB.counters().get(CountersDescriptor.L2_CORRUPT_VALUES);
                 final long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
                 boolean seen = false;
                 while (!seen && System.nanoTime() - deadline < 0)
@@ -158,7 +159,7 @@ final class L2Corruption
                     final ClientResponse r = client.lookup(INSTANCE, keys, false);
                     served += r.isOk() && r.hitChunks() > 0 ? 1 : 0;
                     Thread.sleep(200);
-                    seen = hostB.counters().get(StoreCounters.L2_CORRUPT_VALUES) > before;
+                    seen = hostB.counters().get(CountersDescriptor.L2_CORRUPT_VALUES) > before;
                 }
                 final ClientResponse after = client.lookup(INSTANCE, keys, false);
                 served += after.isOk() && after.hitChunks() > 0 ? 1 : 0;
@@ -181,8 +182,8 @@ final class L2Corruption
         while (System.nanoTime() - deadline < 0 && System.nanoTime() - quietSince < TimeUnit.SECONDS.toNanos(1))
         {
             final StoreCounters c = server.counters();
-            final long now = c.get(StoreCounters.L2_CORRUPT_VALUES) + c.get(StoreCounters.L2_FETCH_HITS) +
-                c.get(StoreCounters.L2_FETCH_MISSES);
+            final long now = c.get(CountersDescriptor.L2_CORRUPT_VALUES) + c.get(CountersDescriptor.L2_FETCH_HITS) +
+                c.get(CountersDescriptor.L2_FETCH_MISSES);
             if (now != last)
             {
                 last = now;

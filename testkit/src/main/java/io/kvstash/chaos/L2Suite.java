@@ -8,6 +8,7 @@ import io.kvstash.testkit.L2LoadWorker;
 import io.kvstash.testkit.RedisCluster;
 import io.kvstash.tools.ShmDirectories;
 import io.kvstash.wire.RequestType;
+import io.kvstash.wire.file.CountersDescriptor;
 
 import java.io.IOException;
 import java.nio.file.Path;
@@ -243,7 +244,7 @@ final class L2Suite implements ChaosSuite
                 load(Math.max(2_000, phaseMs / 2));
                 for (final KvStashServer server : servers)
                 {
-                    downStates.add(server.counters().get(StoreCounters.L2_STATE));
+                    downStates.add(server.counters().get(CountersDescriptor.L2_STATE));
                 }
                 phase("cluster starting again");
                 awaitWhileLoading(() ->
@@ -254,18 +255,18 @@ final class L2Suite implements ChaosSuite
                 chaos.progress("l2: started the cluster again (empty)");
                 awaitTiersUp("the tiers came back after the cluster's restart");
                 phase("load after the cluster's restart");
-                final long writes = sum(StoreCounters.L2_WRITES);
-                final long fetches = sum(StoreCounters.L2_FETCH_HITS);
+                final long writes = sum(CountersDescriptor.L2_WRITES);
+                final long fetches = sum(CountersDescriptor.L2_FETCH_HITS);
                 final long deadline = System.currentTimeMillis() + WAIT_MS;
-                while ((sum(StoreCounters.L2_WRITES) <= writes || sum(StoreCounters.L2_FETCH_HITS) <= fetches) &&
+                while ((sum(CountersDescriptor.L2_WRITES) <= writes || sum(CountersDescriptor.L2_FETCH_HITS) <= fetches) &&
                     System.currentTimeMillis() < deadline)
                 {
                     load(100);
                 }
                 final boolean grew =
-                    sum(StoreCounters.L2_WRITES) > writes && sum(StoreCounters.L2_FETCH_HITS) > fetches;
-                chaos.progress("l2: after the restart writes " + writes + " -> " + sum(StoreCounters.L2_WRITES) +
-                    ", fetches " + fetches + " -> " + sum(StoreCounters.L2_FETCH_HITS));
+                    sum(CountersDescriptor.L2_WRITES) > writes && sum(CountersDescriptor.L2_FETCH_HITS) > fetches;
+                chaos.progress("l2: after the restart writes " + writes + " -> " + sum(CountersDescriptor.L2_WRITES) +
+                    ", fetches " + fetches + " -> " + sum(CountersDescriptor.L2_FETCH_HITS));
                 resumed &= grew;
                 load(phaseMs);
             }
@@ -400,12 +401,12 @@ final class L2Suite implements ChaosSuite
             final long deadline = System.currentTimeMillis() + WAIT_MS;
             for (final KvStashServer server : servers)
             {
-                while (L2Tier.STATE_UP != server.counters().get(StoreCounters.L2_STATE))
+                while (L2Tier.STATE_UP != server.counters().get(CountersDescriptor.L2_STATE))
                 {
                     if (System.currentTimeMillis() > deadline)
                     {
                         throw new IOException("timed out waiting until " + what + ": l2_state " +
-                            server.counters().get(StoreCounters.L2_STATE) + " on " + server.directory());
+                            server.counters().get(CountersDescriptor.L2_STATE) + " on " + server.directory());
                     }
                     load(20);
                 }
@@ -477,32 +478,32 @@ final class L2Suite implements ChaosSuite
             {
                 Thread.sleep(50);
             }
-            report.put("l2_leaked_reservations", sum(StoreCounters.RESERVED_CHUNKS));
-            report.put("l2_leaked_pins", sum(StoreCounters.PINNED_CHUNKS));
-            report.put("l2_pending_transfers", sum(StoreCounters.PENDING_TRANSFERS));
+            report.put("l2_leaked_reservations", sum(CountersDescriptor.RESERVED_CHUNKS));
+            report.put("l2_leaked_pins", sum(CountersDescriptor.PINNED_CHUNKS));
+            report.put("l2_pending_transfers", sum(CountersDescriptor.PENDING_TRANSFERS));
             boolean balanced = true;
             for (final KvStashServer server : servers)
             {
                 final StoreCounters c = server.counters();
-                balanced &= c.get(StoreCounters.FREE_SLOTS) + c.get(StoreCounters.READABLE_CHUNKS) ==
-                    c.get(StoreCounters.SLOT_CAPACITY);
+                balanced &= c.get(CountersDescriptor.FREE_SLOTS) + c.get(CountersDescriptor.READABLE_CHUNKS) ==
+                    c.get(CountersDescriptor.SLOT_CAPACITY);
             }
             report.put("l2_free_plus_readable_equals_total", balanced);
             boolean up = true;
             for (final KvStashServer server : servers)
             {
-                up &= L2Tier.STATE_UP == server.counters().get(StoreCounters.L2_STATE);
+                up &= L2Tier.STATE_UP == server.counters().get(CountersDescriptor.L2_STATE);
             }
             report.put("l2_state_up_at_end", up);
             report.put("l2_server_side_max_ms", serverSideMaxMs());
-            report.put("l2_corrupt_values", sum(StoreCounters.L2_CORRUPT_VALUES));
-            report.put("l2_writes", sum(StoreCounters.L2_WRITES));
-            report.put("l2_write_skips", sum(StoreCounters.L2_WRITE_SKIPS));
-            report.put("l2_write_errors", sum(StoreCounters.L2_WRITE_ERRORS));
-            report.put("l2_fetch_hits", sum(StoreCounters.L2_FETCH_HITS));
-            report.put("l2_fetch_misses", sum(StoreCounters.L2_FETCH_MISSES));
-            report.put("l2_timeouts", sum(StoreCounters.L2_TIMEOUTS));
-            report.put("l2_errors", sum(StoreCounters.L2_ERRORS));
+            report.put("l2_corrupt_values", sum(CountersDescriptor.L2_CORRUPT_VALUES));
+            report.put("l2_writes", sum(CountersDescriptor.L2_WRITES));
+            report.put("l2_write_skips", sum(CountersDescriptor.L2_WRITE_SKIPS));
+            report.put("l2_write_errors", sum(CountersDescriptor.L2_WRITE_ERRORS));
+            report.put("l2_fetch_hits", sum(CountersDescriptor.L2_FETCH_HITS));
+            report.put("l2_fetch_misses", sum(CountersDescriptor.L2_FETCH_MISSES));
+            report.put("l2_timeouts", sum(CountersDescriptor.L2_TIMEOUTS));
+            report.put("l2_errors", sum(CountersDescriptor.L2_ERRORS));
             chaos.progress("l2 done: " + report.get("l2_verified_reads") + " verified reads through the tier, " +
                 report.get("l2_checksum_mismatches") + " mismatches, " + report.get("l2_corrupt_values") +
                 " corrupt values counted, " + report.get("l2_requests_over_timeout") + " requests over " +
@@ -536,8 +537,8 @@ final class L2Suite implements ChaosSuite
 
         private long leftOver()
         {
-            return sum(StoreCounters.RESERVED_CHUNKS) + sum(StoreCounters.PINNED_CHUNKS) +
-                sum(StoreCounters.PENDING_TRANSFERS);
+            return sum(CountersDescriptor.RESERVED_CHUNKS) + sum(CountersDescriptor.PINNED_CHUNKS) +
+                sum(CountersDescriptor.PENDING_TRANSFERS);
         }
 
         private long sum(final int counter)

@@ -3,11 +3,11 @@ package io.kvstash.chaos;
 import io.kvstash.client.ClientContext;
 import io.kvstash.client.KvStashClient;
 import io.kvstash.core.StoreContext;
-import io.kvstash.core.StoreCounters;
 import io.kvstash.server.KvStashServer;
 import io.kvstash.server.ServerContext;
 import io.kvstash.testkit.TestWorker;
 import io.kvstash.tools.ChildJvm;
+import io.kvstash.wire.file.CountersDescriptor;
 
 import java.io.IOException;
 import java.io.PrintStream;
@@ -180,7 +180,7 @@ public final class SoakRunner
                 {
                     progress.printf("[soak] %.1f min: heap %.1f MiB, mapped %.1f MiB, directory %.1f MiB, " +
                         "clients %d%n", sample[0], sample[1] / (1 << 20), sample[2] / (1 << 20),
-                        sample[3] / (1 << 20), server.counters().get(StoreCounters.WIRE_CLIENTS));
+                        sample[3] / (1 << 20), server.counters().get(CountersDescriptor.WIRE_CLIENTS));
                 }
                 nextSample = now + sampleMs;
             }

@@ -9,6 +9,7 @@ import io.kvstash.wire.RequestFlags;
 import io.kvstash.wire.RequestType;
 import io.kvstash.wire.Status;
 import io.kvstash.wire.codec.WireDescriptor;
+import io.kvstash.wire.file.CountersDescriptor;
 import org.agrona.concurrent.UnsafeBuffer;
 
 import java.io.PrintStream;
@@ -393,7 +394,7 @@ final class WireFuzzer
                     return true;
                 }
             }
-            return !good.ping().isOk() || server.counters().get(io.kvstash.core.StoreCounters.ERRORS) > 0;
+            return !good.ping().isOk() || server.counters().get(io.kvstash.wire.file.CountersDescriptor.ERRORS) > 0;
         }
         catch (final Exception ex)
         {

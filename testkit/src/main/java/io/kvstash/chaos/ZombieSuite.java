@@ -3,7 +3,6 @@ package io.kvstash.chaos;
 import io.kvstash.client.ClientContext;
 import io.kvstash.client.ClientResponse;
 import io.kvstash.client.KvStashClient;
-import io.kvstash.core.StoreCounters;
 import io.kvstash.server.KvStashServer;
 import io.kvstash.testkit.ChunkSeal;
 import io.kvstash.testkit.LoadWorker;
@@ -11,6 +10,7 @@ import io.kvstash.testkit.TestWorker;
 import io.kvstash.tools.ChildJvm;
 import io.kvstash.tools.ShmDirectories;
 import io.kvstash.wire.Status;
+import io.kvstash.wire.file.CountersDescriptor;
 import org.agrona.concurrent.UnsafeBuffer;
 
 import java.nio.file.Path;
@@ -60,10 +60,10 @@ final class ZombieSuite implements ChaosSuite
                 final long key = Long.parseLong(field(prepared, "key"));
                 final long zombieOffset = Long.parseLong(field(prepared, "offset"));
                 zombie.signal("STOP");
-                final long reclaimed = server.counters().get(StoreCounters.RECLAIMED_LEASES);
+                final long reclaimed = server.counters().get(CountersDescriptor.RECLAIMED_LEASES);
                 Thread.sleep(leaseMs);
                 final long waitUntil = System.currentTimeMillis() + 5_000;
-                while (server.counters().get(StoreCounters.RECLAIMED_LEASES) == reclaimed &&
+                while (server.counters().get(CountersDescriptor.RECLAIMED_LEASES) == reclaimed &&
                     System.currentTimeMillis() < waitUntil)
                 {
                     Thread.sleep(5);

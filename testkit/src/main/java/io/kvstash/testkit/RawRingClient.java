@@ -52,18 +52,13 @@ public final class RawRingClient implements AutoCloseable
         channel.write(java.nio.ByteBuffer.wrap(new byte[1]), length - 1);
         mapped = channel.map(FileChannel.MapMode.READ_WRITE, 0, length);
         header = new UnsafeBuffer(mapped, 0, ClientFileDescriptor.HEADER_LENGTH);
-        header.putLong(ClientFileDescriptor.MAGIC_OFFSET, ClientFileDescriptor.MAGIC);
-        header.putInt(ClientFileDescriptor.HEADER_LENGTH_OFFSET, ClientFileDescriptor.HEADER_LENGTH);
-        header.putLong(ClientFileDescriptor.PID_OFFSET, ProcessHandle.current().pid());
-        header.putLong(ClientFileDescriptor.INCARNATION_OFFSET, incarnation);
-        header.putInt(ClientFileDescriptor.REQUEST_CAPACITY_OFFSET, requestCapacity);
-        header.putInt(ClientFileDescriptor.RESPONSE_CAPACITY_OFFSET, responseCapacity);
         requestRing = new UnsafeBuffer(mapped, ClientFileDescriptor.REQUEST_RING_OFFSET,
             RingDescriptor.totalLength(requestCapacity));
         requests = new RingProducer(requestRing);
         responses = new RingConsumer(new UnsafeBuffer(mapped, ClientFileDescriptor.responseRingOffset(requestCapacity),
             RingDescriptor.totalLength(responseCapacity)));
-        header.putIntRelease(ClientFileDescriptor.VERSION_OFFSET, ClientFileDescriptor.VERSION);
+        ClientFileDescriptor.writeHeader(header, ProcessHandle.current().pid(), incarnation, requestCapacity,
+            responseCapacity, 0);
     }
 
     /**

@@ -1,7 +1,6 @@
 package io.kvstash.testkit;
 
 import io.kvstash.core.StoreContext;
-import io.kvstash.core.StoreCounters;
 import io.kvstash.server.KvStashServer;
 import io.kvstash.server.ServerContext;
 import io.kvstash.server.l2.L2Tier;
@@ -11,6 +10,7 @@ import io.kvstash.tools.TraceReplay;
 import io.kvstash.tools.TraceWorker;
 import io.kvstash.tools.WorkerResult;
 import io.kvstash.wire.SlotGeometry;
+import io.kvstash.wire.file.CountersDescriptor;
 
 import java.io.IOException;
 import java.nio.file.Path;
@@ -30,9 +30,9 @@ final class SharedTierHost implements AutoCloseable
 {
     /** The tier's counters a host reports, by their names in {@code stat}. */
     static final int[] TIER_COUNTERS = {
-        StoreCounters.L2_WRITES, StoreCounters.L2_WRITE_SKIPS, StoreCounters.L2_WRITE_ERRORS,
-        StoreCounters.L2_FETCH_HITS, StoreCounters.L2_FETCH_MISSES, StoreCounters.L2_CORRUPT_VALUES,
-        StoreCounters.L2_TIMEOUTS, StoreCounters.L2_ERRORS, StoreCounters.L2_NOTICES_DROPPED };
+        CountersDescriptor.L2_WRITES, CountersDescriptor.L2_WRITE_SKIPS, CountersDescriptor.L2_WRITE_ERRORS,
+        CountersDescriptor.L2_FETCH_HITS, CountersDescriptor.L2_FETCH_MISSES, CountersDescriptor.L2_CORRUPT_VALUES,
+        CountersDescriptor.L2_TIMEOUTS, CountersDescriptor.L2_ERRORS, CountersDescriptor.L2_NOTICES_DROPPED };
     /** Names of {@link #TIER_COUNTERS}. */
     static final String[] TIER_COUNTER_NAMES = {
         "l2_writes", "l2_write_skips", "l2_write_errors", "l2_fetch_hits", "l2_fetch_misses", "l2_corrupt_values",
@@ -49,7 +49,7 @@ final class SharedTierHost implements AutoCloseable
     private ChildJvm worker;
     private volatile boolean ready;
     private volatile String resultLine;
-    private final long[] counters = new long[StoreCounters.COUNT];
+    private final long[] counters = new long[CountersDescriptor.COUNT];
     private WorkerResult result;
 
     private SharedTierHost(final int index, final int capacityChunks, final boolean tier, final KvStashServer server)
@@ -221,7 +221,7 @@ final class SharedTierHost implements AutoCloseable
         if (tier)
         {
             // The write-through runs behind the commits: wait (bounded) until the tier's counters stop moving.
-            final long[] next = new long[StoreCounters.COUNT];
+            final long[] next = new long[CountersDescriptor.COUNT];
             final long deadline = System.currentTimeMillis() + SETTLE_TIMEOUT_MS;
             while (System.currentTimeMillis() < deadline)
             {
@@ -289,8 +289,8 @@ final class SharedTierHost implements AutoCloseable
         map.put("retrieve_misses", result.count(WorkerResult.RETRIEVE_MISSES));
         map.put("no_space", result.count(WorkerResult.NO_SPACE));
         map.put("other_errors", result.count(WorkerResult.OTHER_ERRORS));
-        map.put("evictions", counters[StoreCounters.EVICTIONS]);
-        map.put("server_errors", counters[StoreCounters.ERRORS]);
+        map.put("evictions", counters[CountersDescriptor.EVICTIONS]);
+        map.put("server_errors", counters[CountersDescriptor.ERRORS]);
         map.put("elapsed_s", Math.round(result.elapsedNs() / 1e6) / 1e3);
         if (tier)
         {

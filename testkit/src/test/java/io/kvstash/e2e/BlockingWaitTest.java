@@ -2,11 +2,11 @@ package io.kvstash.e2e;
 
 import io.kvstash.client.ClientContext;
 import io.kvstash.client.KvStashClient;
-import io.kvstash.core.StoreCounters;
 import io.kvstash.testkit.ServeProcess;
 import io.kvstash.tools.ShmDirectories;
 import io.kvstash.wire.Status;
 import io.kvstash.wire.file.ControlFileDescriptor;
+import io.kvstash.wire.file.CountersDescriptor;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -51,16 +51,16 @@ class BlockingWaitTest
             try (KvStashClient client = KvStashClient.connect(new ClientContext().directory(dir)))
             {
                 assertEquals(Status.OK, client.ping().status());
-                final long sleeps = client.counter(StoreCounters.WIRE_SLEEPS);
-                final long wakeups = client.counter(StoreCounters.WIRE_DOORBELL_WAKEUPS);
+                final long sleeps = client.counter(CountersDescriptor.WIRE_SLEEPS);
+                final long wakeups = client.counter(CountersDescriptor.WIRE_DOORBELL_WAKEUPS);
                 for (int i = 0; i < ROUND_TRIPS; i++)
                 {
                     // Long enough for the idle server to fall asleep: the request finds it sleeping.
                     Thread.sleep(1);
                     assertEquals(Status.OK, client.ping().status());
                 }
-                final long slept = client.counter(StoreCounters.WIRE_SLEEPS) - sleeps;
-                final long woken = client.counter(StoreCounters.WIRE_DOORBELL_WAKEUPS) - wakeups;
+                final long slept = client.counter(CountersDescriptor.WIRE_SLEEPS) - sleeps;
+                final long woken = client.counter(CountersDescriptor.WIRE_DOORBELL_WAKEUPS) - wakeups;
                 assertTrue(slept >= ROUND_TRIPS, "the server slept between requests: " + slept + " sleeps");
                 // A few may land between its sleeps (it wakes every park period) and be found without a ring.
                 assertTrue(woken >= ROUND_TRIPS / 2, "the doorbell woke the server for " + woken + " of " +

@@ -4,7 +4,6 @@ import io.kvstash.client.ClientContext;
 import io.kvstash.client.ClientResponse;
 import io.kvstash.client.KvStashClient;
 import io.kvstash.core.StoreContext;
-import io.kvstash.core.StoreCounters;
 import io.kvstash.server.KvStashServer;
 import io.kvstash.server.ServerContext;
 import io.kvstash.testkit.EndToEndWorker;
@@ -18,6 +17,7 @@ import io.kvstash.wire.Status;
 import io.kvstash.wire.codec.WireDescriptor;
 import io.kvstash.wire.file.ClientFileDescriptor;
 import io.kvstash.wire.file.ControlFileDescriptor;
+import io.kvstash.wire.file.CountersDescriptor;
 import org.agrona.concurrent.UnsafeBuffer;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -93,13 +93,13 @@ class RealProcessTest
             assertEquals(0L, b.get("mismatches"));
             assertTrue(a.get("verified") > 100, a.toString());
             assertTrue(b.get("verified") > 20, b.toString());
-            assertTrue(server.counters().get(StoreCounters.EVICTIONS) > 0, "the pool was meant to evict");
-            assertTrue(server.counters().get(StoreCounters.COPY_BYTES_IN) > 0);
-            assertTrue(server.counters().get(StoreCounters.COPY_BYTES_OUT) > 0);
-            awaitCounter(server, StoreCounters.WIRE_CLIENTS, 0, 5_000);
-            assertEquals(0, server.counters().get(StoreCounters.RESERVED_CHUNKS));
-            assertEquals(0, server.counters().get(StoreCounters.PINNED_CHUNKS));
-            assertEquals(0, server.counters().get(StoreCounters.PENDING_TRANSFERS));
+            assertTrue(server.counters().get(CountersDescriptor.EVICTIONS) > 0, "the pool was meant to evict");
+            assertTrue(server.counters().get(CountersDescriptor.COPY_BYTES_IN) > 0);
+            assertTrue(server.counters().get(CountersDescriptor.COPY_BYTES_OUT) > 0);
+            awaitCounter(server, CountersDescriptor.WIRE_CLIENTS, 0, 5_000);
+            assertEquals(0, server.counters().get(CountersDescriptor.RESERVED_CHUNKS));
+            assertEquals(0, server.counters().get(CountersDescriptor.PINNED_CHUNKS));
+            assertEquals(0, server.counters().get(CountersDescriptor.PENDING_TRANSFERS));
         }
     }
 
@@ -112,19 +112,19 @@ class RealProcessTest
                 "3"))
         {
             worker.await("PREPARED", 30_000);
-            final long capacity = server.counters().get(StoreCounters.SLOT_CAPACITY);
-            assertEquals(3, server.counters().get(StoreCounters.RESERVED_CHUNKS));
-            assertEquals(capacity - 3, server.counters().get(StoreCounters.FREE_SLOTS));
+            final long capacity = server.counters().get(CountersDescriptor.SLOT_CAPACITY);
+            assertEquals(3, server.counters().get(CountersDescriptor.RESERVED_CHUNKS));
+            assertEquals(capacity - 3, server.counters().get(CountersDescriptor.FREE_SLOTS));
 
             final long killedNs = System.nanoTime();
             worker.kill9();
-            awaitCounter(server, StoreCounters.RESERVED_CHUNKS, 0, 5_000);
+            awaitCounter(server, CountersDescriptor.RESERVED_CHUNKS, 0, 5_000);
             final long reclaimMs = (System.nanoTime() - killedNs) / 1_000_000;
             assertTrue(reclaimMs <= 1_000, "reclaimed after " + reclaimMs + " ms");
-            assertEquals(capacity, server.counters().get(StoreCounters.FREE_SLOTS));
-            assertEquals(1, server.counters().get(StoreCounters.DEAD_CLIENTS));
-            assertEquals(3, server.counters().get(StoreCounters.ABORTED_CHUNKS));
-            assertEquals(0, server.counters().get(StoreCounters.PENDING_TRANSFERS));
+            assertEquals(capacity, server.counters().get(CountersDescriptor.FREE_SLOTS));
+            assertEquals(1, server.counters().get(CountersDescriptor.DEAD_CLIENTS));
+            assertEquals(3, server.counters().get(CountersDescriptor.ABORTED_CHUNKS));
+            assertEquals(0, server.counters().get(CountersDescriptor.PENDING_TRANSFERS));
             try (KvStashClient client = KvStashClient.connect(new ClientContext().directory(dir)))
             {
                 assertEquals(Status.OK, client.register(10, EndToEndWorker.LAYOUT).status());
@@ -146,9 +146,9 @@ class RealProcessTest
             worker.await("PREPARED", 30_000);
             Thread.sleep(1_000);
             assertTrue(worker.isAlive());
-            assertEquals(2, server.counters().get(StoreCounters.RESERVED_CHUNKS));
-            assertEquals(0, server.counters().get(StoreCounters.DEAD_CLIENTS));
-            assertEquals(1, server.counters().get(StoreCounters.WIRE_CLIENTS));
+            assertEquals(2, server.counters().get(CountersDescriptor.RESERVED_CHUNKS));
+            assertEquals(0, server.counters().get(CountersDescriptor.DEAD_CLIENTS));
+            assertEquals(1, server.counters().get(CountersDescriptor.WIRE_CLIENTS));
         }
     }
 
@@ -280,7 +280,7 @@ class RealProcessTest
                 }
             }
             assertEquals(2_000, answered);
-            assertTrue(server.counters().get(StoreCounters.WIRE_MALFORMED) > 10);
+            assertTrue(server.counters().get(CountersDescriptor.WIRE_MALFORMED) > 10);
 
             // A length word that runs past the ring end: the ring can no longer be parsed, so the server
             // detaches that client; every other client goes on.
@@ -296,7 +296,7 @@ class RealProcessTest
             assertEquals(Status.OK, good.commitStore(1, stored.transferId()).status());
             assertEquals(1, good.lookup(1, EndToEndWorker.range(3, 1), false).hitChunks());
             // The only error logged is the detach of the corrupt ring; no bad record raised an exception.
-            assertEquals(1, server.counters().get(StoreCounters.ERRORS));
+            assertEquals(1, server.counters().get(CountersDescriptor.ERRORS));
         }
     }
 
@@ -365,7 +365,7 @@ class RealProcessTest
         {
             if (System.currentTimeMillis() > deadline)
             {
-                throw new AssertionError(StoreCounters.name(id) + " is " + server.counters().get(id) + ", not " + value);
+                throw new AssertionError(CountersDescriptor.name(id) + " is " + server.counters().get(id) + ", not " + value);
             }
             Thread.sleep(2);
         }

@@ -4,7 +4,6 @@ import io.kvstash.client.ClientContext;
 import io.kvstash.client.ClientResponse;
 import io.kvstash.client.KvStashClient;
 import io.kvstash.client.KvStashException;
-import io.kvstash.core.StoreCounters;
 import io.kvstash.testkit.TestServer;
 import io.kvstash.tools.ChildJvm;
 import io.kvstash.tools.ShmDirectories;
@@ -12,6 +11,7 @@ import io.kvstash.wire.ChunkKeys;
 import io.kvstash.wire.Status;
 import io.kvstash.wire.file.ClientFileDescriptor;
 import io.kvstash.wire.file.ControlFileDescriptor;
+import io.kvstash.wire.file.CountersDescriptor;
 import io.kvstash.wire.layout.Dtype;
 import io.kvstash.wire.layout.Layout;
 import org.agrona.concurrent.UnsafeBuffer;
@@ -86,10 +86,10 @@ class WallClockStepTest
                 // A client leaving with a reservation held: the liveness check still runs and reaps it.
                 final ClientResponse prepared = second.prepareStore(2, ChunkKeys.ofIds(7, 8));
                 assertEquals(Status.OK, prepared.status(), prepared.toString());
-                assertEquals(2, first.counter(StoreCounters.RESERVED_CHUNKS));
+                assertEquals(2, first.counter(CountersDescriptor.RESERVED_CHUNKS));
             }
-            awaitTrue(() -> 0 == first.counter(StoreCounters.RESERVED_CHUNKS) &&
-                0 == first.counter(StoreCounters.PENDING_TRANSFERS),
+            awaitTrue(() -> 0 == first.counter(CountersDescriptor.RESERVED_CHUNKS) &&
+                0 == first.counter(CountersDescriptor.PENDING_TRANSFERS),
                 "the departed client's reservation was not reclaimed");
 
             // And back again: the clock steps forward an hour.

@@ -2,12 +2,12 @@ package io.kvstash.l2;
 
 import io.kvstash.cli.KvStashCommand;
 import io.kvstash.client.KvStashClient;
-import io.kvstash.core.StoreCounters;
 import io.kvstash.server.KvStashServer;
 import io.kvstash.server.l2.L2Keys;
 import io.kvstash.server.l2.L2Tier;
 import io.kvstash.testkit.RedisClusterExtension;
 import io.kvstash.wire.ChunkKeys;
+import io.kvstash.wire.file.CountersDescriptor;
 import io.kvstash.wire.layout.Dtype;
 import io.kvstash.wire.layout.Layout;
 import org.junit.jupiter.api.BeforeEach;
@@ -82,14 +82,14 @@ class L2CapacityTest
                 assertEquals(10, ca.lookup(1, batches[b], false).hitChunks());
                 verify(ca, 1, batches[b], chunkBytes, 100 + b);
             }
-            final long writes = a.counters().get(StoreCounters.L2_WRITES);
-            final long errors = a.counters().get(StoreCounters.L2_WRITE_ERRORS);
+            final long writes = a.counters().get(CountersDescriptor.L2_WRITES);
+            final long errors = a.counters().get(CountersDescriptor.L2_WRITE_ERRORS);
             assertTrue(writes > 0, "the cluster took chunks until it was full");
             assertTrue(errors > 0, "a full cluster refused chunks");
-            assertEquals(CHUNKS, writes + errors + a.counters().get(StoreCounters.L2_WRITE_SKIPS));
+            assertEquals(CHUNKS, writes + errors + a.counters().get(CountersDescriptor.L2_WRITE_SKIPS));
             assertEquals(errors, L2Hosts.sumInfo(CLUSTER.cluster(), "errorstats", "errorstat_OOM") - oomBefore,
                 "each write error is one refusal of the cluster: nothing was dropped");
-            assertEquals(0, a.counters().get(StoreCounters.L2_TIMEOUTS));
+            assertEquals(0, a.counters().get(CountersDescriptor.L2_TIMEOUTS));
             assertEquals(L2Tier.STATE_UP, a.l2Tier().state(), "error replies do not take the tier down");
             final String stat = cli("stat", "--dir", a.directory().toString());
             assertTrue(stat.contains("  second tier    up; written " + writes + " ("), stat);
@@ -99,7 +99,7 @@ class L2CapacityTest
             CLUSTER.cluster().maxMemory(0, "noeviction");
             final ChunkKeys more = keys(4);
             store(ca, 1, more, 200);
-            await(() -> a.counters().get(StoreCounters.L2_WRITES) >= writes + 4, "writes resume with room");
+            await(() -> a.counters().get(CountersDescriptor.L2_WRITES) >= writes + 4, "writes resume with room");
         }
     }
 
@@ -123,10 +123,10 @@ class L2CapacityTest
                 last = keys(10);
                 chunkBytes = store(ca, 1, last, 300 + batch);
                 final long target = 10L * (batch + 1);
-                await(() -> a.counters().get(StoreCounters.L2_WRITES) >= target, "batch written");
+                await(() -> a.counters().get(CountersDescriptor.L2_WRITES) >= target, "batch written");
             }
-            assertEquals(CHUNKS, a.counters().get(StoreCounters.L2_WRITES));
-            assertEquals(0, a.counters().get(StoreCounters.L2_WRITE_ERRORS));
+            assertEquals(CHUNKS, a.counters().get(CountersDescriptor.L2_WRITES));
+            assertEquals(0, a.counters().get(CountersDescriptor.L2_WRITE_ERRORS));
             assertTrue(L2Hosts.sumInfo(CLUSTER.cluster(), "stats", "evicted_keys") > evictedBefore,
                 "the cluster made room by evicting");
             assertEquals(L2Tier.STATE_UP, a.l2Tier().state());
@@ -170,7 +170,7 @@ class L2CapacityTest
 
     private static long settled(final KvStashServer server)
     {
-        return server.counters().get(StoreCounters.L2_WRITES) + server.counters().get(StoreCounters.L2_WRITE_ERRORS) +
-            server.counters().get(StoreCounters.L2_WRITE_SKIPS);
+        return server.counters().get(CountersDescriptor.L2_WRITES) + server.counters().get(CountersDescriptor.L2_WRITE_ERRORS) +
+            server.counters().get(CountersDescriptor.L2_WRITE_SKIPS);
     }
 }

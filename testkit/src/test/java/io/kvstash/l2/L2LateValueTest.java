@@ -8,6 +8,7 @@ import io.kvstash.testkit.RedisClusterExtension;
 import io.kvstash.wire.ChunkKeys;
 import io.kvstash.wire.RequestType;
 import io.kvstash.wire.Status;
+import io.kvstash.wire.file.CountersDescriptor;
 import io.kvstash.wire.layout.Dtype;
 import io.kvstash.wire.layout.Layout;
 import org.agrona.concurrent.UnsafeBuffer;
@@ -60,17 +61,17 @@ class L2LateValueTest
             final ChunkKeys shared = keys(CHUNKS);
             final int chunkBytes = store(ca, 1, shared, 41);
             assertEquals(8 << 20, chunkBytes);
-            await(() -> a.counters().get(StoreCounters.L2_WRITES) >= CHUNKS, "host A wrote its chunks through");
+            await(() -> a.counters().get(CountersDescriptor.L2_WRITES) >= CHUNKS, "host A wrote its chunks through");
 
             boolean lateGets = false;
             for (int attempt = 0; attempt < 20 && !lateGets; attempt++)
             {
                 awaitUp(b);
                 final long getsBefore = L2Hosts.sumInfo(CLUSTER.cluster(), "commandstats", "cmdstat_get");
-                final long timeoutsBefore = b.counters().get(StoreCounters.L2_TIMEOUTS);
+                final long timeoutsBefore = b.counters().get(CountersDescriptor.L2_TIMEOUTS);
                 assertEquals(0, cb.lookup(2, shared, false).hitChunks());
-                await(() -> b.counters().get(StoreCounters.L2_TIMEOUTS) > timeoutsBefore ||
-                    b.counters().get(StoreCounters.L2_FETCH_HITS) > 0, "host B's fetch ran past its deadline");
+                await(() -> b.counters().get(CountersDescriptor.L2_TIMEOUTS) > timeoutsBefore ||
+                    b.counters().get(CountersDescriptor.L2_FETCH_HITS) > 0, "host B's fetch ran past its deadline");
                 await(() -> noStorePending(b), "host B's fetch gave back or committed every slot it reserved");
                 // The worker takes every slot of B's pool now, while late values may still be decoded.
                 final ChunkKeys own = keys(CHUNKS);
@@ -79,7 +80,7 @@ class L2LateValueTest
                 verify(cb, 2, own, chunkBytes, 500 + attempt);
                 checkServedAreAs(cb, shared, chunkBytes);
                 lateGets = L2Hosts.sumInfo(CLUSTER.cluster(), "commandstats", "cmdstat_get") > getsBefore &&
-                    b.counters().get(StoreCounters.L2_TIMEOUTS) > timeoutsBefore;
+                    b.counters().get(CountersDescriptor.L2_TIMEOUTS) > timeoutsBefore;
                 assertEquals(Status.OK, cb.clear(false).status());
             }
             assertTrue(lateGets, "some GETs ran past the deadline");
@@ -89,10 +90,10 @@ class L2LateValueTest
     private static boolean noStorePending(final KvStashServer server)
     {
         final StoreCounters c = server.counters();
-        final long prepared = c.get(StoreCounters.requestId(RequestType.PREPARE_STORE, Status.OK)) -
-            c.get(StoreCounters.EMPTY_PREPARES);
-        return prepared == c.get(StoreCounters.requestId(RequestType.COMMIT_STORE, Status.OK)) +
-            c.get(StoreCounters.requestId(RequestType.ABORT_STORE, Status.OK));
+        final long prepared = c.get(CountersDescriptor.requestId(RequestType.PREPARE_STORE, Status.OK)) -
+            c.get(CountersDescriptor.EMPTY_PREPARES);
+        return prepared == c.get(CountersDescriptor.requestId(RequestType.COMMIT_STORE, Status.OK)) +
+            c.get(CountersDescriptor.requestId(RequestType.ABORT_STORE, Status.OK));
     }
 
     /**

@@ -3,7 +3,6 @@ package io.kvstash.l2;
 import io.kvstash.client.ClientResponse;
 import io.kvstash.client.KvStashClient;
 import io.kvstash.core.StoreContext;
-import io.kvstash.core.StoreCounters;
 import io.kvstash.server.KvStashServer;
 import io.kvstash.server.ServerContext;
 import io.kvstash.testkit.RedisClusterExtension;
@@ -11,6 +10,7 @@ import io.kvstash.wire.ChunkKeys;
 import io.kvstash.wire.RequestFlags;
 import io.kvstash.wire.RequestType;
 import io.kvstash.wire.Status;
+import io.kvstash.wire.file.CountersDescriptor;
 import io.kvstash.wire.layout.Dtype;
 import io.kvstash.wire.layout.Layout;
 import org.agrona.concurrent.UnsafeBuffer;
@@ -71,7 +71,7 @@ class L2WaitTest
             register(cb, 2, LAYOUT);
             final ChunkKeys keys = keys(8);
             final int chunkBytes = store(ca, 1, keys, 11);
-            await(() -> a.counters().get(StoreCounters.L2_WRITES) >= 8, "host A wrote its chunks through");
+            await(() -> a.counters().get(CountersDescriptor.L2_WRITES) >= 8, "host A wrote its chunks through");
 
             final ClientResponse r = cb.lookupWaitingForTier(2, keys, false, BOUND_NS);
             assertEquals(Status.OK, r.status(), r.toString());
@@ -79,7 +79,7 @@ class L2WaitTest
             assertTrue(r.hasTierTickets());
             assertEquals(0, r.transferId());
             verify(cb, 2, keys, chunkBytes, 11);
-            assertEquals(8, b.counters().get(StoreCounters.L2_FETCH_HITS));
+            assertEquals(8, b.counters().get(CountersDescriptor.L2_FETCH_HITS));
         }
     }
 
@@ -96,12 +96,12 @@ class L2WaitTest
             register(cb, 2, LAYOUT);
             final ChunkKeys keys = keys(6);
             final int chunkBytes = store(ca, 1, keys, 12);
-            await(() -> a.counters().get(StoreCounters.L2_WRITES) >= 6, "host A wrote its chunks through");
+            await(() -> a.counters().get(CountersDescriptor.L2_WRITES) >= 6, "host A wrote its chunks through");
             store(cb, 2, keys.range(0, 2), 12); // host B holds the first two itself: its first answer pins them
             assertEquals(0, pendingTransfers(cb, b));
-            final int releases = StoreCounters.requestId(RequestType.RELEASE, Status.OK);
+            final int releases = CountersDescriptor.requestId(RequestType.RELEASE, Status.OK);
             final long releasedBefore = b.counters().get(releases);
-            final int lookupsOk = StoreCounters.requestId(RequestType.LOOKUP, Status.OK);
+            final int lookupsOk = CountersDescriptor.requestId(RequestType.LOOKUP, Status.OK);
             final long lookupsBefore = b.counters().get(lookupsOk);
 
             final ClientResponse r = cb.lookupWaitingForTier(2, keys, true, BOUND_NS);
@@ -143,7 +143,7 @@ class L2WaitTest
         {
             awaitUp(b);
             register(cb, 2, LAYOUT);
-            final long fetchMisses = b.counters().get(StoreCounters.L2_FETCH_MISSES);
+            final long fetchMisses = b.counters().get(CountersDescriptor.L2_FETCH_MISSES);
             final long startNs = System.nanoTime();
             final ClientResponse r = cb.lookupWaitingForTier(2, keys(4), true, BOUND_NS);
             final long tookNs = System.nanoTime() - startNs;
@@ -151,11 +151,11 @@ class L2WaitTest
             assertEquals(0, r.hitChunks());
             assertEquals(0, r.transferId());
             assertTrue(r.tierCompletedTicket() > 0, "the read-through is over: " + r.tierCompletedTicket());
-            assertTrue(cb.counter(StoreCounters.L2_COMPLETED_TICKET) >= r.tierCompletedTicket(),
+            assertTrue(cb.counter(CountersDescriptor.L2_COMPLETED_TICKET) >= r.tierCompletedTicket(),
                 "the control file's gauge has the ticket too");
             assertTrue(tookNs < BOUND_NS / 2, "returned once the read-through found nothing, not at the bound: " +
                 TimeUnit.NANOSECONDS.toMillis(tookNs) + " ms");
-            assertTrue(b.counters().get(StoreCounters.L2_FETCH_MISSES) > fetchMisses);
+            assertTrue(b.counters().get(CountersDescriptor.L2_FETCH_MISSES) > fetchMisses);
             assertEquals(0, pendingTransfers(cb, b));
         }
     }
@@ -169,7 +169,7 @@ class L2WaitTest
             assertFalse(c.secondTier());
             register(c, 3, LAYOUT);
             final ChunkKeys keys = keys(4);
-            final int lookupsOk = StoreCounters.requestId(RequestType.LOOKUP, Status.OK);
+            final int lookupsOk = CountersDescriptor.requestId(RequestType.LOOKUP, Status.OK);
             final long before = plain.counters().get(lookupsOk);
             final ClientResponse r = c.lookupWaitingForTier(3, keys, false, BOUND_NS);
             assertEquals(Status.OK, r.status());
@@ -261,6 +261,6 @@ class L2WaitTest
     private static long pendingTransfers(final KvStashClient client, final KvStashServer server)
     {
         client.ping(); // the gauges are updated just after each answer, and before a later PING's
-        return server.counters().get(StoreCounters.PENDING_TRANSFERS);
+        return server.counters().get(CountersDescriptor.PENDING_TRANSFERS);
     }
 }

@@ -6,6 +6,7 @@ import io.kvstash.core.StoreCounters;
 import io.kvstash.wire.RequestFlags;
 import io.kvstash.wire.RequestType;
 import io.kvstash.wire.Status;
+import io.kvstash.wire.file.CountersDescriptor;
 import io.kvstash.wire.file.SlotTableDescriptor;
 import io.kvstash.wire.hash.ChunkHasher;
 import org.agrona.concurrent.AtomicBuffer;
@@ -270,7 +271,7 @@ public final class ChunkBook
                 id = next;
             }
         }
-        counters.add(StoreCounters.CLEARED_CHUNKS, removed);
+        counters.add(CountersDescriptor.CLEARED_CHUNKS, removed);
         command.removedCount = removed;
         command.status = Status.OK;
         command.done = true;
@@ -279,7 +280,7 @@ public final class ChunkBook
     private void onSweep(final StoreCommand command)
     {
         final int reclaimed = leases.sweep(command.timestampNs, context.sweepLimit());
-        counters.add(StoreCounters.RECLAIMED_LEASES, reclaimed);
+        counters.add(CountersDescriptor.RECLAIMED_LEASES, reclaimed);
         command.removedCount = reclaimed;
         command.status = Status.OK;
         command.done = true;
@@ -289,13 +290,13 @@ public final class ChunkBook
 
     private void publishGauges()
     {
-        counters.set(StoreCounters.READABLE_CHUNKS, slots.readableChunks());
-        counters.set(StoreCounters.RESERVED_CHUNKS, slots.reservedChunks());
-        counters.set(StoreCounters.PINNED_CHUNKS, slots.pinnedChunks());
-        counters.set(StoreCounters.FREE_SLOTS, regions.freeSlots());
-        counters.set(StoreCounters.SLOT_CAPACITY, regions.slotCapacity());
-        counters.set(StoreCounters.PENDING_TRANSFERS, transfers.active());
-        counters.set(StoreCounters.INSTANCES, instances.size());
+        counters.set(CountersDescriptor.READABLE_CHUNKS, slots.readableChunks());
+        counters.set(CountersDescriptor.RESERVED_CHUNKS, slots.reservedChunks());
+        counters.set(CountersDescriptor.PINNED_CHUNKS, slots.pinnedChunks());
+        counters.set(CountersDescriptor.FREE_SLOTS, regions.freeSlots());
+        counters.set(CountersDescriptor.SLOT_CAPACITY, regions.slotCapacity());
+        counters.set(CountersDescriptor.PENDING_TRANSFERS, transfers.active());
+        counters.set(CountersDescriptor.INSTANCES, instances.size());
     }
 
     // ------------------------------------------------------------------------------------------ inspection

@@ -5,6 +5,7 @@ import io.kvstash.core.StoreContext;
 import io.kvstash.core.StoreCounters;
 import io.kvstash.wire.RequestFlags;
 import io.kvstash.wire.Status;
+import io.kvstash.wire.file.CountersDescriptor;
 
 /**
  * The retrieve path and the data requests: PREPARE_RETRIEVE (the chunks of a range pinned under a retrieve
@@ -90,7 +91,7 @@ final class ChunkRetrievals
             final int readable = readablePrefix(ns, command, n);
             if (readable < n && (0 == readable || (command.flags & RequestFlags.PREFIX) == 0))
             {
-                counters.increment(StoreCounters.RETRIEVE_MISSES);
+                counters.increment(CountersDescriptor.RETRIEVE_MISSES);
                 command.status = Status.MISS;
                 command.message = "a chunk of the range is not readable";
                 command.done = true;
@@ -105,7 +106,7 @@ final class ChunkRetrievals
             }
             if (readable < n)
             {
-                counters.increment(StoreCounters.RETRIEVE_MISSES);
+                counters.increment(CountersDescriptor.RETRIEVE_MISSES);
             }
         }
         final int n = transfers.count(t);
@@ -117,7 +118,7 @@ final class ChunkRetrievals
             command.slotRangeIndex[i] = i;
             command.slotGeneration[i] = slots.generation(id);
         }
-        counters.add(StoreCounters.RETRIEVE_HIT_CHUNKS, n);
+        counters.add(CountersDescriptor.RETRIEVE_HIT_CHUNKS, n);
         command.status = Status.OK;
         command.outTransferId = transfers.id(t);
         command.slotCount = n;
@@ -163,8 +164,8 @@ final class ChunkRetrievals
         }
         final int n = transfers.count(t);
         learner.retrieved(t, (command.flags & RequestFlags.QUIET) != 0);
-        counters.add(StoreCounters.RETRIEVED_CHUNKS, n);
-        counters.add(StoreCounters.BYTES_OUT, n * instances.chunkBytes(instance));
+        counters.add(CountersDescriptor.RETRIEVED_CHUNKS, n);
+        counters.add(CountersDescriptor.BYTES_OUT, n * instances.chunkBytes(instance));
         transfers.release(t);
         command.status = Status.OK;
         command.done = true;

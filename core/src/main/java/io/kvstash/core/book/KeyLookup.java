@@ -5,6 +5,7 @@ import io.kvstash.core.StoreContext;
 import io.kvstash.core.StoreCounters;
 import io.kvstash.wire.RequestFlags;
 import io.kvstash.wire.Status;
+import io.kvstash.wire.file.CountersDescriptor;
 import io.kvstash.wire.hash.ChunkHasher;
 import io.kvstash.wire.layout.Layout;
 
@@ -79,8 +80,8 @@ final class KeyLookup
             hitIds[hits++] = id;
         }
         learner.onLookup(ns, command, hits, hits > 0 ? hitIds[hits - 1] : -1);
-        counters.add(StoreCounters.LOOKUP_HIT_CHUNKS, hits);
-        counters.add(StoreCounters.LOOKUP_MISS_CHUNKS, n - hits);
+        counters.add(CountersDescriptor.LOOKUP_HIT_CHUNKS, hits);
+        counters.add(CountersDescriptor.LOOKUP_MISS_CHUNKS, n - hits);
         command.hitChunks = hits;
         command.status = Status.OK;
         command.done = true;
@@ -144,8 +145,8 @@ final class KeyLookup
             learner.onLookup(ns, command, hits, lastHit);
         }
         // An engine's scheduler asks this rather than LOOKUP: its hit rate is the one an operator reads.
-        counters.add(StoreCounters.LOOKUP_HIT_CHUNKS, hits);
-        counters.add(StoreCounters.LOOKUP_MISS_CHUNKS, command.chunkCount - hits);
+        counters.add(CountersDescriptor.LOOKUP_HIT_CHUNKS, hits);
+        counters.add(CountersDescriptor.LOOKUP_MISS_CHUNKS, command.chunkCount - hits);
         command.hitChunks = hits;
         command.status = Status.OK;
         command.done = true;

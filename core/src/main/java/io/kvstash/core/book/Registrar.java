@@ -6,6 +6,7 @@ import io.kvstash.core.StoreCounters;
 import io.kvstash.wire.RequestFlags;
 import io.kvstash.wire.SlotGeometry;
 import io.kvstash.wire.Status;
+import io.kvstash.wire.file.CountersDescriptor;
 import io.kvstash.wire.hash.ChunkHasher;
 import io.kvstash.wire.layout.Layout;
 
@@ -159,14 +160,14 @@ final class Registrar
         command.done = true;
         if (instance < 0)
         {
-            counters.increment(StoreCounters.UNREGISTER_UNKNOWN);
+            counters.increment(CountersDescriptor.UNREGISTER_UNKNOWN);
             command.status = Status.OK;
             return;
         }
         final long ended = unregister(instance);
         if ((command.flags & RequestFlags.REAPED) != 0)
         {
-            counters.increment(StoreCounters.DEAD_CLIENTS);
+            counters.increment(CountersDescriptor.DEAD_CLIENTS);
         }
         command.removedCount = ended;
         command.status = Status.OK;
@@ -190,7 +191,7 @@ final class Registrar
         }
         if ((command.flags & RequestFlags.REAPED) != 0)
         {
-            counters.increment(StoreCounters.DEAD_CLIENTS);
+            counters.increment(CountersDescriptor.DEAD_CLIENTS);
         }
         command.removedCount = reaped;
         command.status = Status.OK;

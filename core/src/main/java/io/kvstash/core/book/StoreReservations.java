@@ -4,6 +4,7 @@ import io.kvstash.core.StoreCommand;
 import io.kvstash.core.StoreContext;
 import io.kvstash.core.StoreCounters;
 import io.kvstash.wire.Status;
+import io.kvstash.wire.file.CountersDescriptor;
 import io.kvstash.wire.file.SlotTableDescriptor;
 
 /**
@@ -33,7 +34,7 @@ final class StoreReservations
     /** The transfer of a COMMIT_STORE answered OK and not yet applied, or -1; {@link #afterAnswer()} applies it. */
     private int pendingCommit = -1;
     private int pendingCommitInstance;
-    /** Chunks evicted by PREPARE_STOREs since the count was last added to {@link StoreCounters#EVICTIONS}. */
+    /** Chunks evicted by PREPARE_STOREs since the count was last added to {@link CountersDescriptor#EVICTIONS}. */
     private long pendingEvictions;
 
     StoreReservations(
@@ -81,7 +82,7 @@ final class StoreReservations
         }
         if (0 != pendingEvictions)
         {
-            counters.add(StoreCounters.EVICTIONS, pendingEvictions);
+            counters.add(CountersDescriptor.EVICTIONS, pendingEvictions);
             pendingEvictions = 0;
         }
         return ops;
@@ -115,7 +116,7 @@ final class StoreReservations
         if (firstAbsent < 0)
         {
             // Early return: nothing to reserve, so nothing is recorded and no transfer id exists.
-            counters.increment(StoreCounters.EMPTY_PREPARES);
+            counters.increment(CountersDescriptor.EMPTY_PREPARES);
             command.status = Status.OK;
             command.done = true;
             return;
@@ -143,7 +144,7 @@ final class StoreReservations
             final int region = regions.reclaimableRegion(slotClass);
             if (region < 0)
             {
-                counters.increment(StoreCounters.NO_SPACE);
+                counters.increment(CountersDescriptor.NO_SPACE);
                 command.fail(Status.NO_SPACE, "not enough space even after evicting every unpinned chunk");
                 return;
             }
@@ -261,12 +262,12 @@ final class StoreReservations
     {
         final int n = transfers.count(t);
         final int cold = learner.commit(t);
-        counters.add(StoreCounters.STORED_CHUNKS, n);
+        counters.add(CountersDescriptor.STORED_CHUNKS, n);
         if (cold > 0)
         {
-            counters.add(StoreCounters.COLD_CHUNKS, cold);
+            counters.add(CountersDescriptor.COLD_CHUNKS, cold);
         }
-        counters.add(StoreCounters.BYTES_IN, n * instances.chunkBytes(instance));
+        counters.add(CountersDescriptor.BYTES_IN, n * instances.chunkBytes(instance));
         transfers.release(t);
     }
 }

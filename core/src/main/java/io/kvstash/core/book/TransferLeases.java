@@ -3,6 +3,7 @@ package io.kvstash.core.book;
 import io.kvstash.core.StoreCommand;
 import io.kvstash.core.StoreCounters;
 import io.kvstash.wire.Status;
+import io.kvstash.wire.file.CountersDescriptor;
 import io.kvstash.wire.file.SlotTableDescriptor;
 
 /**
@@ -72,7 +73,7 @@ final class TransferLeases
         if (transfers.deadlineNs(t) - command.timestampNs < 0)
         {
             end(t);
-            counters.increment(StoreCounters.RECLAIMED_LEASES);
+            counters.increment(CountersDescriptor.RECLAIMED_LEASES);
             command.fail(Status.UNKNOWN_TRANSFER, "transfer lease expired");
             return -1;
         }
@@ -156,7 +157,7 @@ final class TransferLeases
                 slots.unreserve(id);
                 slots.putSlotWord(id, SlotTableDescriptor.STATE_FREE, slots.generation(id));
             }
-            counters.add(StoreCounters.ABORTED_CHUNKS, n);
+            counters.add(CountersDescriptor.ABORTED_CHUNKS, n);
         }
         else
         {

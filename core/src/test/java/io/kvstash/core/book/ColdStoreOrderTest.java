@@ -3,10 +3,10 @@ package io.kvstash.core.book;
 import io.kvstash.core.EvictionPolicy;
 import io.kvstash.core.StoreCommand;
 import io.kvstash.core.StoreContext;
-import io.kvstash.core.StoreCounters;
 import io.kvstash.core.store.KvStore;
 import io.kvstash.wire.ChunkKeys;
 import io.kvstash.wire.Status;
+import io.kvstash.wire.file.CountersDescriptor;
 import io.kvstash.wire.layout.Dtype;
 import io.kvstash.wire.layout.Layout;
 import org.junit.jupiter.api.Test;
@@ -73,6 +73,6 @@ class ColdStoreOrderTest
         }
         assertTrue(position[100] < position[201] && position[201] < position[200], "1 and 2 warm, 2 newer");
         // Ranges of 4 and more (3 or more chunks but the last) enter cold, whole; those of 1 to 3 warm.
-        assertEquals(4 + 6 + 8 + 12, store.counters().get(StoreCounters.COLD_CHUNKS), "chunks counted as stored cold");
+        assertEquals(4 + 6 + 8 + 12, store.counters().get(CountersDescriptor.COLD_CHUNKS), "chunks counted as stored cold");
     }
 }

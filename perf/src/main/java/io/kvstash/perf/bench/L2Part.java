@@ -9,6 +9,7 @@ import io.kvstash.server.ServerContext;
 import io.kvstash.server.l2.L2Tier;
 import io.kvstash.testkit.RedisCluster;
 import io.kvstash.tools.ShmDirectories;
+import io.kvstash.wire.file.CountersDescriptor;
 
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
@@ -318,8 +319,8 @@ final class L2Part
             data.put("wait", wait);
             data.put("write_through", true);
             final StoreCounters counters = server.counters();
-            final int[] ids = { StoreCounters.L2_WRITES, StoreCounters.L2_WRITE_SKIPS, StoreCounters.L2_WRITE_ERRORS,
-                StoreCounters.L2_NOTICES_DROPPED, StoreCounters.L2_TIMEOUTS };
+            final int[] ids = { CountersDescriptor.L2_WRITES, CountersDescriptor.L2_WRITE_SKIPS, CountersDescriptor.L2_WRITE_ERRORS,
+                CountersDescriptor.L2_NOTICES_DROPPED, CountersDescriptor.L2_TIMEOUTS };
             final String[] names = { "l2_writes", "l2_write_skips", "l2_write_errors", "l2_notices_dropped",
                 "l2_timeouts" };
             final long[] before = new long[ids.length];

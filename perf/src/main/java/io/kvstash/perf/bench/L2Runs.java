@@ -3,10 +3,10 @@ package io.kvstash.perf.bench;
 import io.kvstash.client.ClientContext;
 import io.kvstash.client.ClientResponse;
 import io.kvstash.client.KvStashClient;
-import io.kvstash.core.StoreCounters;
 import io.kvstash.server.l2.L2Keys;
 import io.kvstash.server.l2.L2ValueDescriptor;
 import io.kvstash.wire.ChunkKeys;
+import io.kvstash.wire.file.CountersDescriptor;
 import io.kvstash.wire.layout.Layout;
 import org.agrona.BufferUtil;
 import org.agrona.concurrent.UnsafeBuffer;
@@ -144,7 +144,7 @@ final class L2Runs
         final Map<String, Object> result = new LinkedHashMap<>();
         try (KvStashClient client = connect(c, chunkBytes))
         {
-            final long hits0 = client.counter(StoreCounters.L2_FETCH_HITS);
+            final long hits0 = client.counter(CountersDescriptor.L2_FETCH_HITS);
             System.gc();
             for (int rep = 0; rep < reps; rep++)
             {
@@ -168,11 +168,11 @@ final class L2Runs
             // a moment before it is counted: wait (bounded, untimed) for the count of every chunk fetched.
             final long expected = (long)reps * runs.length * run;
             final long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
-            while (client.counter(StoreCounters.L2_FETCH_HITS) - hits0 < expected && System.nanoTime() - deadline < 0)
+            while (client.counter(CountersDescriptor.L2_FETCH_HITS) - hits0 < expected && System.nanoTime() - deadline < 0)
             {
                 LockSupport.parkNanos(POLL_NS);
             }
-            result.put("fetch_hits", client.counter(StoreCounters.L2_FETCH_HITS) - hits0);
+            result.put("fetch_hits", client.counter(CountersDescriptor.L2_FETCH_HITS) - hits0);
         }
         result.put("fetch", series(fetchGbps));
         result.put("gc_worker", gcWorker);
@@ -198,9 +198,9 @@ final class L2Runs
             {
                 throw new IllegalStateException("a run of " + chunks + " chunks was not readable after " +
                     TimeUnit.NANOSECONDS.toSeconds(WAIT_NS) + " s (" + r.hitChunks() + " hits; tier fetch hits " +
-                    client.counter(StoreCounters.L2_FETCH_HITS) + ", misses " +
-                    client.counter(StoreCounters.L2_FETCH_MISSES) + ", timeouts " +
-                    client.counter(StoreCounters.L2_TIMEOUTS) + ")");
+                    client.counter(CountersDescriptor.L2_FETCH_HITS) + ", misses " +
+                    client.counter(CountersDescriptor.L2_FETCH_MISSES) + ", timeouts " +
+                    client.counter(CountersDescriptor.L2_TIMEOUTS) + ")");
             }
             LockSupport.parkNanos(POLL_NS);
         }
@@ -241,25 +241,25 @@ final class L2Runs
                     keys[i] = ChunkKeys.ofHashes(new long[]{ hashes[0][i] }, new long[]{ hashes[1][i] });
                 }
                 final DataLoops loops = new DataLoops(client, keys, source, destination, chunkBytes, 1);
-                final long writes0 = client.counter(StoreCounters.L2_WRITES);
-                final long others0 = client.counter(StoreCounters.L2_WRITE_SKIPS) +
-                    client.counter(StoreCounters.L2_WRITE_ERRORS);
+                final long writes0 = client.counter(CountersDescriptor.L2_WRITES);
+                final long others0 = client.counter(CountersDescriptor.L2_WRITE_SKIPS) +
+                    client.counter(CountersDescriptor.L2_WRITE_ERRORS);
                 System.gc();
                 final long gc0 = BenchSupport.gcCount();
                 final long start = System.nanoTime();
                 storeGbps[rep] = loops.store(count, null, true, 1);
                 final long deadline = System.nanoTime() + WAIT_NS;
                 long written;
-                while ((written = client.counter(StoreCounters.L2_WRITES) - writes0) < count)
+                while ((written = client.counter(CountersDescriptor.L2_WRITES) - writes0) < count)
                 {
-                    final long others = client.counter(StoreCounters.L2_WRITE_SKIPS) +
-                        client.counter(StoreCounters.L2_WRITE_ERRORS) - others0;
+                    final long others = client.counter(CountersDescriptor.L2_WRITE_SKIPS) +
+                        client.counter(CountersDescriptor.L2_WRITE_ERRORS) - others0;
                     if (written + others >= count || System.nanoTime() - deadline > 0)
                     {
                         throw new IllegalStateException("write-through wrote " + written + " of " + count +
                             " chunks (" + others + " skipped or failed; tier timeouts " +
-                            client.counter(StoreCounters.L2_TIMEOUTS) + ", errors " +
-                            client.counter(StoreCounters.L2_ERRORS) + ")");
+                            client.counter(CountersDescriptor.L2_TIMEOUTS) + ", errors " +
+                            client.counter(CountersDescriptor.L2_ERRORS) + ")");
                     }
                     LockSupport.parkNanos(POLL_NS);
                 }

@@ -1,9 +1,9 @@
 package io.kvstash.perf.core;
 
 import io.kvstash.core.StoreCommand;
-import io.kvstash.core.StoreCounters;
 import io.kvstash.core.store.KvStore;
 import io.kvstash.wire.ChunkKeys;
+import io.kvstash.wire.file.CountersDescriptor;
 import io.kvstash.wire.hash.ChunkHasher;
 import org.openjdk.jmh.annotations.Benchmark;
 import org.openjdk.jmh.annotations.BenchmarkMode;
@@ -62,7 +62,7 @@ public class LookupBenchmark
     @Setup(Level.Iteration)
     public void setupIteration()
     {
-        missesBefore = StoreFixture.counter(store, StoreCounters.LOOKUP_MISS_CHUNKS);
+        missesBefore = StoreFixture.counter(store, CountersDescriptor.LOOKUP_MISS_CHUNKS);
     }
 
     /**
@@ -71,7 +71,7 @@ public class LookupBenchmark
     @TearDown(Level.Iteration)
     public void verifyIteration()
     {
-        StoreFixture.check(missesBefore == StoreFixture.counter(store, StoreCounters.LOOKUP_MISS_CHUNKS),
+        StoreFixture.check(missesBefore == StoreFixture.counter(store, CountersDescriptor.LOOKUP_MISS_CHUNKS),
             "a lookup missed");
     }
 

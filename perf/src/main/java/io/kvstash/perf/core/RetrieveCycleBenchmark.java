@@ -1,9 +1,9 @@
 package io.kvstash.perf.core;
 
 import io.kvstash.core.StoreCommand;
-import io.kvstash.core.StoreCounters;
 import io.kvstash.core.store.KvStore;
 import io.kvstash.wire.ChunkKeys;
+import io.kvstash.wire.file.CountersDescriptor;
 import org.openjdk.jmh.annotations.Benchmark;
 import org.openjdk.jmh.annotations.BenchmarkMode;
 import org.openjdk.jmh.annotations.Fork;
@@ -57,7 +57,7 @@ public class RetrieveCycleBenchmark
     @Setup(Level.Iteration)
     public void setupIteration()
     {
-        missesBefore = StoreFixture.counter(store, StoreCounters.RETRIEVE_MISSES);
+        missesBefore = StoreFixture.counter(store, CountersDescriptor.RETRIEVE_MISSES);
     }
 
     /**
@@ -66,7 +66,7 @@ public class RetrieveCycleBenchmark
     @TearDown(Level.Iteration)
     public void verifyIteration()
     {
-        StoreFixture.check(missesBefore == StoreFixture.counter(store, StoreCounters.RETRIEVE_MISSES),
+        StoreFixture.check(missesBefore == StoreFixture.counter(store, CountersDescriptor.RETRIEVE_MISSES),
             "a retrieve missed");
         StoreFixture.check(0 == store.book().pendingTransfers() && 0 == store.book().pinnedChunks(),
             "pins left after commit");

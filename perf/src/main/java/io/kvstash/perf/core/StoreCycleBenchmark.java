@@ -2,10 +2,10 @@ package io.kvstash.perf.core;
 
 import io.kvstash.core.EvictionPolicy;
 import io.kvstash.core.StoreCommand;
-import io.kvstash.core.StoreCounters;
 import io.kvstash.core.store.KvStore;
 import io.kvstash.wire.ChunkKeys;
 import io.kvstash.wire.Status;
+import io.kvstash.wire.file.CountersDescriptor;
 import org.openjdk.jmh.annotations.Benchmark;
 import org.openjdk.jmh.annotations.BenchmarkMode;
 import org.openjdk.jmh.annotations.Fork;
@@ -77,8 +77,8 @@ public class StoreCycleBenchmark
             StoreFixture.check(Status.OK == store.clear(false).status, "clear failed");
             StoreFixture.check(0 == store.book().readableChunks(), "pool not empty after clear");
             cursor = 0;
-            evictionsBefore = StoreFixture.counter(store, StoreCounters.EVICTIONS);
-            storedBefore = StoreFixture.counter(store, StoreCounters.STORED_CHUNKS);
+            evictionsBefore = StoreFixture.counter(store, CountersDescriptor.EVICTIONS);
+            storedBefore = StoreFixture.counter(store, CountersDescriptor.STORED_CHUNKS);
         }
 
         /**
@@ -88,9 +88,9 @@ public class StoreCycleBenchmark
         public void verifyIteration()
         {
             StoreFixture.check(cursor <= SLOTS, "iteration ran " + cursor + " cycles, more than the pool holds");
-            StoreFixture.check(evictionsBefore == StoreFixture.counter(store, StoreCounters.EVICTIONS),
+            StoreFixture.check(evictionsBefore == StoreFixture.counter(store, CountersDescriptor.EVICTIONS),
                 "a no-eviction iteration evicted");
-            StoreFixture.check(cursor == StoreFixture.counter(store, StoreCounters.STORED_CHUNKS) - storedBefore,
+            StoreFixture.check(cursor == StoreFixture.counter(store, CountersDescriptor.STORED_CHUNKS) - storedBefore,
                 "not every cycle committed");
             StoreFixture.check(0 == store.book().pendingTransfers(), "transfers left pending");
         }
@@ -160,8 +160,8 @@ public class StoreCycleBenchmark
         {
             cursorBefore = cursor;
             heldBefore = held;
-            evictionsBefore = StoreFixture.counter(store, StoreCounters.EVICTIONS);
-            storedBefore = StoreFixture.counter(store, StoreCounters.STORED_CHUNKS);
+            evictionsBefore = StoreFixture.counter(store, CountersDescriptor.EVICTIONS);
+            storedBefore = StoreFixture.counter(store, CountersDescriptor.STORED_CHUNKS);
         }
 
         /**
@@ -175,9 +175,9 @@ public class StoreCycleBenchmark
         {
             final long cycles = cursor - cursorBefore;
             final long heldNow = held - heldBefore;
-            final long stored = StoreFixture.counter(store, StoreCounters.STORED_CHUNKS) - storedBefore;
+            final long stored = StoreFixture.counter(store, CountersDescriptor.STORED_CHUNKS) - storedBefore;
             StoreFixture.check(cycles == stored + heldNow, "not every cycle committed");
-            StoreFixture.check(stored == StoreFixture.counter(store, StoreCounters.EVICTIONS) - evictionsBefore,
+            StoreFixture.check(stored == StoreFixture.counter(store, CountersDescriptor.EVICTIONS) - evictionsBefore,
                 "not exactly one eviction per stored chunk");
             StoreFixture.check(0 == heldNow || !"lru".equals(eviction), "exact LRU held a key for " + keys.length +
                 " stores");

@@ -1,7 +1,6 @@
 package io.kvstash.perf.pipeline;
 
 import io.kvstash.core.StoreCommand;
-import io.kvstash.core.StoreCounters;
 import io.kvstash.core.store.KvStore;
 import io.kvstash.perf.core.StoreFixture;
 import io.kvstash.pipeline.Pipeline;
@@ -12,6 +11,7 @@ import io.kvstash.pipeline.ThreadingMode;
 import io.kvstash.pipeline.WaitMode;
 import io.kvstash.wire.RequestType;
 import io.kvstash.wire.Status;
+import io.kvstash.wire.file.CountersDescriptor;
 import org.agrona.concurrent.NanoClock;
 import org.agrona.concurrent.SystemNanoClock;
 import org.openjdk.jmh.annotations.Benchmark;
@@ -118,7 +118,7 @@ public class PipelineThroughputBenchmark
         @Setup(Level.Iteration)
         public void setupIteration()
         {
-            missesBefore = store.counters().get(StoreCounters.LOOKUP_MISS_CHUNKS);
+            missesBefore = store.counters().get(CountersDescriptor.LOOKUP_MISS_CHUNKS);
         }
 
         /**
@@ -127,7 +127,7 @@ public class PipelineThroughputBenchmark
         @TearDown(Level.Iteration)
         public void verifyIteration()
         {
-            StoreFixture.check(missesBefore == store.counters().get(StoreCounters.LOOKUP_MISS_CHUNKS),
+            StoreFixture.check(missesBefore == store.counters().get(CountersDescriptor.LOOKUP_MISS_CHUNKS),
                 "a lookup missed");
         }
 

@@ -3,6 +3,7 @@ package io.kvstash.pipeline.journal;
 import io.kvstash.core.StoreCommand;
 import io.kvstash.core.StoreContext;
 import io.kvstash.core.StoreCounters;
+import io.kvstash.wire.file.CountersDescriptor;
 import org.agrona.concurrent.UnsafeBuffer;
 
 import java.io.IOException;
@@ -144,10 +145,10 @@ public final class JournalWriter implements AutoCloseable
      */
     public void appendCounters(final StoreCounters counters) throws IOException
     {
-        final int start = reserve(JournalDescriptor.RECORD_HEADER_LENGTH + 8 + StoreCounters.COUNT * 16);
+        final int start = reserve(JournalDescriptor.RECORD_HEADER_LENGTH + 8 + CountersDescriptor.COUNT * 16);
         final int base = start + JournalDescriptor.RECORD_HEADER_LENGTH;
         int n = 0;
-        for (int id = 0; id < StoreCounters.COUNT; id++)
+        for (int id = 0; id < CountersDescriptor.COUNT; id++)
         {
             if (isDeterministicCounter(id))
             {
@@ -171,8 +172,8 @@ public final class JournalWriter implements AutoCloseable
      */
     public static boolean isDeterministicCounter(final int id)
     {
-        return null != StoreCounters.name(id) && (id < StoreCounters.WIRE_RECORDS ||
-            (id >= StoreCounters.REQUESTS_BASE && id < StoreCounters.ERRORS) || id == StoreCounters.REQUESTS_INVALID_TYPE);
+        return null != CountersDescriptor.name(id) && (id < CountersDescriptor.WIRE_RECORDS ||
+            (id >= CountersDescriptor.REQUESTS_BASE && id < CountersDescriptor.ERRORS) || id == CountersDescriptor.REQUESTS_INVALID_TYPE);
     }
 
     /**

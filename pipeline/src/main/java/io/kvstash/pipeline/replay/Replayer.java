@@ -12,6 +12,7 @@ import io.kvstash.pipeline.journal.JournalReader;
 import io.kvstash.pipeline.journal.JournalWriter;
 import io.kvstash.pipeline.journal.RecordCodec;
 import io.kvstash.wire.Status;
+import io.kvstash.wire.file.CountersDescriptor;
 import org.agrona.concurrent.UnsafeBuffer;
 
 import java.io.IOException;
@@ -118,13 +119,13 @@ public final class Replayer
                             counterMismatches++;
                             if (null == firstCounterMismatch)
                             {
-                                firstCounterMismatch = StoreCounters.name(ids[k]) + ": captured " + values[k] +
+                                firstCounterMismatch = CountersDescriptor.name(ids[k]) + ": captured " + values[k] +
                                     ", replayed " + counters.get(ids[k]);
                             }
                         }
                     }
                 }
-                final long[] finalCounters = new long[StoreCounters.COUNT];
+                final long[] finalCounters = new long[CountersDescriptor.COUNT];
                 pipeline.counters().snapshot(finalCounters);
                 return new Result(comparison.records, comparison.mismatches, comparison.firstMismatch,
                     reader.truncatedTail(), null != ids, counterMismatches, firstCounterMismatch, finalCounters);

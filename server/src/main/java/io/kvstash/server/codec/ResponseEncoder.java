@@ -5,6 +5,7 @@ import io.kvstash.core.StoreCounters;
 import io.kvstash.wire.RequestType;
 import io.kvstash.wire.Status;
 import io.kvstash.wire.codec.ResponseFlyweight;
+import io.kvstash.wire.file.CountersDescriptor;
 import io.kvstash.wire.ring.RingProducer;
 import org.agrona.MutableDirectBuffer;
 import org.agrona.concurrent.UnsafeBuffer;
@@ -161,7 +162,7 @@ public final class ResponseEncoder
         }
         if (RequestType.STATS == c.type)
         {
-            return StoreCounters.COUNT * Long.BYTES;
+            return CountersDescriptor.COUNT * Long.BYTES;
         }
         if (RequestType.REGISTER == c.type)
         {
@@ -195,7 +196,7 @@ public final class ResponseEncoder
         }
         else if (RequestType.STATS == c.type)
         {
-            for (int id = 0; id < StoreCounters.COUNT; id++)
+            for (int id = 0; id < CountersDescriptor.COUNT; id++)
             {
                 b.putLong(i + id * Long.BYTES, counters.get(id), LE);
             }

@@ -6,6 +6,7 @@ import io.kvstash.core.StoreCounters;
 import io.kvstash.wire.ChunkKeys;
 import io.kvstash.wire.RequestType;
 import io.kvstash.wire.Status;
+import io.kvstash.wire.file.CountersDescriptor;
 import io.lettuce.core.RedisFuture;
 import io.lettuce.core.protocol.CommandArgs;
 import io.lettuce.core.protocol.CommandType;
@@ -128,7 +129,7 @@ final class L2Fetcher
             {
                 if (null != e)
                 {
-                    counters.add(StoreCounters.L2_FETCH_MISSES, 1);
+                    counters.add(CountersDescriptor.L2_FETCH_MISSES, 1);
                 }
                 for (int j = i + 1; j < limit; j++)
                 {
@@ -230,11 +231,11 @@ final class L2Fetcher
             {
                 if (L2ValueSink.ABSENT == state)
                 {
-                    counters.add(StoreCounters.L2_FETCH_MISSES, 1); // removed since EXISTS
+                    counters.add(CountersDescriptor.L2_FETCH_MISSES, 1); // removed since EXISTS
                 }
                 else if (L2ValueSink.REJECTED == state)
                 {
-                    counters.add(StoreCounters.L2_CORRUPT_VALUES, 1);
+                    counters.add(CountersDescriptor.L2_CORRUPT_VALUES, 1);
                 }
             }
             return i;
@@ -270,8 +271,8 @@ final class L2Fetcher
                 }
             }
         }
-        counters.add(StoreCounters.L2_FETCH_HITS, hits);
-        counters.add(StoreCounters.L2_BYTES_FETCHED, (long)hits * chunkBytes);
+        counters.add(CountersDescriptor.L2_FETCH_HITS, hits);
+        counters.add(CountersDescriptor.L2_BYTES_FETCHED, (long)hits * chunkBytes);
     }
 
     private L2ValueSink acquireSink()

@@ -1,6 +1,7 @@
 package io.kvstash.server.l2;
 
 import io.kvstash.core.StoreCounters;
+import io.kvstash.wire.file.CountersDescriptor;
 import io.lettuce.core.ClientOptions;
 import io.lettuce.core.RedisCommandExecutionException;
 import io.lettuce.core.RedisFuture;
@@ -30,8 +31,8 @@ import java.util.concurrent.TimeoutException;
  * <ul>
  *   <li>{@link #OK}: the cluster answered;</li>
  *   <li>{@link #REPLY_ERROR}: the cluster answered with an error (out of memory under {@code noeviction}, a
- *   command refused): counted in {@link StoreCounters#L2_ERRORS}, and the connection counts as healthy;</li>
- *   <li>{@link #FAILED}: a timeout ({@link StoreCounters#L2_TIMEOUTS}), a connection error or a cluster that
+ *   command refused): counted in {@link CountersDescriptor#L2_ERRORS}, and the connection counts as healthy;</li>
+ *   <li>{@link #FAILED}: a timeout ({@link CountersDescriptor#L2_TIMEOUTS}), a connection error or a cluster that
  *   does not serve ({@code CLUSTERDOWN}, {@code MASTERDOWN}, {@code LOADING}): counted, and after
  *   {@link L2Tier#FAILURES_TO_DOWN} of them in a row the tier goes down and reconnects once a second.</li>
  * </ul>
@@ -65,7 +66,7 @@ final class L2Link
         this.seeds = seeds;
         this.timeoutNs = timeoutNs;
         this.counters = counters;
-        counters.set(StoreCounters.L2_STATE, L2Tier.STATE_CONNECTING);
+        counters.set(CountersDescriptor.L2_STATE, L2Tier.STATE_CONNECTING);
     }
 
     long timeoutNs()
@@ -148,11 +149,11 @@ final class L2Link
             }
             failuresInRow = 0;
             state = L2Tier.STATE_UP;
-            counters.set(StoreCounters.L2_STATE, L2Tier.STATE_UP);
+            counters.set(CountersDescriptor.L2_STATE, L2Tier.STATE_UP);
         }
         catch (final RuntimeException ex)
         {
-            counters.add(StoreCounters.L2_ERRORS, 1);
+            counters.add(CountersDescriptor.L2_ERRORS, 1);
             closeConnection();
         }
     }
@@ -173,7 +174,7 @@ final class L2Link
             resources.shutdown(0, 1, TimeUnit.SECONDS);
             resources = null;
         }
-        counters.set(StoreCounters.L2_STATE, L2Tier.STATE_OFF);
+        counters.set(CountersDescriptor.L2_STATE, L2Tier.STATE_OFF);
     }
 
     private void closeConnection()
@@ -190,7 +191,7 @@ final class L2Link
     private void down()
     {
         state = L2Tier.STATE_DOWN;
-        counters.set(StoreCounters.L2_STATE, L2Tier.STATE_DOWN);
+        counters.set(CountersDescriptor.L2_STATE, L2Tier.STATE_DOWN);
         nextAttemptNs = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(L2Tier.RETRY_INTERVAL_MS);
         closeConnection();
     }
@@ -288,7 +289,7 @@ final class L2Link
      */
     void timedOut()
     {
-        counters.add(StoreCounters.L2_TIMEOUTS, 1);
+        counters.add(CountersDescriptor.L2_TIMEOUTS, 1);
         lastOutcome = FAILED;
         failure();
     }
@@ -306,7 +307,7 @@ final class L2Link
             timedOut();
             return;
         }
-        counters.add(StoreCounters.L2_ERRORS, 1);
+        counters.add(CountersDescriptor.L2_ERRORS, 1);
         if (isReplyError(cause))
         {
             lastOutcome = REPLY_ERROR;

@@ -5,6 +5,7 @@ import io.kvstash.core.StoreCounters;
 import io.kvstash.wire.RequestFlags;
 import io.kvstash.wire.RequestType;
 import io.kvstash.wire.Status;
+import io.kvstash.wire.file.CountersDescriptor;
 import org.agrona.BufferUtil;
 import org.agrona.concurrent.UnsafeBuffer;
 import org.agrona.concurrent.ringbuffer.OneToOneRingBuffer;
@@ -16,7 +17,7 @@ import org.agrona.concurrent.ringbuffer.RingBufferDescriptor;
  * its hit prefix, unless it was a waiting LOOKUP's poll) in a one-to-one ring that the tier's thread drains. For
  * a LOOKUP that waits for the tier the notice is left just before the answer is written, so the answer carries
  * its ticket. Never waits and never allocates: a full ring
- * drops the notice and counts {@link StoreCounters#L2_NOTICES_DROPPED}. The tier's own requests leave none.
+ * drops the notice and counts {@link CountersDescriptor#L2_NOTICES_DROPPED}. The tier's own requests leave none.
  * <p>
  * Owner: the publish stage thread (writer); {@link L2Tier}'s thread reads.
  * <pre>
@@ -200,26 +201,26 @@ public final class L2Tap
     }
 
     /**
-     * Whether the tier is up ({@link StoreCounters#L2_STATE} is {@link L2Tier#STATE_UP}): a read-through is then
+     * Whether the tier is up ({@link CountersDescriptor#L2_STATE} is {@link L2Tier#STATE_UP}): a read-through is then
      * worth waiting for. Any thread.
      *
      * @return true when up.
      */
     public boolean isTierUp()
     {
-        return L2Tier.STATE_UP == counters.get(StoreCounters.L2_STATE);
+        return L2Tier.STATE_UP == counters.get(CountersDescriptor.L2_STATE);
     }
 
     /**
      * The highest ticket whose read-through is over (fetched, found nothing, failed or dropped): the gauge
-     * {@link StoreCounters#L2_COMPLETED_TICKET}, which a waiting worker also reads from the control file. Any
+     * {@link CountersDescriptor#L2_COMPLETED_TICKET}, which a waiting worker also reads from the control file. Any
      * thread.
      *
      * @return completed ticket.
      */
     public long completedTicket()
     {
-        return counters.get(StoreCounters.L2_COMPLETED_TICKET);
+        return counters.get(CountersDescriptor.L2_COMPLETED_TICKET);
     }
 
     /**
@@ -230,9 +231,9 @@ public final class L2Tap
      */
     void fetchCompleted(final long ticket)
     {
-        if (ticket > counters.get(StoreCounters.L2_COMPLETED_TICKET))
+        if (ticket > counters.get(CountersDescriptor.L2_COMPLETED_TICKET))
         {
-            counters.set(StoreCounters.L2_COMPLETED_TICKET, ticket);
+            counters.set(CountersDescriptor.L2_COMPLETED_TICKET, ticket);
         }
     }
 
@@ -285,6 +286,6 @@ public final class L2Tap
 
     private void dropped()
     {
-        counters.add(StoreCounters.L2_NOTICES_DROPPED, 1);
+        counters.add(CountersDescriptor.L2_NOTICES_DROPPED, 1);
     }
 }

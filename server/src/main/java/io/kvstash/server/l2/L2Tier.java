@@ -3,6 +3,7 @@ package io.kvstash.server.l2;
 import io.kvstash.client.ClientContext;
 import io.kvstash.client.KvStashClient;
 import io.kvstash.core.StoreCounters;
+import io.kvstash.wire.file.CountersDescriptor;
 import io.kvstash.wire.layout.Layout;
 import org.agrona.CloseHelper;
 import org.agrona.DirectBuffer;
@@ -48,7 +49,7 @@ import java.util.concurrent.TimeUnit;
  */
 public final class L2Tier implements Agent, AutoCloseable
 {
-    /** Gauge value of {@link StoreCounters#L2_STATE}: off. */
+    /** Gauge value of {@link CountersDescriptor#L2_STATE}: off. */
     public static final int STATE_OFF = 0;
     /** Gauge value: connecting (the first connection not yet made). */
     public static final int STATE_CONNECTING = 1;
@@ -141,7 +142,7 @@ public final class L2Tier implements Agent, AutoCloseable
      */
     public int state()
     {
-        return (int)counters.get(StoreCounters.L2_STATE);
+        return (int)counters.get(CountersDescriptor.L2_STATE);
     }
 
     @Override
@@ -199,7 +200,7 @@ public final class L2Tier implements Agent, AutoCloseable
         link.close();
         CloseHelper.quietClose(client);
         client = null;
-        counters.set(StoreCounters.L2_STATE, STATE_OFF);
+        counters.set(CountersDescriptor.L2_STATE, STATE_OFF);
     }
 
     /**

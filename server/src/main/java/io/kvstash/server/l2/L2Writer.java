@@ -7,6 +7,7 @@ import io.kvstash.wire.ChunkKeys;
 import io.kvstash.wire.RequestFlags;
 import io.kvstash.wire.RequestType;
 import io.kvstash.wire.Status;
+import io.kvstash.wire.file.CountersDescriptor;
 import io.lettuce.core.RedisFuture;
 import io.lettuce.core.output.StatusOutput;
 import io.lettuce.core.protocol.CommandType;
@@ -94,7 +95,7 @@ final class L2Writer
     {
         if (queuedChunks + job.count > L2Tier.WRITE_QUEUE_CHUNKS_MAX)
         {
-            counters.add(StoreCounters.L2_WRITE_ERRORS, job.count);
+            counters.add(CountersDescriptor.L2_WRITE_ERRORS, job.count);
             jobPool.add(job);
             return;
         }
@@ -196,7 +197,7 @@ final class L2Writer
                 }
                 else
                 {
-                    counters.add(StoreCounters.L2_WRITE_ERRORS, 1);
+                    counters.add(CountersDescriptor.L2_WRITE_ERRORS, 1);
                     free(lane);
                 }
             }
@@ -209,7 +210,7 @@ final class L2Writer
         while (null != (job = queue.poll()))
         {
             final int left = job.count - job.next;
-            counters.add(StoreCounters.L2_WRITE_ERRORS, left);
+            counters.add(CountersDescriptor.L2_WRITE_ERRORS, left);
             dropped += left;
             jobPool.add(job);
         }
@@ -224,7 +225,7 @@ final class L2Writer
         if (!layout.ensureRegistered(client, errorHandler))
         {
             final int left = job.count - job.next;
-            counters.add(StoreCounters.L2_WRITE_ERRORS, left);
+            counters.add(CountersDescriptor.L2_WRITE_ERRORS, left);
             queuedChunks -= left;
             jobPool.add(queue.poll());
             return true;
@@ -361,7 +362,7 @@ final class L2Writer
             final Lane lane = ready[j];
             if (READY == lane.state)
             {
-                counters.add(StoreCounters.L2_WRITE_SKIPS, 1); // evicted before the tier could read it
+                counters.add(CountersDescriptor.L2_WRITE_SKIPS, 1); // evicted before the tier could read it
                 free(lane);
             }
         }
@@ -427,16 +428,16 @@ final class L2Writer
     {
         if (OUTCOME_WRITTEN == outcome)
         {
-            counters.add(StoreCounters.L2_WRITES, 1);
-            counters.add(StoreCounters.L2_BYTES_WRITTEN, lane.bytes);
+            counters.add(CountersDescriptor.L2_WRITES, 1);
+            counters.add(CountersDescriptor.L2_BYTES_WRITTEN, lane.bytes);
         }
         else if (OUTCOME_SKIPPED == outcome)
         {
-            counters.add(StoreCounters.L2_WRITE_SKIPS, 1);
+            counters.add(CountersDescriptor.L2_WRITE_SKIPS, 1);
         }
         else
         {
-            counters.add(StoreCounters.L2_WRITE_ERRORS, 1);
+            counters.add(CountersDescriptor.L2_WRITE_ERRORS, 1);
         }
     }
 

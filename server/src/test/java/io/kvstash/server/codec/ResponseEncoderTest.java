@@ -6,6 +6,7 @@ import io.kvstash.wire.RequestType;
 import io.kvstash.wire.Status;
 import io.kvstash.wire.codec.ResponseFlyweight;
 import io.kvstash.wire.codec.WireDescriptor;
+import io.kvstash.wire.file.CountersDescriptor;
 import io.kvstash.wire.ring.RingConsumer;
 import io.kvstash.wire.ring.RingDescriptor;
 import io.kvstash.wire.ring.RingProducer;
@@ -33,7 +34,7 @@ class ResponseEncoderTest
     private final RingProducer producer = new RingProducer(ring);
     private final RingConsumer consumer = new RingConsumer(ring);
     private final ResponseEncoder encoder = new ResponseEncoder(
-        new StoreCounters(new UnsafeBuffer(BufferUtil.allocateDirectAligned(StoreCounters.LENGTH, 64))), new byte[0]);
+        new StoreCounters(new UnsafeBuffer(BufferUtil.allocateDirectAligned(CountersDescriptor.LENGTH, 64))), new byte[0]);
     private final StoreCommand command = new StoreCommand(4, 0);
 
     @Test

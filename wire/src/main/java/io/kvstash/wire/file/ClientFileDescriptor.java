@@ -2,6 +2,7 @@ package io.kvstash.wire.file;
 
 import io.kvstash.wire.WireVersion;
 import io.kvstash.wire.ring.RingDescriptor;
+import org.agrona.concurrent.AtomicBuffer;
 
 /**
  * Byte layout of a client file ({@code <dir>/client-<pid>-<nonce hex>}), little-endian: a header, the
@@ -128,5 +129,36 @@ public final class ClientFileDescriptor
     public static String fileName(final long pid, final long nonce)
     {
         return FILE_PREFIX + pid + "-" + Long.toHexString(nonce);
+    }
+
+    /**
+     * Writes a new client file's header and publishes it: magic, header length, the client's pid, the incarnation
+     * of the server it connects to, ring capacities and flags, then the version last with a release store, after
+     * which the server may attach the file. The one writer of client headers in Java (the client, the test kit's raw
+     * client, the tests' fake clients); the rings need no setup (a new file reads 0).
+     *
+     * @param header           the file's first {@link #HEADER_LENGTH} bytes, mapped.
+     * @param pid              the client's process id.
+     * @param incarnation      the server's incarnation, from its control file.
+     * @param requestCapacity  request ring capacity.
+     * @param responseCapacity response ring capacity.
+     * @param flags            {@code FLAG_*} bits.
+     */
+    public static void writeHeader(
+        final AtomicBuffer header,
+        final long pid,
+        final long incarnation,
+        final int requestCapacity,
+        final int responseCapacity,
+        final int flags)
+    {
+        header.putLong(MAGIC_OFFSET, MAGIC);
+        header.putInt(HEADER_LENGTH_OFFSET, HEADER_LENGTH);
+        header.putLong(PID_OFFSET, pid);
+        header.putLong(INCARNATION_OFFSET, incarnation);
+        header.putInt(REQUEST_CAPACITY_OFFSET, requestCapacity);
+        header.putInt(RESPONSE_CAPACITY_OFFSET, responseCapacity);
+        header.putInt(FLAGS_OFFSET, flags);
+        header.putIntRelease(VERSION_OFFSET, VERSION);
     }
 }

@@ -1,9 +1,6 @@
 package io.kvstash.wire.file;
 
 import io.kvstash.wire.WireVersion;
-import org.agrona.concurrent.AtomicBuffer;
-
-import java.nio.charset.StandardCharsets;
 
 /**
  * Byte layout of the server's control file ({@code <dir>/control}), little-endian. The server creates it
@@ -42,7 +39,7 @@ import java.nio.charset.StandardCharsets;
  *  |  Max Clients (i32)                |  Heartbeat Interval (ms)  |  200
  *  |  Heartbeat Timeout (ms, i32)      |  Features (i32)           |  208
  *  |  Eviction Policy (i32)            |                              216
- * Counters (at COUNTERS_OFFSET: StoreCounters layout)
+ * Counters (at COUNTERS_OFFSET: CountersDescriptor's table, 8 bytes per id)
  * Error log (Agrona DistinctErrorLog layout, ERROR_LOG_LENGTH bytes)
  * </pre>
  */
@@ -50,6 +47,11 @@ public final class ControlFileDescriptor
 {
     /** File name inside the directory. */
     public static final String FILE_NAME = "control";
+    /**
+     * Name prefix of the control file of a server that did not shut down cleanly, which the next server keeps as
+     * {@code dead-control-<incarnation hex>} for its error log.
+     */
+    public static final String DEAD_CONTROL_PREFIX = "dead-control-";
     /** Magic. */
     public static final long MAGIC = 0x004C54435453564BL;
     /** Version written last into the header: the contract's one {@link WireVersion}. */
@@ -149,7 +151,7 @@ public final class ControlFileDescriptor
     public static final int FEATURE_SECOND_TIER = 1;
     /**
      * Feature bit: the server keeps the highest ticket whose read-through is over in the counter
-     * {@code l2_completed_ticket}, so a waiting worker watches that counter instead of asking again with
+     * {@code l2_completed_ticket} ({@link CountersDescriptor#L2_COMPLETED_TICKET}), so a waiting worker watches that counter instead of asking again with
      * {@link io.kvstash.wire.RequestFlags#L2_POLL}.
      */
     public static final int FEATURE_COMPLETED_TICKET = 2;
@@ -162,12 +164,6 @@ public final class ControlFileDescriptor
     public static final int FEATURE_DOORBELL = 4;
     /** Name of the doorbell socket in the server's directory (see {@link #FEATURE_DOORBELL}). */
     public static final String DOORBELL_FILE_NAME = "doorbell";
-    /**
-     * Id of the counter {@code l2_completed_ticket} (the highest read-through ticket that is over), which a client
-     * reads when the server sets {@link #FEATURE_COMPLETED_TICKET}.
-     */
-    public static final int COUNTER_L2_COMPLETED_TICKET = 348;
-
     /** Counters offset in the file. */
     public static final int COUNTERS_OFFSET = CONFIG_OFFSET + CONFIG_LENGTH;
     /** Default error log length. */
@@ -199,23 +195,4 @@ public final class ControlFileDescriptor
     {
         return COUNTERS_OFFSET + countersSectionLength(countersLength) + errorLogLength;
     }
-
-    /**
-     * Reads the pool file name from a mapped control file.
-     *
-     * @param control the mapped control file.
-     * @return the name.
-     */
-    public static String poolFileName(final AtomicBuffer control)
-    {
-        final int length = control.getInt(CONFIG_OFFSET + POOL_NAME_LENGTH_OFFSET);
-        if (length <= 0 || length > POOL_NAME_MAX_LENGTH)
-        {
-            throw new IllegalStateException("control file has no valid pool file name");
-        }
-        final byte[] bytes = new byte[length];
-        control.getBytes(CONFIG_OFFSET + POOL_NAME_OFFSET, bytes);
-        return new String(bytes, StandardCharsets.US_ASCII);
-    }
-
 }
