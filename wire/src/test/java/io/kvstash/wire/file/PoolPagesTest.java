@@ -1,7 +1,5 @@
-package io.kvstash.file;
+package io.kvstash.wire.file;
 
-import io.kvstash.tools.ShmDirectories;
-import io.kvstash.wire.file.PoolPages;
 import org.agrona.IoUtil;
 import org.agrona.concurrent.UnsafeBuffer;
 import org.junit.jupiter.api.AfterEach;
@@ -29,7 +27,10 @@ class PoolPagesTest
     @AfterEach
     void cleanUp()
     {
-        ShmDirectories.delete(dir);
+        if (null != dir)
+        {
+            IoUtil.delete(dir.toFile(), true);
+        }
     }
 
     @Test
@@ -127,8 +128,7 @@ class PoolPagesTest
     void prepareNewPoolZerosTheDataRegionAndTouchesEverySegmentOnSeveralThreads() throws IOException
     {
         assumeTrue(Files.isReadable(Path.of("/proc/self/stat")), "needs Linux's /proc/self/stat");
-        dir = ShmDirectories.newPath("kvstash-test-pool-pages-");
-        Files.createDirectories(dir);
+        dir = newDirectory();
         final Path file = dir.resolve("pool");
         final int header = 4096;
         final int segmentBytes = 1 << 20;
@@ -214,10 +214,21 @@ class PoolPagesTest
         return Long.parseLong(fields[7]);
     }
 
+    /**
+     * A fresh directory on tmpfs where there is one ({@code /dev/shm}, where the pool lives), else in the temporary
+     * directory.
+     */
+    private static Path newDirectory() throws IOException
+    {
+        final Path shm = Path.of("/dev/shm");
+        return Files.isDirectory(shm) ?
+            Files.createTempDirectory(shm, "kvstash-test-pool-pages-") :
+            Files.createTempDirectory("kvstash-test-pool-pages-");
+    }
+
     private Path newFile() throws IOException
     {
-        dir = ShmDirectories.newPath("kvstash-test-pool-pages-");
-        Files.createDirectories(dir);
+        dir = newDirectory();
         final Path file = dir.resolve("pool");
         Files.write(file, new byte[0]);
         try (FileChannel channel = FileChannel.open(file, StandardOpenOption.WRITE))

@@ -1,8 +1,5 @@
-package io.kvstash.ring;
+package io.kvstash.wire.ring;
 
-import io.kvstash.wire.ring.RingConsumer;
-import io.kvstash.wire.ring.RingDescriptor;
-import io.kvstash.wire.ring.RingProducer;
 import org.agrona.BufferUtil;
 import org.agrona.concurrent.UnsafeBuffer;
 import org.junit.jupiter.api.Test;

@@ -1,6 +1,5 @@
-package io.kvstash.stress;
+package io.kvstash.wire.file;
 
-import io.kvstash.wire.file.SlotTableDescriptor;
 import org.agrona.BufferUtil;
 import org.agrona.concurrent.UnsafeBuffer;
 import org.junit.jupiter.api.Test;
