@@ -23,8 +23,6 @@ import java.nio.file.Path;
  */
 public final class ServerContext
 {
-    /** Default bound of every call the second tier makes to its cluster, in milliseconds. */
-    public static final long L2_TIMEOUT_MS_DEFAULT = 100;
     /**
      * Default request ring capacity per client: 2 MiB. A record carries at most half a ring, so the largest
      * token request is 262,128 tokens (1,023 chunks of 256); longer prompts are hashed by the client and sent
@@ -76,9 +74,7 @@ public final class ServerContext
     private long latencyIntervalMs = LATENCY_INTERVAL_MS_DEFAULT;
     private Path latencyLogFile;
     private int prometheusPort = -1;
-    private String l2Seeds;
-    private long l2TimeoutMs = L2_TIMEOUT_MS_DEFAULT;
-    private boolean l2WriteThrough = true;
+    private ResponseObserver responseObserver;
     private boolean pretouch = true;
     private boolean prepareInBackground;
     private java.util.function.Consumer<String> startupLog;
@@ -121,19 +117,6 @@ public final class ServerContext
         {
             throw new IllegalArgumentException("prometheus port " + prometheusPort +
                 " is out of range: give 1 to 65535, or 0 for any free port");
-        }
-        if (null != l2Seeds)
-        {
-            io.kvstash.server.l2.L2Seeds.parse(l2Seeds);
-            if (useAgentInvoker)
-            {
-                throw new IllegalArgumentException("the second tier (--l2) needs the server's own threads, " +
-                    "not an agent invoker: it is a client of its own server");
-            }
-        }
-        if (l2TimeoutMs <= 0 || l2TimeoutMs > 60_000)
-        {
-            throw new IllegalArgumentException("l2 timeout " + l2TimeoutMs + "ms is out of range: give 1 to 60000");
         }
         if (latencyIntervalMs <= 0)
         {
@@ -558,56 +541,26 @@ public final class ServerContext
     }
 
     /**
-     * @return the second tier's cluster seeds ({@code redis://host:port[,host:port...]}), or null when it is off.
+     * The publish side's observer of answered requests (the second tier's tap), or null for none.
+     *
+     * @return the observer.
      */
-    public String l2Seeds()
+    public ResponseObserver responseObserver()
     {
-        return l2Seeds;
+        return responseObserver;
     }
 
     /**
-     * @param l2Seeds the second tier's Redis Cluster seeds, {@code redis://host:port[,host:port...]}; null: off.
+     * Sets the observer the publish stage tells of every answered request: the hook a component such as the second
+     * tier attaches through. The server then also answers a waiting LOOKUP with the observer's tickets and says so
+     * in its control file's features.
+     *
+     * @param responseObserver the observer, or null for none.
      * @return this.
      */
-    public ServerContext l2Seeds(final String l2Seeds)
+    public ServerContext responseObserver(final ResponseObserver responseObserver)
     {
-        this.l2Seeds = l2Seeds;
-        return this;
-    }
-
-    /**
-     * @return the bound of every cluster call of the second tier, milliseconds.
-     */
-    public long l2TimeoutMs()
-    {
-        return l2TimeoutMs;
-    }
-
-    /**
-     * @param l2TimeoutMs the bound of every cluster call of the second tier, milliseconds, 1 to 60000.
-     * @return this.
-     */
-    public ServerContext l2TimeoutMs(final long l2TimeoutMs)
-    {
-        this.l2TimeoutMs = l2TimeoutMs;
-        return this;
-    }
-
-    /**
-     * @return true when committed chunks are written through to the cluster, false for read-through only.
-     */
-    public boolean l2WriteThrough()
-    {
-        return l2WriteThrough;
-    }
-
-    /**
-     * @param l2WriteThrough true to write committed chunks through to the cluster, false for read-through only.
-     * @return this.
-     */
-    public ServerContext l2WriteThrough(final boolean l2WriteThrough)
-    {
-        this.l2WriteThrough = l2WriteThrough;
+        this.responseObserver = responseObserver;
         return this;
     }
 

@@ -606,7 +606,7 @@ final class ServerFiles implements AutoCloseable
         control.putInt(c + ControlFileDescriptor.HEARTBEAT_INTERVAL_OFFSET, (int)context.heartbeatIntervalMs());
         control.putInt(c + ControlFileDescriptor.HEARTBEAT_TIMEOUT_OFFSET, (int)context.heartbeatTimeoutMs());
         control.putInt(c + ControlFileDescriptor.FEATURES_OFFSET,
-            (null == context.l2Seeds() ? 0 :
+            (null == context.responseObserver() ? 0 :
             ControlFileDescriptor.FEATURE_SECOND_TIER | ControlFileDescriptor.FEATURE_COMPLETED_TICKET) |
             (null == doorbell ? 0 : ControlFileDescriptor.FEATURE_DOORBELL));
         control.putInt(c + ControlFileDescriptor.EVICTION_POLICY_OFFSET, store.eviction().code() + 1);
