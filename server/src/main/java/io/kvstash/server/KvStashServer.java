@@ -4,6 +4,8 @@ import com.sun.net.httpserver.HttpServer;
 import io.kvstash.core.StoreCounters;
 import io.kvstash.pipeline.CountingBackoffIdleStrategy;
 import io.kvstash.pipeline.Pipeline;
+import io.kvstash.pipeline.PipelineContext;
+import io.kvstash.pipeline.ResponseSink;
 import io.kvstash.pipeline.ThreadingMode;
 import io.kvstash.pipeline.latency.IntervalLogger;
 import io.kvstash.server.codec.ResponseEncoder;
@@ -68,7 +70,7 @@ public final class KvStashServer implements AutoCloseable
             final ErrorHandler loggingHandler = ServerErrors.logging(errorLog);
             errorHandler = ServerErrors.counted(loggingHandler, counters);
             final ClientSession[] sessions = newSessions(context.maxClients());
-            pipeline = new Pipeline(context.concludePipeline(files, loggingHandler, newPublisher(sessions)));
+            pipeline = new Pipeline(concludePipeline(loggingHandler, newPublisher(sessions)));
             intervalLogger = context.latencyEnabled() ? new IntervalLogger(pipeline.latency(),
                 openLatencyLog(context.latencyLogFile()), context.epochClock().time()) : null;
             receiver = newReceiver(sessions);
@@ -117,6 +119,23 @@ public final class KvStashServer implements AutoCloseable
             }
             throw ex;
         }
+    }
+
+    /**
+     * Completes the pipeline's context with what the server made at launch (the store's data offset, the mapped
+     * regions and counters, the error handler, the response sink) and concludes it.
+     */
+    private PipelineContext concludePipeline(final ErrorHandler errorHandler, final ResponseSink responseSink)
+    {
+        final PipelineContext pipelineContext = context.pipelineContext();
+        pipelineContext.storeContext().dataOffset(files.dataOffset());
+        return pipelineContext
+            .pool(files.pool())
+            .slotTable(files.slotTable())
+            .counters(files.counters())
+            .errorHandler(errorHandler)
+            .responseSink(responseSink)
+            .conclude();
     }
 
     private static ClientSession[] newSessions(final int maxClients)

@@ -173,13 +173,19 @@ class AgentInvokerServerTest
     void shouldSizeTheDisruptorRingByThreadingModeUnlessGiven()
     {
         dir = ShmDirectories.newPath("kvstash-test-ring-size-");
-        assertEquals(ServerContext.RING_SIZE_SHARED_DEFAULT,
-            new ServerContext().directory(dir).threadingMode(ThreadingMode.SHARED).conclude().ringSize());
+        assertEquals(ServerConfiguration.RING_SIZE_SHARED_DEFAULT,
+            ringSizeConcluded(new ServerContext().directory(dir).threadingMode(ThreadingMode.SHARED)));
         assertEquals(PipelineContext.RING_SIZE_DEFAULT,
-            new ServerContext().directory(dir).threadingMode(ThreadingMode.DEDICATED).conclude().ringSize());
+            ringSizeConcluded(new ServerContext().directory(dir).threadingMode(ThreadingMode.DEDICATED)));
         assertEquals(PipelineContext.RING_SIZE_DEFAULT,
-            new ServerContext().directory(dir).threadingMode(ThreadingMode.THREAD_PER_STAGE).conclude().ringSize());
-        assertEquals(256, new ServerContext().directory(dir).threadingMode(ThreadingMode.SHARED).ringSize(256)
-            .conclude().ringSize());
+            ringSizeConcluded(new ServerContext().directory(dir).threadingMode(ThreadingMode.THREAD_PER_STAGE)));
+        final ServerContext given = new ServerContext().directory(dir).threadingMode(ThreadingMode.SHARED);
+        given.pipelineContext().ringSize(256);
+        assertEquals(256, ringSizeConcluded(given));
+    }
+
+    private static int ringSizeConcluded(final ServerContext context)
+    {
+        return context.conclude().pipelineContext().ringSize();
     }
 }

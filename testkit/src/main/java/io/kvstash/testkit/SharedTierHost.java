@@ -3,6 +3,7 @@ package io.kvstash.testkit;
 import io.kvstash.core.StoreContext;
 import io.kvstash.core.StoreCounters;
 import io.kvstash.server.KvStashServer;
+import io.kvstash.server.ServerConfiguration;
 import io.kvstash.server.ServerContext;
 import io.kvstash.tier.L2Tier;
 import io.kvstash.tier.TierContext;
@@ -99,7 +100,7 @@ final class SharedTierHost implements AutoCloseable
         final ServerContext context = new ServerContext()
             .directory(directory)
             .storeContext(store)
-            .responseRingCapacity(Math.max(ServerContext.RESPONSE_RING_CAPACITY_DEFAULT,
+            .responseRingCapacity(Math.max(ServerConfiguration.RESPONSE_RING_CAPACITY_DEFAULT,
                 Integer.highestOneBit(2 * (64 + 16 * maxChunks + store.maxInlineBytes() + 512) - 1)));
         final SharedTierHost host = new SharedTierHost(index, capacity, seeds,
             TieredServer.launch(context, null == seeds ? null : new TierContext().seeds(seeds)));

@@ -1,15 +1,13 @@
 package io.kvstash.cli;
 
-import io.kvstash.core.EvictionPolicy;
-import io.kvstash.pipeline.ThreadingMode;
-import io.kvstash.pipeline.WaitMode;
 import io.kvstash.server.Sizes;
 import io.kvstash.tools.BundledTrace;
 import io.kvstash.tools.Json;
-import io.kvstash.tools.TraceReplay;
+import io.kvstash.tools.ReplayReport;
 import io.kvstash.tools.WorkerWarmup;
 import io.kvstash.tools.WorkerResult;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Spec;
@@ -49,34 +47,11 @@ public final class DemoCommand implements Callable<Integer>
         description = "Pool capacity in chunks (default: ${DEFAULT-VALUE}).")
     int capacityChunks;
 
-    @Option(names = "--dir", paramLabel = "DIR",
-        description = "Server directory (default: a fresh directory under /dev/shm, removed afterwards).")
-    Path directory;
-
-    @Option(names = "--threading", paramLabel = "MODE", converter = Converters.Threading.class,
-        defaultValue = "shared", description = "Server threading mode (default: ${DEFAULT-VALUE}).")
-    ThreadingMode threadingMode;
-
-    @Option(names = "--wait", paramLabel = "MODE", converter = Converters.Wait.class, defaultValue = "backoff",
-        description = "Server wait mode (default: ${DEFAULT-VALUE}).")
-    WaitMode waitMode;
-
-    @Option(names = "--client-wait", paramLabel = "MODE", converter = Converters.Wait.class,
-        description = "How the workers wait for responses: busy-spin, yielding, backoff or blocking " +
-            "(default: the client library's: spin, yield, and park only after a millisecond on 4 cores or more).")
-    WaitMode clientWait;
-
-    @Option(names = "--eviction", paramLabel = "NAME", converter = Converters.Eviction.class, defaultValue = "lru",
-        description = "The server's eviction policy: lru (exact), chain, slru, slru-admit, or default " +
-            "(default: ${DEFAULT-VALUE}).")
-    EvictionPolicy eviction;
+    @Mixin
+    ReplayServerOptions server;
 
     @Option(names = "--json", description = "Print the replay's JSON object instead of the report.")
     boolean json;
-
-    @Option(names = "--hlog", paramLabel = "FILE", description = "Write the latency as an HdrHistogram interval " +
-        "log: the server's by request type and stage, the workers' end to end (read it with 'kvstash latency').")
-    Path latencyLog;
 
     @Option(names = "--quiet", description = "No progress lines on standard error.")
     boolean quiet;
@@ -106,9 +81,8 @@ public final class DemoCommand implements Callable<Integer>
                 tracePath, workers, Sizes.formatSize(payloadBytes), capacityChunks);
             err.flush();
         }
-        final TraceReplay.Report report = ReplayCommand.run(spec, tracePath, capacityChunks, 0, payloadBytes, workers,
-            directory, threadingMode, waitMode, clientWait, false, quiet, latencyLog, eviction,
-            WorkerWarmup.REQUESTS_DEFAULT);
+        final ReplayReport report = ReplayCommand.run(spec, tracePath, capacityChunks, 0, payloadBytes, workers,
+            server, false, quiet, WorkerWarmup.REQUESTS_DEFAULT);
         final PrintWriter out = spec.commandLine().getOut();
         if (json)
         {

@@ -3,8 +3,8 @@ package io.kvstash.cli;
 import io.kvstash.tools.ControlFileReader;
 import io.kvstash.tools.Json;
 import io.kvstash.wire.file.ControlFileDescriptor;
-import io.kvstash.wire.file.SecureDirectory;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Spec;
@@ -39,9 +39,8 @@ public final class ErrorsCommand implements Callable<Integer>
     @Spec
     CommandSpec spec;
 
-    @Option(names = "--dir", paramLabel = "DIR",
-        description = "Shared-memory directory (default: /dev/shm/kvstash-$USER).")
-    Path directory;
+    @Mixin
+    DirectoryOption directory;
 
     @Option(names = "--json", description = "Print one JSON object: the files and their errors.")
     boolean json;
@@ -64,7 +63,7 @@ public final class ErrorsCommand implements Callable<Integer>
     {
         final PrintWriter out = spec.commandLine().getOut();
         final PrintWriter err = spec.commandLine().getErr();
-        final Path dir = null == directory ? SecureDirectory.defaultDirectory() : directory;
+        final Path dir = directory.orDefault();
         final List<Path> files = controlFiles(dir);
         if (files.isEmpty())
         {

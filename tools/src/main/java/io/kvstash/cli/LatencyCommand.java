@@ -6,7 +6,7 @@ import io.kvstash.pipeline.latency.LoadWeightedSampler;
 import io.kvstash.tools.IntervalLogs;
 import io.kvstash.tools.Json;
 import io.kvstash.tools.PercentilePlot;
-import io.kvstash.tools.TraceReplay;
+import io.kvstash.tools.ReplayReport;
 import org.HdrHistogram.Histogram;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Model.CommandSpec;
@@ -107,7 +107,7 @@ public final class LatencyCommand implements Callable<Integer>
             map.put("intervals", intervals);
             map.put("span_s", Math.round(spanSec * 1000) / 1000.0);
             final Map<String, Object> tags = new LinkedHashMap<>();
-            totals.forEach((tag, h) -> tags.put(tag, TraceReplay.Report.percentiles(h)));
+            totals.forEach((tag, h) -> tags.put(tag, ReplayReport.percentiles(h)));
             map.put("latency_us", tags);
             final Map<String, Object> fewSamples = new LinkedHashMap<>();
             totals.forEach((tag, h) -> fewSamples.put(tag, isFewSamples(tag, h)));

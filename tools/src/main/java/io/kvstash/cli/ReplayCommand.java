@@ -1,13 +1,11 @@
 package io.kvstash.cli;
 
-import io.kvstash.core.EvictionPolicy;
 import io.kvstash.core.StoreContext;
-import io.kvstash.pipeline.ThreadingMode;
-import io.kvstash.pipeline.WaitMode;
 import io.kvstash.pipeline.replay.Replayer;
 import io.kvstash.tools.ChunkPattern;
 import io.kvstash.tools.Json;
 import io.kvstash.tools.PolicyComparison;
+import io.kvstash.tools.ReplayReport;
 import io.kvstash.tools.TraceReplay;
 import io.kvstash.tools.WorkerWarmup;
 import picocli.CommandLine.ArgGroup;
@@ -64,35 +62,14 @@ public final class ReplayCommand implements Callable<Integer>
         description = "Worker processes (default: ${DEFAULT-VALUE}).")
     int workers;
 
-    @Option(names = "--dir", paramLabel = "DIR",
-        description = "Server directory (default: a fresh directory under /dev/shm, removed afterwards).")
-    Path directory;
-
     @Option(names = "--json", description = "Print exactly one JSON object to standard output.")
     boolean json;
 
     @Option(names = "--quiet", description = "No progress lines on standard error.")
     boolean quiet;
 
-    @Option(names = "--hlog", paramLabel = "FILE", description = "Write the latency as an HdrHistogram interval " +
-        "log: the server's by request type and stage, the workers' end to end (read it with 'kvstash latency').")
-    Path latencyLog;
-
-    @Option(names = "--threading", paramLabel = "MODE", converter = Converters.Threading.class,
-        defaultValue = "shared", description = "Server threading mode (default: ${DEFAULT-VALUE}).")
-    ThreadingMode threadingMode;
-
-    @Option(names = "--wait", paramLabel = "MODE", converter = Converters.Wait.class, defaultValue = "backoff",
-        description = "Server wait mode (default: ${DEFAULT-VALUE}).")
-    WaitMode waitMode;
-
     @Option(names = "--copy-transport", hidden = true, description = "Workers use the copy transport.")
     boolean copyTransport;
-
-    @Option(names = "--client-wait", paramLabel = "MODE", converter = Converters.Wait.class,
-        description = "How the workers wait for responses: busy-spin, yielding, backoff or blocking " +
-            "(default: the client library's: spin, yield, and park only after a millisecond on 4 cores or more).")
-    WaitMode clientWait;
 
     @Option(names = "--worker-warmup", paramLabel = "N", defaultValue = "" + WorkerWarmup.REQUESTS_DEFAULT,
         description = "Requests each worker replays against a private server of its own before the timed replay, " +
@@ -100,12 +77,10 @@ public final class ReplayCommand implements Callable<Integer>
     int workerWarmup;
 
     @Mixin
-    StoreOptions store;
+    ReplayServerOptions server;
 
-    @Option(names = "--eviction", paramLabel = "NAME", converter = Converters.Eviction.class, defaultValue = "lru",
-        description = "The server's eviction policy: lru (exact), chain, slru, slru-admit, or default " +
-            "(default: ${DEFAULT-VALUE}).")
-    EvictionPolicy eviction;
+    @Mixin
+    StoreOptions store;
 
     @Option(names = "--compare-policies", description = "Replay offline in file order under every eviction " +
         "policy and the clairvoyant farthest-next-use reference, at --capacity-chunks N; no server is started.")
@@ -143,7 +118,7 @@ public final class ReplayCommand implements Callable<Integer>
     {
         if ("kvstash".equals(format))
         {
-            if (null != latencyLog)
+            if (null != server.latencyLog)
             {
                 throw new CommandLine.ParameterException(spec.commandLine(), "--hlog applies to --format mooncake");
             }
@@ -166,9 +141,8 @@ public final class ReplayCommand implements Callable<Integer>
                     "only (a mooncake replay uses 4096-byte alignment and the default chunk tokens)");
             }
         }
-        final TraceReplay.Report report = run(spec, trace, pool.capacityChunks, pool.poolSizeBytes, payloadBytes,
-            workers, directory, threadingMode, waitMode, clientWait, copyTransport, quiet, latencyLog, eviction,
-            workerWarmup);
+        final ReplayReport report = run(spec, trace, pool.capacityChunks, pool.poolSizeBytes, payloadBytes,
+            workers, server, copyTransport, quiet, workerWarmup);
         final PrintWriter out = spec.commandLine().getOut();
         if (json)
         {
@@ -191,53 +165,38 @@ public final class ReplayCommand implements Callable<Integer>
      * @param poolSizeBytes  pool size when no capacity in chunks is given.
      * @param payloadBytes   bytes of one chunk.
      * @param workers        worker processes.
-     * @param directory      server directory or null.
-     * @param threadingMode  server threading mode.
-     * @param waitMode       server wait mode.
-     * @param clientWait     how the workers wait for responses, or null for the client's default.
+     * @param server         the embedded server's and its workers' options (directory, threading, wait modes,
+     *                       eviction policy, latency log).
      * @param copyTransport  workers use the copy transport.
      * @param quiet          no progress lines.
-     * @param latencyLog     interval log to write ({@link TraceReplay#latencyLog(Path)}), or null.
-     * @param eviction       the server's eviction policy.
      * @param warmupRequests requests each worker replays against a private server first ({@link WorkerWarmup};
      *                       {@link WorkerWarmup#REQUESTS_DEFAULT} unless the command line gave another).
      * @return the report.
      * @throws Exception when the replay fails.
      */
-    static TraceReplay.Report run(
+    static ReplayReport run(
         final CommandSpec spec,
         final Path trace,
         final int capacityChunks,
         final long poolSizeBytes,
         final long payloadBytes,
         final int workers,
-        final Path directory,
-        final ThreadingMode threadingMode,
-        final WaitMode waitMode,
-        final WaitMode clientWait,
+        final ReplayServerOptions server,
         final boolean copyTransport,
         final boolean quiet,
-        final Path latencyLog,
-        final EvictionPolicy eviction,
         final int warmupRequests) throws Exception
     {
         validate(spec, capacityChunks, payloadBytes, workers);
-        ServeCommand.warnIfSpinningOversubscribes(spec, threadingMode, waitMode);
+        ServeCommand.warnIfSpinningOversubscribes(spec, server.threadingMode, server.waitMode);
         final boolean console = null != System.console();
-        final TraceReplay replay = new TraceReplay()
+        final TraceReplay replay = server.applyTo(new TraceReplay())
             .trace(trace)
             .payloadBytes((int)payloadBytes)
             .capacityChunks(capacityChunks)
             .poolSizeBytes(poolSizeBytes)
             .workers(workers)
-            .directory(null == directory ? null : directory.toAbsolutePath())
-            .threadingMode(threadingMode)
-            .waitMode(waitMode)
             .copyTransport(copyTransport)
-            .clientWaitMode(clientWait)
             .workerWarmupRequests(warmupRequests)
-            .latencyLog(latencyLog)
-            .eviction(eviction)
             .progress(quiet ? null : spec.commandLine().getErr(), console);
         try
         {

@@ -4,7 +4,7 @@ import io.kvstash.core.EvictionPolicy;
 import io.kvstash.core.StoreCounters;
 import io.kvstash.server.Sizes;
 import io.kvstash.tools.BundledTrace;
-import io.kvstash.tools.TraceReplay;
+import io.kvstash.tools.ReplayReport;
 import io.kvstash.tools.WorkerResult;
 import io.kvstash.wire.RequestType;
 import org.HdrHistogram.Histogram;
@@ -30,7 +30,7 @@ final class ReportPrinter
     {
     }
 
-    static void print(final TraceReplay.Report report, final PrintWriter out, final boolean demo)
+    static void print(final ReplayReport report, final PrintWriter out, final boolean demo)
     {
         final WorkerResult r = report.result();
         final double seconds = report.wallNs() / 1e9;
@@ -55,7 +55,21 @@ final class ReportPrinter
             chunks, hits, r.count(WorkerResult.RETRIEVED_CHUNKS), r.count(WorkerResult.STORED_CHUNKS),
             r.count(WorkerResult.SKIPPED_CHUNKS));
         out.printf(l, "  %-20s %.2f %% (%,d of %,d chunks)%n", "hit rate", 100.0 * report.hitRate(), hits, chunks);
+        printReference(report, out);
+        printOutcomes(report, out);
+        out.println();
+        printLatency(report, out);
+    }
 
+    /**
+     * The hit rate beside the exact-LRU figure, and beside the offline replay of the server's own policy.
+     */
+    private static void printReference(final ReplayReport report, final PrintWriter out)
+    {
+        final WorkerResult r = report.result();
+        final long chunks = r.count(WorkerResult.CHUNKS);
+        final long hits = r.count(WorkerResult.HIT_CHUNKS);
+        final Locale l = Locale.ROOT;
         final Long table = report.bundled() ? BundledTrace.referenceHitChunks().get(report.capacityChunks()) : null;
         final long reference = null != table ? table : report.lruHitChunks();
         out.printf(l, "  %-20s %.2f %% (%,d hits) with an exact LRU of %,d chunks replayed in file order%s%n",
@@ -83,6 +97,15 @@ final class ReportPrinter
                 report.workers() > 1 ? "" : hits == policy ? ", identical to the chunk" :
                 ", DIFFERS by " + (hits - policy) + " chunks");
         }
+    }
+
+    /**
+     * Evictions, checksum mismatches, and the outcomes that are not a replay's business (when there are any).
+     */
+    private static void printOutcomes(final ReplayReport report, final PrintWriter out)
+    {
+        final WorkerResult r = report.result();
+        final Locale l = Locale.ROOT;
         out.printf(l, "  %-20s %,d%s%n", "evictions", report.counter(StoreCounters.EVICTIONS),
             EvictionPolicy.SLRU_ADMIT != report.eviction() ? "" : String.format(l, " (%,d chunks stored cold)",
             report.counter(StoreCounters.COLD_CHUNKS)));
@@ -100,8 +123,14 @@ final class ReportPrinter
                 r.count(WorkerResult.OTHER_ERRORS), r.count(WorkerResult.FENCE_FAILURES),
                 report.counter(StoreCounters.ERRORS));
         }
+    }
 
-        out.println();
+    /**
+     * The workers' latency per operation, then the server's per request type.
+     */
+    private static void printLatency(final ReplayReport report, final PrintWriter out)
+    {
+        final WorkerResult r = report.result();
         latencyHeader(out, "client latency (us)", NAME_WIDTH);
         for (int op = 0; op < WorkerResult.OPERATION_TYPES; op++)
         {
@@ -120,7 +149,7 @@ final class ReportPrinter
                     latencyHeader(out, "server latency (us)", NAME_WIDTH);
                     header = true;
                 }
-                latencyLine(out, "  " + RequestType.name(type).toLowerCase(l), h, NAME_WIDTH);
+                latencyLine(out, "  " + RequestType.name(type).toLowerCase(Locale.ROOT), h, NAME_WIDTH);
             }
         }
         if (header)

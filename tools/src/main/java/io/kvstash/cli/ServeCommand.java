@@ -6,6 +6,7 @@ import io.kvstash.pipeline.ThreadingMode;
 import io.kvstash.pipeline.WaitMode;
 import io.kvstash.server.KvStashServer;
 import io.kvstash.server.ServerContext;
+import io.kvstash.server.StartupContext;
 import io.kvstash.server.Sizes;
 import io.kvstash.tier.TierContext;
 import io.kvstash.tier.TieredServer;
@@ -41,9 +42,8 @@ public final class ServeCommand implements Callable<Integer>
     @Spec
     CommandSpec spec;
 
-    @Option(names = "--dir", paramLabel = "DIR",
-        description = "Shared-memory directory (default: /dev/shm/kvstash-$USER).")
-    Path directory;
+    @Mixin
+    DirectoryOption directory;
 
     @Option(names = "--pool-size", paramLabel = "SIZE", converter = Converters.Size.class, defaultValue = "1g",
         description = "Pool size, e.g. 1g, 512m, 4096 (default: ${DEFAULT-VALUE}).")
@@ -137,7 +137,7 @@ public final class ServeCommand implements Callable<Integer>
             return 0;
         }
         final PrintWriter err = spec.commandLine().getErr();
-        context.startupLog((line) ->
+        context.startupContext().startupLog((line) ->
         {
             err.println(line);
             err.flush();
@@ -150,7 +150,7 @@ public final class ServeCommand implements Callable<Integer>
         // launch removes what it made before the JVM exits.
         final Thread shutdown = new Thread(() ->
         {
-            context.abortStart();
+            context.startupContext().abortStart();
             awaitQuietly(launchEnded, LAUNCH_ABORT_WAIT_MS);
             final TieredServer running = launched.get();
             if (null != running)
@@ -176,7 +176,7 @@ public final class ServeCommand implements Callable<Integer>
         }
         catch (final Exception ex)
         {
-            if (context.isStartAborted())
+            if (context.startupContext().isStartAborted())
             {
                 // The JVM is exiting on a signal; the hook ends it once this thread's cleanup is done.
                 launchEnded.countDown();
@@ -250,21 +250,21 @@ public final class ServeCommand implements Callable<Integer>
         try
         {
             final StoreContext storeContext = store.storeContext(poolSizeBytes).eviction(eviction);
-            return new ServerContext()
-                .directory(null == directory ? null : directory.toAbsolutePath())
+            final ServerContext context = new ServerContext()
+                .directory(directory.orNull())
                 .storeContext(storeContext)
                 .maxClients(maxClients)
                 .threadingMode(threadingMode)
                 .waitMode(waitMode)
-                .captureFile(captureFile)
                 .latencyLogFile(latencyLogFile)
                 .prometheusPort(prometheusPort)
-                .prepareInBackground(prepareInBackground())
-                .conclude();
+                .startupContext(new StartupContext().prepareInBackground(prepareInBackground()));
+            context.pipelineContext().journalFile(captureFile);
+            return context.conclude();
         }
         catch (final IllegalArgumentException ex)
         {
-            throw new CommandLine.ParameterException(spec.commandLine(), "invalid configuration: " + ex.getMessage(), ex);
+            throw invalidConfiguration(ex);
         }
     }
 
@@ -280,8 +280,13 @@ public final class ServeCommand implements Callable<Integer>
         }
         catch (final IllegalArgumentException ex)
         {
-            throw new CommandLine.ParameterException(spec.commandLine(), "invalid configuration: " + ex.getMessage(), ex);
+            throw invalidConfiguration(ex);
         }
+    }
+
+    private CommandLine.ParameterException invalidConfiguration(final IllegalArgumentException ex)
+    {
+        return new CommandLine.ParameterException(spec.commandLine(), "invalid configuration: " + ex.getMessage(), ex);
     }
 
     /**
@@ -355,7 +360,8 @@ public final class ServeCommand implements Callable<Integer>
         line(out, "max-clients", String.valueOf(context.maxClients()));
         line(out, "threading", Converters.spell(context.threadingMode()));
         line(out, "wait", Converters.spell(context.waitMode()));
-        line(out, "capture", null == context.captureFile() ? "off" : context.captureFile().toString());
+        line(out, "capture", null == context.pipelineContext().journalFile() ? "off" :
+            context.pipelineContext().journalFile().toString());
         line(out, "hlog", null == context.latencyLogFile() ? "off" : context.latencyLogFile().toString());
         final int port = context.prometheusPort();
         line(out, "prometheus-port", port < 0 ? "off" : (0 == port ? "0 (any free port)" : port) + " on 127.0.0.1");
@@ -372,8 +378,8 @@ public final class ServeCommand implements Callable<Integer>
             Sizes.formatSize(context.responseRingCapacity()) + " per client)");
         line(out, "heartbeat", context.heartbeatIntervalMs() + "ms (clients give up after " +
             context.heartbeatTimeoutMs() + "ms)");
-        line(out, "prepare-pool", !context.pretouch() ? "off" :
-            context.prepareInBackground() ? "background" : "foreground");
+        line(out, "prepare-pool", !context.startupContext().pretouch() ? "off" :
+            context.startupContext().prepareInBackground() ? "background" : "foreground");
     }
 
     private static void line(final PrintWriter out, final String name, final String value)

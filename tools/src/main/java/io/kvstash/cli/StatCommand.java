@@ -6,8 +6,8 @@ import io.kvstash.server.Sizes;
 import io.kvstash.tools.ControlFileReader;
 import io.kvstash.tools.Json;
 import io.kvstash.wire.file.ControlFileDescriptor;
-import io.kvstash.wire.file.SecureDirectory;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Spec;
@@ -48,9 +48,8 @@ public final class StatCommand implements Callable<Integer>
     @Spec
     CommandSpec spec;
 
-    @Option(names = "--dir", paramLabel = "DIR",
-        description = "Shared-memory directory (default: /dev/shm/kvstash-$USER).")
-    Path directory;
+    @Mixin
+    DirectoryOption directory;
 
     @Option(names = "--file", paramLabel = "FILE",
         description = "Read this control file instead (e.g. a dead-control-* file a later server kept).")
@@ -83,7 +82,7 @@ public final class StatCommand implements Callable<Integer>
         final PrintWriter out = spec.commandLine().getOut();
         final PrintWriter err = spec.commandLine().getErr();
         final Path path = null != file ? file :
-            (null == directory ? SecureDirectory.defaultDirectory() : directory).resolve(ControlFileDescriptor.FILE_NAME);
+            directory.orDefault().resolve(ControlFileDescriptor.FILE_NAME);
         if (watchSeconds < 0)
         {
             throw new CommandLine.ParameterException(spec.commandLine(),

@@ -9,8 +9,8 @@ import io.kvstash.tools.TraceReplay;
 import io.kvstash.tools.TraceWorker;
 import io.kvstash.tools.WorkerResult;
 import io.kvstash.tools.WorkerWarmup;
-import io.kvstash.wire.file.SecureDirectory;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Spec;
@@ -43,9 +43,8 @@ public final class WorkerCommand implements Callable<Integer>
     @Spec
     CommandSpec spec;
 
-    @Option(names = "--dir", paramLabel = "DIR",
-        description = "Server directory (default: /dev/shm/kvstash-$USER).")
-    Path directory;
+    @Mixin
+    DirectoryOption directory;
 
     @Option(names = "--trace", paramLabel = "FILE", required = true, description = "Mooncake trace.")
     Path trace;
@@ -56,9 +55,8 @@ public final class WorkerCommand implements Callable<Integer>
     @Option(names = "--workers", paramLabel = "W", defaultValue = "1", description = "Number of workers.")
     int workers;
 
-    @Option(names = "--payload-bytes", paramLabel = "SIZE", converter = Converters.Size.class, defaultValue = "4096",
-        description = "Bytes of one chunk (default: ${DEFAULT-VALUE}).")
-    long payloadBytes;
+    @Mixin
+    WorkerLoadOptions load;
 
     @Option(names = "--instance-id", paramLabel = "ID", defaultValue = "0",
         description = "Instance id to register (default: the pid).")
@@ -79,10 +77,6 @@ public final class WorkerCommand implements Callable<Integer>
         description = "Before connecting, replay the trace's first N requests against a private server of this " +
             "process, so the timed replay runs compiled code (default: ${DEFAULT-VALUE}).")
     int warmupRequests;
-
-    @Option(names = "--tier-wait-ms", paramLabel = "MS", defaultValue = "0",
-        description = "Bound of each LOOKUP's wait for the server's second tier (default: 0, a plain LOOKUP).")
-    long tierWaitMs;
 
     @Option(names = "--model", paramLabel = "NAME", description = "Model name to register (default: the replay's).")
     String model;
@@ -111,25 +105,22 @@ public final class WorkerCommand implements Callable<Integer>
         {
             throw new IllegalArgumentException("need 0 <= index < workers: index " + index + ", workers " + workers);
         }
-        if (payloadBytes <= 0 || payloadBytes > Integer.MAX_VALUE)
-        {
-            throw new IllegalArgumentException("payload out of range: " + payloadBytes);
-        }
+        final int payloadBytes = load.payloadBytes();
         final PrintWriter out = spec.commandLine().getOut();
         final MooncakeTrace mooncake = MooncakeTrace.read(trace);
         final long id = 0 == instanceId ? ProcessHandle.current().pid() : instanceId;
-        WorkerWarmup.run(mooncake.requests(), warmupRequests, (int)payloadBytes, () -> new ClientContext()
+        WorkerWarmup.run(mooncake.requests(), warmupRequests, payloadBytes, () -> new ClientContext()
             .copyTransport(copyTransport)
             .idleStrategy(null == clientWait ? null : clientWait.newIdleStrategy()));
         final ClientContext context = new ClientContext()
-            .directory(null == directory ? SecureDirectory.defaultDirectory() : directory)
+            .directory(directory.orDefault())
             .copyTransport(copyTransport)
             .idleStrategy(null == clientWait ? null : clientWait.newIdleStrategy());
         try (KvStashClient client = KvStashClient.connect(context))
         {
-            final TraceWorker worker = new TraceWorker(client, id, (int)payloadBytes)
+            final TraceWorker worker = new TraceWorker(client, id, payloadBytes)
                 .model(null == model ? TraceWorker.MODEL : model)
-                .tierWaitNs(TimeUnit.MILLISECONDS.toNanos(Math.max(0, tierWaitMs)));
+                .tierWaitNs(TimeUnit.MILLISECONDS.toNanos(Math.max(0, load.tierWaitMs())));
             worker.register();
             out.println(TraceReplay.READY_LINE);
             out.flush();

@@ -5,6 +5,7 @@ import io.kvstash.core.StoreContext;
 import io.kvstash.core.StoreCounters;
 import io.kvstash.core.trace.MooncakeTrace;
 import io.kvstash.server.KvStashServer;
+import io.kvstash.server.ServerConfiguration;
 import io.kvstash.server.ServerContext;
 import io.kvstash.server.Sizes;
 import io.kvstash.wire.RequestType;
@@ -34,6 +35,10 @@ final class ReplayCoordinator
     private static final long READY_TIMEOUT_MS = 120_000;
 
     private final TraceReplay replay;
+    private Path tracePath;
+    private MooncakeTrace mooncake;
+    private int largestRequest;
+    private StoreContext store;
 
     ReplayCoordinator(final TraceReplay replay)
     {
@@ -43,92 +48,36 @@ final class ReplayCoordinator
     /**
      * Runs the replay (see {@link TraceReplay#run()}).
      */
-    TraceReplay.Report run() throws IOException, InterruptedException
+    ReplayReport run() throws IOException, InterruptedException
     {
-        if (null == replay.trace)
-        {
-            throw new IllegalArgumentException("no trace");
-        }
-        if (replay.workers < 1 || replay.workers > TraceReplay.MAX_WORKERS)
-        {
-            throw new IllegalArgumentException("--workers " + replay.workers + " is out of range: give 1 to " +
-                TraceReplay.MAX_WORKERS);
-        }
-        if (replay.payloadBytes < ChunkPattern.MIN_LENGTH)
-        {
-            throw new IllegalArgumentException("payload must be at least " + ChunkPattern.MIN_LENGTH + " bytes");
-        }
-        if (replay.capacityChunks < 0)
-        {
-            throw new IllegalArgumentException("capacity must be positive: " + replay.capacityChunks);
-        }
-        final Path tracePath = replay.trace.toAbsolutePath();
-        final MooncakeTrace mooncake;
-        try
-        {
-            mooncake = MooncakeTrace.read(tracePath);
-        }
-        catch (final IllegalArgumentException ex)
-        {
-            throw new IOException("not a Mooncake trace: " + ex.getMessage(), ex);
-        }
-        int maxChunks = StoreContext.MAX_CHUNKS_PER_REQUEST_DEFAULT;
-        int largestRequest = 0;
+        validate();
+        tracePath = replay.trace.toAbsolutePath();
+        mooncake = readTrace(tracePath);
         for (final MooncakeTrace.Request request : mooncake.requests())
         {
             largestRequest = Math.max(largestRequest, request.blockCount());
         }
-        maxChunks = Math.max(maxChunks, largestRequest);
         if (replay.capacityChunks > 0 && replay.capacityChunks < largestRequest)
         {
             throw new IllegalArgumentException("--capacity-chunks " + replay.capacityChunks + " is smaller than the " +
                 "largest request of " + tracePath.getFileName() + " (" + largestRequest + " chunks): give at least " +
                 largestRequest);
         }
-
-        final StoreContext store = new StoreContext()
-            .alignment(TraceReplay.ALIGNMENT)
-            .maxChunksPerRequest(maxChunks)
-            .eviction(replay.eviction);
-        if (replay.capacityChunks > 0)
-        {
-            final long slotBytes = ((long)replay.payloadBytes + TraceReplay.ALIGNMENT - 1) &
-                -(long)TraceReplay.ALIGNMENT;
-            store.slotBytes(slotBytes).poolSizeBytes(TraceReplay.poolBytesFor(replay.capacityChunks, slotBytes));
-            if (SlotGeometry.capacity(store.poolSizeBytes(), slotBytes) != replay.capacityChunks)
-            {
-                throw new IllegalStateException("cannot size a pool to " + replay.capacityChunks + " slots");
-            }
-        }
-        else
-        {
-            store.poolSizeBytes(replay.poolSizeBytes);
-        }
+        store = storeContext(Math.max(StoreContext.MAX_CHUNKS_PER_REQUEST_DEFAULT, largestRequest));
         TraceWorker.layoutFor(replay.payloadBytes, store.chunkTokens());
 
         final boolean ownDirectory = null == replay.directory;
         final Path dir = ownDirectory ? newDirectory() : replay.directory;
-        final int responseRing = Math.max(ServerContext.RESPONSE_RING_CAPACITY_DEFAULT,
-            Integer.highestOneBit(2 * (64 + 16 * maxChunks + store.maxInlineBytes() + 512) - 1));
-        final ServerContext serverContext = new ServerContext()
-            .directory(dir)
-            .storeContext(store)
-            .threadingMode(replay.threadingMode)
-            .waitMode(replay.waitMode)
-            .responseRingCapacity(responseRing)
-            .maxClients(Math.max(ServerContext.MAX_CLIENTS_DEFAULT, replay.workers + 8));
         // The server writes its intervals here; the final log adds the clients' totals to them (writeLatencyLog).
         final Path serverLog = null == replay.latencyLog ? null :
             Files.createTempFile(replay.latencyLog.toAbsolutePath().getParent(), ".kvstash-server-", ".hlog");
-        serverContext.latencyLogFile(serverLog);
-
         final AtomicReference<KvStashServer> launched = new AtomicReference<>();
         final Thread cleanup = new Thread(() -> cleanup(dir, ownDirectory, launched.get()), "kvstash-replay-cleanup");
         final List<ReplayWorker> processes = new ArrayList<>();
         Runtime.getRuntime().addShutdownHook(cleanup);
         try
         {
-            final KvStashServer server = KvStashServer.launch(serverContext);
+            final KvStashServer server = KvStashServer.launch(serverContext(dir, serverLog));
             launched.set(server);
             for (int i = 0; i < replay.workers; i++)
             {
@@ -136,58 +85,8 @@ final class ReplayCoordinator
             }
             awaitReady(processes);
             final long slotCapacity = server.counters().get(StoreCounters.SLOT_CAPACITY);
-            if (slotCapacity < largestRequest)
-            {
-                throw new IllegalArgumentException("a pool of " + Sizes.formatSize(store.poolSizeBytes()) + " holds " +
-                    slotCapacity + " chunks of " + replay.payloadBytes + " bytes, fewer than the largest request of " +
-                    tracePath.getFileName() + " (" + largestRequest + " chunks): give a larger --pool-size");
-            }
-            if (replay.capacityChunks > 0 && slotCapacity != replay.capacityChunks)
-            {
-                throw new IllegalStateException("the pool holds " + slotCapacity + " slots, not " +
-                    replay.capacityChunks);
-            }
-
-            final long start = System.nanoTime();
-            final long startMs = System.currentTimeMillis();
-            for (final ReplayWorker process : processes)
-            {
-                process.go();
-            }
-            final WorkerResult merged = awaitResults(processes, mooncake.requests().size(), start);
-            // From the go to the last worker's result line: the replay, not the workers' JVM exits or the
-            // coordinator's polling of them.
-            long lastResultNs = 0;
-            for (final ReplayWorker process : processes)
-            {
-                lastResultNs = Math.max(lastResultNs, process.resultNs() - start);
-            }
-            final long wallNs = lastResultNs > 0 ? lastResultNs : System.nanoTime() - start;
-            final long endMs = System.currentTimeMillis();
-            server.awaitDrained(TimeUnit.SECONDS.toMillis(10));
-            final long[] counters = new long[StoreCounters.COUNT];
-            server.counters().snapshot(counters);
-            server.close();
-            if (null != replay.latencyLog)
-            {
-                writeLatencyLog(replay.latencyLog, serverLog, merged, startMs, endMs);
-            }
-
-            final Histogram[] serverLatency = new Histogram[RequestType.COUNT];
-            if (null != server.latency())
-            {
-                for (int type = 0; type < serverLatency.length; type++)
-                {
-                    serverLatency[type] = server.latency().requestTotal(type);
-                }
-            }
-            final long lruHits = PolicyReplay.hitChunks(mooncake.requests(), (int)slotCapacity, EvictionPolicy.LRU);
-            final TraceReplay.Report report = new TraceReplay.Report(tracePath, BundledTrace.isBundled(tracePath),
-                replay.workers, replay.payloadBytes, store.poolSizeBytes(), (int)slotCapacity, merged, wallNs, counters,
-                serverLatency, lruHits);
-            report.policy(replay.eviction, EvictionPolicy.LRU == replay.eviction ? lruHits :
-                PolicyReplay.hitChunks(mooncake.requests(), (int)slotCapacity, replay.eviction));
-            return report;
+            checkCapacity(slotCapacity);
+            return replayAndReport(server, processes, (int)slotCapacity, serverLog);
         }
         finally
         {
@@ -209,6 +108,145 @@ final class ReplayCoordinator
                 // The JVM is shutting down: the hook runs anyway.
             }
         }
+    }
+
+    private void validate()
+    {
+        if (null == replay.trace)
+        {
+            throw new IllegalArgumentException("no trace");
+        }
+        if (replay.workers < 1 || replay.workers > TraceReplay.MAX_WORKERS)
+        {
+            throw new IllegalArgumentException("--workers " + replay.workers + " is out of range: give 1 to " +
+                TraceReplay.MAX_WORKERS);
+        }
+        if (replay.payloadBytes < ChunkPattern.MIN_LENGTH)
+        {
+            throw new IllegalArgumentException("payload must be at least " + ChunkPattern.MIN_LENGTH + " bytes");
+        }
+        if (replay.capacityChunks < 0)
+        {
+            throw new IllegalArgumentException("capacity must be positive: " + replay.capacityChunks);
+        }
+    }
+
+    private static MooncakeTrace readTrace(final Path tracePath) throws IOException
+    {
+        try
+        {
+            return MooncakeTrace.read(tracePath);
+        }
+        catch (final IllegalArgumentException ex)
+        {
+            throw new IOException("not a Mooncake trace: " + ex.getMessage(), ex);
+        }
+    }
+
+    /**
+     * The store of the replay's server: exactly {@code capacityChunks} slots of the payload rounded up to the
+     * alignment, or a pool of {@code poolSizeBytes}.
+     */
+    private StoreContext storeContext(final int maxChunks)
+    {
+        final StoreContext store = new StoreContext()
+            .alignment(TraceReplay.ALIGNMENT)
+            .maxChunksPerRequest(maxChunks)
+            .eviction(replay.eviction);
+        if (replay.capacityChunks > 0)
+        {
+            final long slotBytes = ((long)replay.payloadBytes + TraceReplay.ALIGNMENT - 1) &
+                -(long)TraceReplay.ALIGNMENT;
+            store.slotBytes(slotBytes).poolSizeBytes(TraceReplay.poolBytesFor(replay.capacityChunks, slotBytes));
+            if (SlotGeometry.capacity(store.poolSizeBytes(), slotBytes) != replay.capacityChunks)
+            {
+                throw new IllegalStateException("cannot size a pool to " + replay.capacityChunks + " slots");
+            }
+        }
+        else
+        {
+            store.poolSizeBytes(replay.poolSizeBytes);
+        }
+        return store;
+    }
+
+    private ServerContext serverContext(final Path dir, final Path serverLog)
+    {
+        final int responseRing = Math.max(ServerConfiguration.RESPONSE_RING_CAPACITY_DEFAULT,
+            Integer.highestOneBit(2 * (64 + 16 * store.maxChunksPerRequest() + store.maxInlineBytes() + 512) - 1));
+        return new ServerContext()
+            .directory(dir)
+            .storeContext(store)
+            .threadingMode(replay.threadingMode)
+            .waitMode(replay.waitMode)
+            .responseRingCapacity(responseRing)
+            .maxClients(Math.max(ServerConfiguration.MAX_CLIENTS_DEFAULT, replay.workers + 8))
+            .latencyLogFile(serverLog);
+    }
+
+    private void checkCapacity(final long slotCapacity)
+    {
+        if (slotCapacity < largestRequest)
+        {
+            throw new IllegalArgumentException("a pool of " + Sizes.formatSize(store.poolSizeBytes()) + " holds " +
+                slotCapacity + " chunks of " + replay.payloadBytes + " bytes, fewer than the largest request of " +
+                tracePath.getFileName() + " (" + largestRequest + " chunks): give a larger --pool-size");
+        }
+        if (replay.capacityChunks > 0 && slotCapacity != replay.capacityChunks)
+        {
+            throw new IllegalStateException("the pool holds " + slotCapacity + " slots, not " +
+                replay.capacityChunks);
+        }
+    }
+
+    /**
+     * Releases the ready workers together, waits for their results, closes the server once it has drained, writes
+     * the latency log and reports.
+     */
+    private ReplayReport replayAndReport(
+        final KvStashServer server, final List<ReplayWorker> processes, final int slotCapacity, final Path serverLog)
+        throws IOException, InterruptedException
+    {
+        final long start = System.nanoTime();
+        final long startMs = System.currentTimeMillis();
+        for (final ReplayWorker process : processes)
+        {
+            process.go();
+        }
+        final WorkerResult merged = awaitResults(processes, mooncake.requests().size(), start);
+        // From the go to the last worker's result line: the replay, not the workers' JVM exits or the
+        // coordinator's polling of them.
+        long lastResultNs = 0;
+        for (final ReplayWorker process : processes)
+        {
+            lastResultNs = Math.max(lastResultNs, process.resultNs() - start);
+        }
+        final long wallNs = lastResultNs > 0 ? lastResultNs : System.nanoTime() - start;
+        final long endMs = System.currentTimeMillis();
+        server.awaitDrained(TimeUnit.SECONDS.toMillis(10));
+        final long[] counters = new long[StoreCounters.COUNT];
+        server.counters().snapshot(counters);
+        server.close();
+        if (null != replay.latencyLog)
+        {
+            writeLatencyLog(replay.latencyLog, serverLog, merged, startMs, endMs);
+        }
+
+        final Histogram[] serverLatency = new Histogram[RequestType.COUNT];
+        if (null != server.latency())
+        {
+            for (int type = 0; type < serverLatency.length; type++)
+            {
+                serverLatency[type] = server.latency().requestTotal(type);
+            }
+        }
+        final long lruHits = PolicyReplay.hitChunks(mooncake.requests(), slotCapacity, EvictionPolicy.LRU);
+        final ReplayReport report = new ReplayReport(tracePath, BundledTrace.isBundled(tracePath),
+            replay.workers, replay.payloadBytes, store.poolSizeBytes(), slotCapacity, merged, wallNs, counters,
+            serverLatency, lruHits);
+        report.policy(replay.eviction, EvictionPolicy.LRU == replay.eviction ? lruHits :
+            PolicyReplay.hitChunks(mooncake.requests(), slotCapacity, replay.eviction));
+        return report;
     }
 
     private static Path newDirectory()

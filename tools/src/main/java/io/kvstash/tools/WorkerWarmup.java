@@ -5,7 +5,9 @@ import io.kvstash.client.KvStashClient;
 import io.kvstash.core.StoreContext;
 import io.kvstash.core.trace.MooncakeTrace;
 import io.kvstash.server.KvStashServer;
+import io.kvstash.server.ServerConfiguration;
 import io.kvstash.server.ServerContext;
+import io.kvstash.server.StartupContext;
 
 import java.io.IOException;
 import java.nio.file.Path;
@@ -68,13 +70,13 @@ public final class WorkerWarmup
             .slotBytes(slotBytes)
             .poolSizeBytes(TraceReplay.poolBytesFor(slots, slotBytes));
         final Path dir = ShmDirectories.newPath("kvstash-warmup-" + ProcessHandle.current().pid() + "-");
-        final int responseRing = Math.max(ServerContext.RESPONSE_RING_CAPACITY_DEFAULT, Integer.highestOneBit(
+        final int responseRing = Math.max(ServerConfiguration.RESPONSE_RING_CAPACITY_DEFAULT, Integer.highestOneBit(
             2 * (64 + 16 * store.maxChunksPerRequest() + store.maxInlineBytes() + 512) - 1));
         try (KvStashServer server = KvStashServer.launch(new ServerContext()
                 .directory(dir)
                 .storeContext(store)
                 .responseRingCapacity(responseRing)
-                .pretouch(false)
+                .startupContext(new StartupContext().pretouch(false))
                 .latencyEnabled(false));
             KvStashClient warmClient = KvStashClient.connect(
                 client.get().directory(server.directory()).pretouchPool(false)))

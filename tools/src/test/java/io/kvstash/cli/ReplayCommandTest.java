@@ -180,8 +180,8 @@ class ReplayCommandTest
         final Path journal = temp.resolve("capture.journal");
         final ServerContext context = new ServerContext()
             .directory(dir)
-            .captureFile(journal)
             .storeContext(new StoreContext().poolSizeBytes(8L << 20).chunkTokens(16));
+        context.pipelineContext().journalFile(journal);
         try (KvStashServer server = KvStashServer.launch(context);
             KvStashClient client = KvStashClient.connect(new ClientContext().directory(dir)))
         {

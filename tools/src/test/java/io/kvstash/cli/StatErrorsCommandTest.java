@@ -7,6 +7,7 @@ import io.kvstash.core.EvictionPolicy;
 import io.kvstash.core.StoreContext;
 import io.kvstash.server.KvStashServer;
 import io.kvstash.server.ServerContext;
+import io.kvstash.server.StartupContext;
 import io.kvstash.tools.ShmDirectories;
 import io.kvstash.wire.ChunkKeys;
 import io.kvstash.wire.Status;
@@ -227,7 +228,7 @@ class StatErrorsCommandTest
         final List<String> startupLog = new java.util.ArrayList<>();
         try (KvStashServer next = KvStashServer.launch(new ServerContext()
             .directory(dir)
-            .startupLog(startupLog::add)
+            .startupContext(new StartupContext().startupLog(startupLog::add))
             .storeContext(new StoreContext().poolSizeBytes(8L << 20))))
         {
             assertTrue(startupLog.stream().anyMatch((line) -> line.matches("kvstash: removed " + dir + "/pool-\\w+ " +

@@ -182,12 +182,13 @@ final class ControlPart
             threadingMode.name().toLowerCase(Locale.ROOT) + "-" + eviction.label() + "-" + waitMode);
         final Path capture = work.resolve("control-" + waitMode + ".journal");
         final Map<String, Object> control;
-        final KvStashServer server = KvStashServer.launch(new ServerContext()
+        final ServerContext serverContext = new ServerContext()
             .directory(dir)
             .threadingMode(threadingMode)
             .waitMode(WaitMode.parse(waitMode))
-            .captureFile(journal ? capture : null)
-            .storeContext(new StoreContext().poolSizeBytes(settings.controlPoolBytes).eviction(eviction)));
+            .storeContext(new StoreContext().poolSizeBytes(settings.controlPoolBytes).eviction(eviction));
+        serverContext.pipelineContext().journalFile(journal ? capture : null);
+        final KvStashServer server = KvStashServer.launch(serverContext);
         try
         {
             final Map<String, Object> command = new LinkedHashMap<>(common);
