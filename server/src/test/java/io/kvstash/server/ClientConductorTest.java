@@ -1,8 +1,8 @@
 package io.kvstash.server;
 
 import io.kvstash.core.StoreCounters;
-import io.kvstash.tools.ChildJvm;
-import io.kvstash.tools.ShmDirectories;
+import io.kvstash.process.ChildJvm;
+import io.kvstash.process.ShmDirectories;
 import org.agrona.concurrent.AgentInvoker;
 import org.agrona.concurrent.NanoClock;
 import org.junit.jupiter.api.AfterEach;

@@ -1,6 +1,7 @@
 package io.kvstash.chaos;
 
 import io.kvstash.core.StoreCounters;
+import io.kvstash.process.ShmDirectories;
 import io.kvstash.server.KvStashServer;
 import io.kvstash.testkit.HiccupMeter;
 import io.kvstash.testkit.L2LoadWorker;
@@ -8,7 +9,6 @@ import io.kvstash.testkit.RedisCluster;
 import io.kvstash.tier.L2Tier;
 import io.kvstash.tier.TierContext;
 import io.kvstash.tier.TieredServer;
-import io.kvstash.tools.ShmDirectories;
 import io.kvstash.wire.RequestType;
 
 import java.io.IOException;

@@ -4,10 +4,10 @@ import io.kvstash.client.ClientContext;
 import io.kvstash.client.KvStashClient;
 import io.kvstash.core.StoreContext;
 import io.kvstash.core.StoreCounters;
+import io.kvstash.process.ChildJvm;
 import io.kvstash.server.KvStashServer;
 import io.kvstash.server.ServerContext;
 import io.kvstash.testkit.TestWorker;
-import io.kvstash.tools.ChildJvm;
 
 import java.io.IOException;
 import java.io.PrintStream;

@@ -4,12 +4,12 @@ import io.kvstash.client.ClientContext;
 import io.kvstash.client.ClientResponse;
 import io.kvstash.client.KvStashClient;
 import io.kvstash.core.StoreCounters;
+import io.kvstash.process.ChildJvm;
+import io.kvstash.process.ShmDirectories;
 import io.kvstash.server.KvStashServer;
 import io.kvstash.testkit.ChunkSeal;
 import io.kvstash.testkit.LoadWorker;
 import io.kvstash.testkit.TestWorker;
-import io.kvstash.tools.ChildJvm;
-import io.kvstash.tools.ShmDirectories;
 import io.kvstash.wire.Status;
 import org.agrona.concurrent.UnsafeBuffer;
 

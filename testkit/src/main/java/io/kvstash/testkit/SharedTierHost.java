@@ -2,13 +2,13 @@ package io.kvstash.testkit;
 
 import io.kvstash.core.StoreContext;
 import io.kvstash.core.StoreCounters;
+import io.kvstash.process.ChildJvm;
 import io.kvstash.server.KvStashServer;
 import io.kvstash.server.ServerConfiguration;
 import io.kvstash.server.ServerContext;
 import io.kvstash.tier.L2Tier;
 import io.kvstash.tier.TierContext;
 import io.kvstash.tier.TieredServer;
-import io.kvstash.tools.ChildJvm;
 import io.kvstash.tools.Json;
 import io.kvstash.tools.TraceReplay;
 import io.kvstash.tools.TraceWorker;

@@ -1,8 +1,8 @@
 package io.kvstash.testkit;
 
 import io.kvstash.core.trace.MooncakeTrace;
+import io.kvstash.process.ShmDirectories;
 import io.kvstash.tools.ReplayReport;
-import io.kvstash.tools.ShmDirectories;
 import io.kvstash.tools.TraceReplay;
 import io.kvstash.tools.WorkerResult;
 

@@ -1,5 +1,7 @@
 package io.kvstash.tools;
 
+
+import io.kvstash.process.ChildJvm;
 import java.io.IOException;
 import java.util.List;
 

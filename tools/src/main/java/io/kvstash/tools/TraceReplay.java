@@ -4,6 +4,7 @@ import io.kvstash.core.EvictionPolicy;
 import io.kvstash.core.StoreContext;
 import io.kvstash.pipeline.ThreadingMode;
 import io.kvstash.pipeline.WaitMode;
+import io.kvstash.process.ChildJvm;
 import io.kvstash.server.KvStashServer;
 import io.kvstash.wire.SlotGeometry;
 

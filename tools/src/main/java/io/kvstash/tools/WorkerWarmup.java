@@ -4,6 +4,7 @@ import io.kvstash.client.ClientContext;
 import io.kvstash.client.KvStashClient;
 import io.kvstash.core.StoreContext;
 import io.kvstash.core.trace.MooncakeTrace;
+import io.kvstash.process.ShmDirectories;
 import io.kvstash.server.KvStashServer;
 import io.kvstash.server.ServerConfiguration;
 import io.kvstash.server.ServerContext;

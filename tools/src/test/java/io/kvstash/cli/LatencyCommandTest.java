@@ -1,6 +1,6 @@
 package io.kvstash.cli;
 
-import io.kvstash.tools.ShmDirectories;
+import io.kvstash.process.ShmDirectories;
 import org.HdrHistogram.Histogram;
 import org.HdrHistogram.HistogramLogWriter;
 import org.junit.jupiter.api.AfterEach;

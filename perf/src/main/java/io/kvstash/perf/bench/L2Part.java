@@ -4,13 +4,13 @@ import io.kvstash.core.StoreContext;
 import io.kvstash.core.StoreCounters;
 import io.kvstash.pipeline.ThreadingMode;
 import io.kvstash.pipeline.WaitMode;
+import io.kvstash.process.ShmDirectories;
 import io.kvstash.server.KvStashServer;
 import io.kvstash.server.ServerContext;
 import io.kvstash.testkit.RedisCluster;
 import io.kvstash.tier.L2Tier;
 import io.kvstash.tier.TierContext;
 import io.kvstash.tier.TieredServer;
-import io.kvstash.tools.ShmDirectories;
 
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;

@@ -1,4 +1,4 @@
-package io.kvstash.tools;
+package io.kvstash.process;
 
 import java.io.IOException;
 import java.nio.file.Files;
