@@ -1,7 +1,7 @@
 // Probe behind docs/BENCHMARKS.md "Server start and client connect": a server with a pool of the given MiB that
 // lives the given seconds, and clients that time KvStashClient.connect with a number of pre-touch threads. Not built.
-//   javac -cp server/target/kvstash.jar -d /tmp/probe ClientConnectProbe.java
-//   J="java --add-exports java.base/jdk.internal.misc=ALL-UNNAMED -cp server/target/kvstash.jar:/tmp/probe"
+//   javac -cp tools/target/kvstash.jar -d /tmp/probe ClientConnectProbe.java
+//   J="java --add-exports java.base/jdk.internal.misc=ALL-UNNAMED -cp tools/target/kvstash.jar:/tmp/probe"
 //   $J ClientConnectProbe server /dev/shm/cp 1024 90 &  sleep 4
 //   $J ClientConnectProbe client /dev/shm/cp 1; $J ClientConnectProbe client /dev/shm/cp 2
 import io.kvstash.core.StoreContext;

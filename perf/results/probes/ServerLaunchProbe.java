@@ -1,7 +1,7 @@
 // Probe behind docs/BENCHMARKS.md "Server start and client connect": KvStashServer.launch and close with pools of the
 // sizes given in MiB, on one jar. Not built by Maven.
-//   javac -cp server/target/kvstash.jar -d /tmp/probe ServerLaunchProbe.java
-//   java --add-exports java.base/jdk.internal.misc=ALL-UNNAMED -cp server/target/kvstash.jar:/tmp/probe ServerLaunchProbe 1024 4096
+//   javac -cp tools/target/kvstash.jar -d /tmp/probe ServerLaunchProbe.java
+//   java --add-exports java.base/jdk.internal.misc=ALL-UNNAMED -cp tools/target/kvstash.jar:/tmp/probe ServerLaunchProbe 1024 4096
 import io.kvstash.core.StoreContext;
 import io.kvstash.server.KvStashServer;
 import io.kvstash.server.ServerContext;

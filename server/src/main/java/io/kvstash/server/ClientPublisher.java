@@ -5,7 +5,6 @@ import io.kvstash.core.StoreCounters;
 import io.kvstash.pipeline.RequestEvent;
 import io.kvstash.pipeline.ResponseSink;
 import io.kvstash.server.codec.ResponseEncoder;
-import io.kvstash.server.l2.L2Tap;
 import io.kvstash.wire.RequestFlags;
 import io.kvstash.wire.RequestType;
 import io.kvstash.wire.file.CountersDescriptor;
@@ -22,13 +21,16 @@ final class ClientPublisher implements ResponseSink
     private final ClientSession[] sessions;
     private final ResponseEncoder encoder;
     private final StoreCounters counters;
-    private final L2Tap l2Tap;
+    private final ResponseObserver observer;
 
     ClientPublisher(
-        final ClientSession[] sessions, final StoreCounters counters, final byte[] registerExtra, final L2Tap l2Tap)
+        final ClientSession[] sessions,
+        final StoreCounters counters,
+        final byte[] registerExtra,
+        final ResponseObserver observer)
     {
         this.sessions = sessions;
-        this.l2Tap = l2Tap;
+        this.observer = observer;
         this.encoder = new ResponseEncoder(counters, registerExtra);
         this.counters = counters;
     }
@@ -48,16 +50,15 @@ final class ClientPublisher implements ResponseSink
             return;
         }
         final StoreCommand command = event.command;
-        final boolean tierAnswer = null != l2Tap && RequestType.LOOKUP == command.type &&
+        final boolean waitingLookup = null != observer && RequestType.LOOKUP == command.type &&
             (command.flags & RequestFlags.LOOKUP_ONLY) != 0;
         final boolean written;
-        if (tierAnswer)
+        if (waitingLookup)
         {
-            // A waiting LOOKUP: the notice goes first, so the answer carries the ticket of the read-through it
-            // started (none when the tier is not up) and the highest ticket over at this moment.
-            l2Tap.onResponse(command, event.clientSession);
-            final long ticket = l2Tap.isTierUp() ? l2Tap.lastTicket() : 0;
-            written = encoder.encode(command, session.responses, true, ticket, l2Tap.completedTicket());
+            // The observer first, so the answer carries the ticket of the work it started (a read-through of the
+            // second tier) and the highest ticket over at this moment.
+            final long ticket = observer.onWaitingLookup(command, event.clientSession);
+            written = encoder.encode(command, session.responses, true, ticket, observer.completedTicket());
         }
         else
         {
@@ -68,10 +69,10 @@ final class ClientPublisher implements ResponseSink
             counters.addAtomic(CountersDescriptor.WIRE_RESPONSES_DROPPED, 1);
         }
         session.release(event.producerTag);
-        if (null != l2Tap && !tierAnswer)
+        if (null != observer && !waitingLookup)
         {
-            // After the answer: the second tier's notice never delays any other response.
-            l2Tap.onResponse(command, event.clientSession);
+            // After the answer: the observer never delays any other response.
+            observer.onResponse(command, event.clientSession);
         }
     }
 }

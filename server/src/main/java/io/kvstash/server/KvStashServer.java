@@ -1,12 +1,13 @@
 package io.kvstash.server;
 
+import com.sun.net.httpserver.HttpServer;
 import io.kvstash.core.StoreCounters;
 import io.kvstash.pipeline.Pipeline;
+import io.kvstash.pipeline.PipelineContext;
+import io.kvstash.pipeline.ResponseSink;
 import io.kvstash.pipeline.ThreadingMode;
 import io.kvstash.pipeline.latency.IntervalLogger;
 import io.kvstash.server.codec.ResponseEncoder;
-import io.kvstash.server.l2.L2Tap;
-import io.kvstash.server.l2.L2Tier;
 import io.kvstash.wire.idle.CountingBackoffIdleStrategy;
 import org.HdrHistogram.HistogramLogWriter;
 import org.agrona.CloseHelper;
@@ -45,27 +46,16 @@ public final class KvStashServer implements AutoCloseable
     private final IntervalLogger intervalLogger;
     private final DistinctErrorLog errorLog;
     private final PrometheusEndpoint prometheus;
-    private final L2Tier l2Tier;
+    private final ErrorHandler errorHandler;
     private volatile boolean closed;
 
     private KvStashServer(final ServerContext context) throws IOException
     {
         this.context = context.conclude();
         // Bound before the files, so that a taken port refuses the start before the pool is prepared.
-        final com.sun.net.httpserver.HttpServer http = context.prometheusPort() < 0 ? null :
+        final HttpServer http = context.prometheusPort() < 0 ? null :
             PrometheusEndpoint.bind(context.prometheusPort());
-        try
-        {
-            files = new ServerFiles(context);
-        }
-        catch (final IOException | RuntimeException ex)
-        {
-            if (null != http)
-            {
-                http.stop(0);
-            }
-            throw ex;
-        }
+        files = openFiles(context, http);
         PrometheusEndpoint endpoint = null;
         try
         {
@@ -78,28 +68,12 @@ public final class KvStashServer implements AutoCloseable
             // The stages count ERRORS where they catch, so the pipeline logs only; the server's agents and their
             // runners count and log through the one counted handler.
             final ErrorHandler loggingHandler = ServerErrors.logging(errorLog);
-            final ErrorHandler errorHandler = ServerErrors.counted(loggingHandler, counters);
-            final ClientSession[] sessions = new ClientSession[context.maxClients()];
-            for (int i = 0; i < sessions.length; i++)
-            {
-                sessions[i] = new ClientSession(i);
-            }
-            final L2Tap l2Tap = null == context.l2Seeds() ? null : new L2Tap(
-                L2Tap.CAPACITY_DEFAULT, counters, L2Tier.FETCH_AHEAD_CHUNKS, context.l2WriteThrough());
-            final ClientPublisher publisher = new ClientPublisher(sessions, counters, ResponseEncoder.registerExtra(
-                context.incarnation(), context.storeContext().poolSizeBytes(), context.storeContext().leaseNs(),
-                context.storeContext().chunkTokens(), files.poolPath().getFileName().toString()), l2Tap);
-            pipeline = new Pipeline(context.concludePipeline(files, loggingHandler, publisher));
+            errorHandler = ServerErrors.counted(loggingHandler, counters);
+            final ClientSession[] sessions = newSessions(context.maxClients());
+            pipeline = new Pipeline(concludePipeline(loggingHandler, newPublisher(sessions)));
             intervalLogger = context.latencyEnabled() ? new IntervalLogger(pipeline.latency(),
                 openLatencyLog(context.latencyLogFile()), context.epochClock().time()) : null;
-            // The conductor runs in the receiver's duty cycle at the receiver's clock readings: both publish into
-            // the single-producer pipeline.
-            final CachedNanoClock conductorClock = new CachedNanoClock();
-            conductorClock.update(context.nanoClock().nanoTime());
-            final ClientConductor conductor = new ClientConductor(context, files, pipeline, sessions, errorHandler,
-                context.epochClock(), context.nanoClock(), conductorClock);
-            receiver = new ReceiverAgent(context, pipeline, conductor, sessions, counters, errorHandler,
-                conductorClock);
+            receiver = newReceiver(sessions);
             final LatencyLogAgent latencyLog = null == intervalLogger ? null :
                 new LatencyLogAgent(intervalLogger, context.epochClock(), context.nanoClock(),
                 context.latencyIntervalMs(),
@@ -109,35 +83,15 @@ public final class KvStashServer implements AutoCloseable
             // SHARED mode runs the stages in the receiver's duty cycle; an invoker needs SHARED (conclude()).
             final Agent agent = ThreadingMode.SHARED == context.threadingMode() ?
                 new CompositeAgent(receiver, pipeline.agent()) : receiver;
-            if (context.useAgentInvoker())
-            {
-                // One thread for everything, the caller's: the latency intervals too.
-                receiverRunner = null;
-                receiverIdle = null;
-                latencyLogRunner = null;
-                invoker = new AgentInvoker(errorHandler, null,
-                    null == latencyLog ? agent : new InvokedAgent(agent, latencyLog));
-                invoker.start();
-            }
-            else
-            {
-                invoker = null;
-                // The blocking wait sleeps on the doorbell, so that a client's request wakes it.
-                receiverIdle = null == files.doorbell() ? context.waitMode().newIdleStrategy() :
-                    new DoorbellIdleStrategy(files.doorbell(), files.control(), counters, errorHandler);
-                receiverRunner = new AgentRunner(receiverIdle, errorHandler, null, agent);
-                latencyLogRunner = null == latencyLog ? null : new AgentRunner(
-                    new SleepingMillisIdleStrategy(LatencyLogAgent.sleepPeriodMs(context.latencyIntervalMs())),
-                    errorHandler, null, latencyLog);
-                AgentRunner.startOnThread(receiverRunner);
-                if (null != latencyLogRunner)
-                {
-                    AgentRunner.startOnThread(latencyLogRunner);
-                }
-            }
-            // Last: the tier is a client of this server, on a thread of its own.
-            l2Tier = null == l2Tap ? null : new L2Tier(files.directory(), context.l2Seeds(), context.l2TimeoutMs(),
-                counters, l2Tap, errorHandler).start();
+            // Under an invoker one thread runs everything, the caller's (the latency intervals too); else the
+            // receiver has a thread, and the latency log one of its own.
+            final boolean invoked = context.useAgentInvoker();
+            invoker = invoked ? startInvoker(agent, latencyLog) : null;
+            receiverIdle = invoked ? null : newReceiverIdle(counters);
+            receiverRunner = invoked ? null : startOnThread(new AgentRunner(receiverIdle, errorHandler, null, agent));
+            latencyLogRunner = invoked || null == latencyLog ? null : startOnThread(new AgentRunner(
+                new SleepingMillisIdleStrategy(LatencyLogAgent.sleepPeriodMs(context.latencyIntervalMs())),
+                errorHandler, null, latencyLog));
         }
         catch (final IOException | RuntimeException ex)
         {
@@ -149,6 +103,95 @@ public final class KvStashServer implements AutoCloseable
             files.close();
             throw ex;
         }
+    }
+
+    private static ServerFiles openFiles(final ServerContext context, final HttpServer http) throws IOException
+    {
+        try
+        {
+            return new ServerFiles(context);
+        }
+        catch (final IOException | RuntimeException ex)
+        {
+            if (null != http)
+            {
+                http.stop(0);
+            }
+            throw ex;
+        }
+    }
+
+    /**
+     * Completes the pipeline's context with what the server made at launch (the store's data offset, the mapped
+     * regions and counters, the error handler, the response sink) and concludes it.
+     */
+    private PipelineContext concludePipeline(final ErrorHandler errorHandler, final ResponseSink responseSink)
+    {
+        final PipelineContext pipelineContext = context.pipelineContext();
+        pipelineContext.storeContext().dataOffset(files.dataOffset());
+        return pipelineContext
+            .pool(files.pool())
+            .slotTable(files.slotTable())
+            .counters(files.counters())
+            .errorHandler(errorHandler)
+            .responseSink(responseSink)
+            .conclude();
+    }
+
+    private static ClientSession[] newSessions(final int maxClients)
+    {
+        final ClientSession[] sessions = new ClientSession[maxClients];
+        for (int i = 0; i < sessions.length; i++)
+        {
+            sessions[i] = new ClientSession(i);
+        }
+        return sessions;
+    }
+
+    private ClientPublisher newPublisher(final ClientSession[] sessions)
+    {
+        final ResponseObserver observer = context.responseObserver();
+        if (null != observer)
+        {
+            // Before the publish stage starts: the observer counts into the server's counters.
+            observer.onStart(files.counters());
+        }
+        return new ClientPublisher(sessions, files.counters(), ResponseEncoder.registerExtra(
+            context.incarnation(), context.storeContext().poolSizeBytes(), context.storeContext().leaseNs(),
+            context.storeContext().chunkTokens(), files.poolPath().getFileName().toString()), observer);
+    }
+
+    private ReceiverAgent newReceiver(final ClientSession[] sessions)
+    {
+        // The conductor runs in the receiver's duty cycle at the receiver's clock readings: both publish into the
+        // single-producer pipeline.
+        final CachedNanoClock conductorClock = new CachedNanoClock();
+        conductorClock.update(context.nanoClock().nanoTime());
+        final ClientConductor conductor = new ClientConductor(context, files, pipeline, sessions, errorHandler,
+            context.epochClock(), context.nanoClock(), conductorClock);
+        return new ReceiverAgent(context, pipeline, conductor, sessions, files.counters(), errorHandler,
+            conductorClock);
+    }
+
+    private AgentInvoker startInvoker(final Agent agent, final LatencyLogAgent latencyLog)
+    {
+        final AgentInvoker invoker = new AgentInvoker(errorHandler, null,
+            null == latencyLog ? agent : new InvokedAgent(agent, latencyLog));
+        invoker.start();
+        return invoker;
+    }
+
+    private IdleStrategy newReceiverIdle(final StoreCounters counters) throws IOException
+    {
+        // The blocking wait sleeps on the doorbell, so that a client's request wakes it.
+        return null == files.doorbell() ? context.waitMode().newIdleStrategy() :
+            new DoorbellIdleStrategy(files.doorbell(), files.control(), counters, errorHandler);
+    }
+
+    private static AgentRunner startOnThread(final AgentRunner runner)
+    {
+        AgentRunner.startOnThread(runner);
+        return runner;
     }
 
     private static HistogramLogWriter openLatencyLog(final Path file) throws FileNotFoundException
@@ -190,13 +233,14 @@ public final class KvStashServer implements AutoCloseable
     }
 
     /**
-     * The second tier, or null without {@code --l2}.
+     * The server's counted error handler: it counts {@code ERRORS} and records each distinct error in the control
+     * file's error log. For components attached to the server (the second tier) to report through.
      *
-     * @return the tier.
+     * @return the handler.
      */
-    public L2Tier l2Tier()
+    public ErrorHandler errorHandler()
     {
-        return l2Tier;
+        return errorHandler;
     }
 
     /**
@@ -319,8 +363,7 @@ public final class KvStashServer implements AutoCloseable
             return;
         }
         closed = true;
-        // First the tier: its client session ends while the server still answers.
-        CloseHelper.closeAll(l2Tier, prometheus, invoker, receiverRunner);
+        CloseHelper.closeAll(prometheus, invoker, receiverRunner);
         if (receiverIdle instanceof DoorbellIdleStrategy)
         {
             ((DoorbellIdleStrategy)receiverIdle).close();

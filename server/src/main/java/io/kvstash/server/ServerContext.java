@@ -2,19 +2,28 @@ package io.kvstash.server;
 
 import io.kvstash.core.StoreContext;
 import io.kvstash.pipeline.PipelineContext;
-import io.kvstash.pipeline.ResponseSink;
 import io.kvstash.pipeline.ThreadingMode;
 import io.kvstash.pipeline.WaitMode;
 import io.kvstash.wire.file.ControlFileDescriptor;
 import io.kvstash.wire.file.SecureDirectory;
 import io.kvstash.wire.ring.RingDescriptor;
-import org.agrona.ErrorHandler;
 import org.agrona.concurrent.EpochClock;
 import org.agrona.concurrent.NanoClock;
 import org.agrona.concurrent.SystemEpochClock;
 import org.agrona.concurrent.SystemNanoClock;
 
 import java.nio.file.Path;
+
+import static io.kvstash.server.ServerConfiguration.HEARTBEAT_INTERVAL_MS_DEFAULT;
+import static io.kvstash.server.ServerConfiguration.HEARTBEAT_TIMEOUT_MS_DEFAULT;
+import static io.kvstash.server.ServerConfiguration.LATENCY_INTERVAL_MS_DEFAULT;
+import static io.kvstash.server.ServerConfiguration.LIVENESS_INTERVAL_MS_DEFAULT;
+import static io.kvstash.server.ServerConfiguration.MAX_CLIENTS_DEFAULT;
+import static io.kvstash.server.ServerConfiguration.REQUEST_RING_CAPACITY_DEFAULT;
+import static io.kvstash.server.ServerConfiguration.RESPONSE_RING_CAPACITY_DEFAULT;
+import static io.kvstash.server.ServerConfiguration.RING_SIZE_SHARED_DEFAULT;
+import static io.kvstash.server.ServerConfiguration.SCAN_INTERVAL_MS_DEFAULT;
+import static io.kvstash.server.ServerConfiguration.SWEEP_INTERVAL_MS_DEFAULT;
 
 /**
  * Configuration of a {@link KvStashServer}, validated once by {@link #conclude()}: the server's own settings, and
@@ -23,38 +32,6 @@ import java.nio.file.Path;
  */
 public final class ServerContext
 {
-    /** Default bound of every call the second tier makes to its cluster, in milliseconds. */
-    public static final long L2_TIMEOUT_MS_DEFAULT = 100;
-    /**
-     * Default request ring capacity per client: 2 MiB. A record carries at most half a ring, so the largest
-     * token request is 262,128 tokens (1,023 chunks of 256); longer prompts are hashed by the client and sent
-     * as chunk hashes. Pages of a client file that are never written cost no memory.
-     */
-    public static final int REQUEST_RING_CAPACITY_DEFAULT = 2 << 20;
-    /** Default response ring capacity per client: 256 KiB. */
-    public static final int RESPONSE_RING_CAPACITY_DEFAULT = 256 << 10;
-    /** Default client limit. */
-    public static final int MAX_CLIENTS_DEFAULT = 256;
-    /** Default heartbeat interval. */
-    public static final long HEARTBEAT_INTERVAL_MS_DEFAULT = 100;
-    /** Default time after which clients consider a silent server dead. */
-    public static final long HEARTBEAT_TIMEOUT_MS_DEFAULT = 3000;
-    /** Default client liveness check interval. */
-    public static final long LIVENESS_INTERVAL_MS_DEFAULT = 100;
-    /** Default new-client scan interval. */
-    public static final long SCAN_INTERVAL_MS_DEFAULT = 10;
-    /** Default lease sweep interval. */
-    public static final long SWEEP_INTERVAL_MS_DEFAULT = 100;
-    /** Default latency interval log period. */
-    public static final long LATENCY_INTERVAL_MS_DEFAULT = 1000;
-    /**
-     * Default Disruptor ring size in SHARED mode. There the ring is no queue between threads: the receiver
-     * publishes at most a duty cycle's requests and the stages run them in the same cycle, so a full ring
-     * only ends the cycle's reading early. A small ring keeps the events a request touches in the cache:
-     * with one request in flight a 1,024-event ring hands each request a cold event.
-     */
-    public static final int RING_SIZE_SHARED_DEFAULT = 64;
-
     // The pipeline's and the store's settings, held once: the accessors of them here delegate to it.
     private final PipelineContext pipelineContext = new PipelineContext()
         .storeContext(new StoreContext())
@@ -76,13 +53,8 @@ public final class ServerContext
     private long latencyIntervalMs = LATENCY_INTERVAL_MS_DEFAULT;
     private Path latencyLogFile;
     private int prometheusPort = -1;
-    private String l2Seeds;
-    private long l2TimeoutMs = L2_TIMEOUT_MS_DEFAULT;
-    private boolean l2WriteThrough = true;
-    private boolean pretouch = true;
-    private boolean prepareInBackground;
-    private java.util.function.Consumer<String> startupLog;
-    private volatile boolean startAborted;
+    private ResponseObserver responseObserver;
+    private StartupContext startupContext = new StartupContext();
     private EpochClock epochClock = SystemEpochClock.INSTANCE;
     private boolean concluded;
 
@@ -103,91 +75,36 @@ public final class ServerContext
         }
         RingDescriptor.checkCapacity(requestRingCapacity);
         RingDescriptor.checkCapacity(responseRingCapacity);
-        if (maxClients <= 0 || maxClients > 65536)
-        {
-            throw new IllegalArgumentException("max clients " + maxClients + " is out of range: give 1 to 65536");
-        }
+        ServerConfiguration.checkMaxClients(maxClients);
         if (0 == pipelineContext.incarnation())
         {
-            pipelineContext.incarnation((System.currentTimeMillis() << 16) ^
-                (ProcessHandle.current().pid() & 0xFFFF) ^ System.nanoTime() & 0xFFF);
+            pipelineContext.incarnation(ServerConfiguration.newIncarnation());
         }
         final StoreContext storeContext = pipelineContext.storeContext();
         if (!storeContext.isConcluded())
         {
             storeContext.conclude();
         }
-        if (prometheusPort < -1 || prometheusPort > 65535)
-        {
-            throw new IllegalArgumentException("prometheus port " + prometheusPort +
-                " is out of range: give 1 to 65535, or 0 for any free port");
-        }
-        if (null != l2Seeds)
-        {
-            io.kvstash.server.l2.L2Seeds.parse(l2Seeds);
-            if (useAgentInvoker)
-            {
-                throw new IllegalArgumentException("the second tier (--l2) needs the server's own threads, " +
-                    "not an agent invoker: it is a client of its own server");
-            }
-        }
-        if (l2TimeoutMs <= 0 || l2TimeoutMs > 60_000)
-        {
-            throw new IllegalArgumentException("l2 timeout " + l2TimeoutMs + "ms is out of range: give 1 to 60000");
-        }
-        if (latencyIntervalMs <= 0)
-        {
-            throw new IllegalArgumentException("latency interval must be positive: " + latencyIntervalMs);
-        }
+        ServerConfiguration.checkPrometheusPort(prometheusPort);
+        ServerConfiguration.checkLatencyIntervalMs(latencyIntervalMs);
         final ThreadingMode threadingMode = pipelineContext.threadingMode();
-        if (useAgentInvoker && ThreadingMode.SHARED != threadingMode)
-        {
-            throw new IllegalArgumentException("an agent invoker needs SHARED threading, not " + threadingMode);
-        }
+        ServerConfiguration.checkThreading(useAgentInvoker, threadingMode);
         if (0 == pipelineContext.ringSize())
         {
             pipelineContext.ringSize(ThreadingMode.SHARED == threadingMode ?
                 RING_SIZE_SHARED_DEFAULT : PipelineContext.RING_SIZE_DEFAULT);
         }
-        final int requestMax = RingDescriptor.maxPayloadLength(requestRingCapacity);
-        if (requestMax < 256 + storeContext.maxInlineBytes())
-        {
-            throw new IllegalArgumentException("request ring too small for the largest copy-transport message");
-        }
-        final int responseMax = RingDescriptor.maxPayloadLength(responseRingCapacity);
-        if (responseMax < 64 + 16 * storeContext.maxChunksPerRequest() + storeContext.maxInlineBytes() + 512)
-        {
-            throw new IllegalArgumentException("response ring too small for the largest response");
-        }
+        ServerConfiguration.checkRingsHoldLargestRecords(requestRingCapacity, responseRingCapacity, storeContext);
         concluded = true;
         return this;
     }
 
     /**
-     * Completes the pipeline's context with what the server made at launch (the store's data offset, the mapped
-     * regions and counters, the error handler, the response sink) and concludes it.
-     *
-     * @param files        the server's files.
-     * @param errorHandler the pipeline's error handler.
-     * @param responseSink the publish stage's sink.
-     * @return the pipeline's context, concluded.
-     */
-    PipelineContext concludePipeline(
-        final ServerFiles files, final ErrorHandler errorHandler, final ResponseSink responseSink)
-    {
-        pipelineContext.storeContext().dataOffset(files.dataOffset());
-        return pipelineContext
-            .pool(files.pool())
-            .slotTable(files.slotTable())
-            .counters(files.counters())
-            .errorHandler(errorHandler)
-            .responseSink(responseSink)
-            .conclude();
-    }
-
-    /**
-     * The pipeline's context, owned by this one, for the pipeline settings with no accessor here (such as the
-     * stage timing sample); the server sets its regions, counters, sink and error handler at launch.
+     * The pipeline's context, owned by this one, for the pipeline settings with no accessor here: the Disruptor's
+     * ring size (0, the default, sizes it by the threading mode when this context is concluded:
+     * {@link ServerConfiguration#RING_SIZE_SHARED_DEFAULT} in SHARED mode, {@link PipelineContext#RING_SIZE_DEFAULT}
+     * otherwise), the capture journal ({@code serve --capture}) and the stage timing sample. The server sets its
+     * regions, counters, sink and error handler at launch.
      *
      * @return the pipeline's context.
      */
@@ -346,29 +263,6 @@ public final class ServerContext
     }
 
     /**
-     * Disruptor ring size; 0 until {@link #conclude()} when left to the default of the threading mode
-     * ({@link #RING_SIZE_SHARED_DEFAULT} in SHARED mode, {@link PipelineContext#RING_SIZE_DEFAULT} otherwise).
-     *
-     * @return events.
-     */
-    public int ringSize()
-    {
-        return pipelineContext.ringSize();
-    }
-
-    /**
-     * Sets the Disruptor ring size.
-     *
-     * @param ringSize events, a power of two; 0 for the threading mode's default.
-     * @return this.
-     */
-    public ServerContext ringSize(final int ringSize)
-    {
-        pipelineContext.ringSize(ringSize);
-        return this;
-    }
-
-    /**
      * @return true when the caller runs the server's duty cycle ({@link KvStashServer#invoker()}).
      */
     public boolean useAgentInvoker()
@@ -500,24 +394,6 @@ public final class ServerContext
     }
 
     /**
-     * @return the capture (journal) file, or null for none.
-     */
-    public Path captureFile()
-    {
-        return pipelineContext.journalFile();
-    }
-
-    /**
-     * @param captureFile the capture (journal) file, or null for none.
-     * @return this.
-     */
-    public ServerContext captureFile(final Path captureFile)
-    {
-        pipelineContext.journalFile(captureFile);
-        return this;
-    }
-
-    /**
      * @return the latency interval log ({@code .hlog}), or null for none.
      */
     public Path latencyLogFile()
@@ -558,56 +434,26 @@ public final class ServerContext
     }
 
     /**
-     * @return the second tier's cluster seeds ({@code redis://host:port[,host:port...]}), or null when it is off.
+     * The publish side's observer of answered requests (the second tier's tap), or null for none.
+     *
+     * @return the observer.
      */
-    public String l2Seeds()
+    public ResponseObserver responseObserver()
     {
-        return l2Seeds;
+        return responseObserver;
     }
 
     /**
-     * @param l2Seeds the second tier's Redis Cluster seeds, {@code redis://host:port[,host:port...]}; null: off.
+     * Sets the observer the publish stage tells of every answered request: the hook a component such as the second
+     * tier attaches through. The server then also answers a waiting LOOKUP with the observer's tickets and says so
+     * in its control file's features.
+     *
+     * @param responseObserver the observer, or null for none.
      * @return this.
      */
-    public ServerContext l2Seeds(final String l2Seeds)
+    public ServerContext responseObserver(final ResponseObserver responseObserver)
     {
-        this.l2Seeds = l2Seeds;
-        return this;
-    }
-
-    /**
-     * @return the bound of every cluster call of the second tier, milliseconds.
-     */
-    public long l2TimeoutMs()
-    {
-        return l2TimeoutMs;
-    }
-
-    /**
-     * @param l2TimeoutMs the bound of every cluster call of the second tier, milliseconds, 1 to 60000.
-     * @return this.
-     */
-    public ServerContext l2TimeoutMs(final long l2TimeoutMs)
-    {
-        this.l2TimeoutMs = l2TimeoutMs;
-        return this;
-    }
-
-    /**
-     * @return true when committed chunks are written through to the cluster, false for read-through only.
-     */
-    public boolean l2WriteThrough()
-    {
-        return l2WriteThrough;
-    }
-
-    /**
-     * @param l2WriteThrough true to write committed chunks through to the cluster, false for read-through only.
-     * @return this.
-     */
-    public ServerContext l2WriteThrough(final boolean l2WriteThrough)
-    {
-        this.l2WriteThrough = l2WriteThrough;
+        this.responseObserver = responseObserver;
         return this;
     }
 
@@ -632,90 +478,26 @@ public final class ServerContext
     }
 
     /**
-     * @return true when the pool is pre-touched at start.
+     * How the server starts: whether and when its pool's pages are prepared, its start-up log, and a request to
+     * stop a start in progress.
+     *
+     * @return the start-up configuration, owned by this context.
      */
-    public boolean pretouch()
+    public StartupContext startupContext()
     {
-        return pretouch;
+        return startupContext;
     }
 
     /**
-     * Sets whether every pool page is touched at start, so no page fault lands on a request and a full
-     * tmpfs fails the start instead of a request.
+     * Replaces the start-up configuration.
      *
-     * @param pretouch true to pre-touch.
+     * @param startupContext how the server starts.
      * @return this.
      */
-    public ServerContext pretouch(final boolean pretouch)
+    public ServerContext startupContext(final StartupContext startupContext)
     {
-        this.pretouch = pretouch;
+        this.startupContext = startupContext;
         return this;
-    }
-
-    /**
-     * Whether the pool's pages are prepared by a background thread after the server is ready, instead of before.
-     *
-     * @return true when in the background.
-     */
-    public boolean prepareInBackground()
-    {
-        return prepareInBackground;
-    }
-
-    /**
-     * Sets where the pool's pages are prepared when {@link #pretouch()} is on. Before ready (false, the default), the
-     * start takes about a second per GiB on a small VM and a full file system fails it. In the background (true),
-     * the server is ready in about the same time for any pool size; a thread of its own then touches every page
-     * (an atomic add of zero, safe beside clients writing), and the pool's size was checked against the file
-     * system's free space at the start. Clients map and touch their own view when they connect either way.
-     *
-     * @param prepareInBackground true to prepare after ready.
-     * @return this.
-     */
-    public ServerContext prepareInBackground(final boolean prepareInBackground)
-    {
-        this.prepareInBackground = prepareInBackground;
-        return this;
-    }
-
-    /**
-     * Where the server says, one line each, what it does during start-up that an operator should know of: a dead
-     * server's files reclaimed, the pool being prepared (after every check that could refuse the start).
-     *
-     * @return the log, or null for none.
-     */
-    public java.util.function.Consumer<String> startupLog()
-    {
-        return startupLog;
-    }
-
-    /**
-     * Sets the start-up log.
-     *
-     * @param startupLog called on the launching thread with one line at a time; null for none.
-     * @return this.
-     */
-    public ServerContext startupLog(final java.util.function.Consumer<String> startupLog)
-    {
-        this.startupLog = startupLog;
-        return this;
-    }
-
-    /**
-     * Asks a start in progress to stop: the launch fails soon (the pool's preparation checks between blocks)
-     * and removes every file it made. Safe from any thread, e.g. a shutdown hook; no effect after the launch.
-     */
-    public void abortStart()
-    {
-        startAborted = true;
-    }
-
-    /**
-     * @return true when {@link #abortStart()} was called: the start is to stop.
-     */
-    public boolean isStartAborted()
-    {
-        return startAborted;
     }
 
     /**
@@ -791,10 +573,10 @@ public final class ServerContext
     {
         return "ServerContext{directory=" + directory + ", " + storeContext() + ", requestRingCapacity=" +
             requestRingCapacity + ", responseRingCapacity=" + responseRingCapacity + ", maxClients=" + maxClients +
-            ", threadingMode=" + threadingMode() + ", waitMode=" + waitMode() + ", ringSize=" + ringSize() +
-            ", heartbeatIntervalMs=" + heartbeatIntervalMs + ", heartbeatTimeoutMs=" + heartbeatTimeoutMs +
-            ", livenessIntervalMs=" + livenessIntervalMs + ", sweepIntervalMs=" + sweepIntervalMs +
-            ", captureFile=" + captureFile() + ", latencyLogFile=" + latencyLogFile + ", prometheusPort=" +
-            prometheusPort + ", incarnation=" + Long.toHexString(incarnation()) + '}';
+            ", threadingMode=" + threadingMode() + ", waitMode=" + waitMode() + ", ringSize=" +
+            pipelineContext.ringSize() + ", heartbeatIntervalMs=" + heartbeatIntervalMs + ", heartbeatTimeoutMs=" +
+            heartbeatTimeoutMs + ", livenessIntervalMs=" + livenessIntervalMs + ", sweepIntervalMs=" + sweepIntervalMs +
+            ", captureFile=" + pipelineContext.journalFile() + ", latencyLogFile=" + latencyLogFile +
+            ", prometheusPort=" + prometheusPort + ", incarnation=" + Long.toHexString(incarnation()) + '}';
     }
 }

@@ -154,7 +154,7 @@ final class ServerFiles implements AutoCloseable
 
     private void checkAborted() throws IOException
     {
-        if (context.isStartAborted())
+        if (context.startupContext().isStartAborted())
         {
             throw new IOException("the start was interrupted");
         }
@@ -162,7 +162,7 @@ final class ServerFiles implements AutoCloseable
 
     private void log(final String line)
     {
-        final java.util.function.Consumer<String> startupLog = context.startupLog();
+        final java.util.function.Consumer<String> startupLog = context.startupContext().startupLog();
         if (null != startupLog)
         {
             startupLog.accept(line);
@@ -261,16 +261,16 @@ final class ServerFiles implements AutoCloseable
             addresses[i] = org.agrona.BufferUtil.address(segment);
             segments[i] = new UnsafeBuffer(segment);
         }
-        if (context.pretouch() && context.prepareInBackground())
+        if (context.startupContext().pretouch() && context.startupContext().prepareInBackground())
         {
             pendingSegments = segments;
         }
-        else if (context.pretouch())
+        else if (context.startupContext().pretouch())
         {
             log("kvstash: preparing a " + Sizes.formatSize(store.poolSizeBytes()) + " pool in " + poolPath +
                 " (every page mapped before the first client connects)");
             PoolPages.prepareNewPool(poolChannel, dataOffset, store.poolSizeBytes(), segments, segmentBytes,
-                Runtime.getRuntime().availableProcessors(), context::isStartAborted);
+                Runtime.getRuntime().availableProcessors(), context.startupContext()::isStartAborted);
         }
         pool = PoolRegion.ofSegments(addresses, segmentBytes, store.poolSizeBytes(), poolSegments);
         meta.putLong(PoolFileDescriptor.MAGIC_OFFSET, PoolFileDescriptor.MAGIC);
@@ -323,7 +323,7 @@ final class ServerFiles implements AutoCloseable
 
     private int features()
     {
-        return (null == context.l2Seeds() ? 0 :
+        return (null == context.responseObserver() ? 0 :
             ControlFileDescriptor.FEATURE_SECOND_TIER | ControlFileDescriptor.FEATURE_COMPLETED_TICKET) |
             (null == doorbell ? 0 : ControlFileDescriptor.FEATURE_DOORBELL);
     }

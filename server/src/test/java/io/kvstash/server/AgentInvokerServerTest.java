@@ -5,7 +5,7 @@ import io.kvstash.client.ClientResponse;
 import io.kvstash.client.KvStashClient;
 import io.kvstash.pipeline.PipelineContext;
 import io.kvstash.pipeline.ThreadingMode;
-import io.kvstash.tools.ShmDirectories;
+import io.kvstash.process.ShmDirectories;
 import io.kvstash.wire.ChunkKeys;
 import io.kvstash.wire.RequestType;
 import io.kvstash.wire.Status;
@@ -173,13 +173,19 @@ class AgentInvokerServerTest
     void shouldSizeTheDisruptorRingByThreadingModeUnlessGiven()
     {
         dir = ShmDirectories.newPath("kvstash-test-ring-size-");
-        assertEquals(ServerContext.RING_SIZE_SHARED_DEFAULT,
-            new ServerContext().directory(dir).threadingMode(ThreadingMode.SHARED).conclude().ringSize());
+        assertEquals(ServerConfiguration.RING_SIZE_SHARED_DEFAULT,
+            ringSizeConcluded(new ServerContext().directory(dir).threadingMode(ThreadingMode.SHARED)));
         assertEquals(PipelineContext.RING_SIZE_DEFAULT,
-            new ServerContext().directory(dir).threadingMode(ThreadingMode.DEDICATED).conclude().ringSize());
+            ringSizeConcluded(new ServerContext().directory(dir).threadingMode(ThreadingMode.DEDICATED)));
         assertEquals(PipelineContext.RING_SIZE_DEFAULT,
-            new ServerContext().directory(dir).threadingMode(ThreadingMode.THREAD_PER_STAGE).conclude().ringSize());
-        assertEquals(256, new ServerContext().directory(dir).threadingMode(ThreadingMode.SHARED).ringSize(256)
-            .conclude().ringSize());
+            ringSizeConcluded(new ServerContext().directory(dir).threadingMode(ThreadingMode.THREAD_PER_STAGE)));
+        final ServerContext given = new ServerContext().directory(dir).threadingMode(ThreadingMode.SHARED);
+        given.pipelineContext().ringSize(256);
+        assertEquals(256, ringSizeConcluded(given));
+    }
+
+    private static int ringSizeConcluded(final ServerContext context)
+    {
+        return context.conclude().pipelineContext().ringSize();
     }
 }

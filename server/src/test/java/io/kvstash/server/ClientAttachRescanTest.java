@@ -1,9 +1,9 @@
 package io.kvstash.server;
 
 import io.kvstash.client.KvStashClient;
-import io.kvstash.tools.ChildJvm;
-import io.kvstash.tools.LockProbe;
-import io.kvstash.tools.ShmDirectories;
+import io.kvstash.process.ChildJvm;
+import io.kvstash.process.LockProbe;
+import io.kvstash.process.ShmDirectories;
 import io.kvstash.wire.file.ClientFileDescriptor;
 import org.agrona.IoUtil;
 import org.agrona.concurrent.AgentInvoker;

@@ -5,7 +5,7 @@ import io.kvstash.client.ClientResponse;
 import io.kvstash.client.KvStashClient;
 import io.kvstash.core.StoreContext;
 import io.kvstash.pipeline.ThreadingMode;
-import io.kvstash.tools.ShmDirectories;
+import io.kvstash.process.ShmDirectories;
 import io.kvstash.wire.RequestType;
 import io.kvstash.wire.Status;
 import io.kvstash.wire.codec.WireDescriptor;
@@ -48,8 +48,8 @@ class ClientAwaitFloodTest
             KvStashClient client = KvStashClient.connect(new ClientContext().directory(server.directory())))
         {
             // The server's default rings, which this one has (the client takes their sizes from its control file).
-            final int requestCapacity = ServerContext.REQUEST_RING_CAPACITY_DEFAULT;
-            final int responseCapacity = ServerContext.RESPONSE_RING_CAPACITY_DEFAULT;
+            final int requestCapacity = ServerConfiguration.REQUEST_RING_CAPACITY_DEFAULT;
+            final int responseCapacity = ServerConfiguration.RESPONSE_RING_CAPACITY_DEFAULT;
             // Half the request ring of PINGs, all sent before the one call that waits (the server stops reading
             // requests while the response ring lacks room, so they must fit), answered with several times what
             // the response ring holds: every answer but the last reaches the async handler inside that await.

@@ -1,9 +1,9 @@
 package io.kvstash.server;
 
 import io.kvstash.core.StoreCounters;
-import io.kvstash.tools.ChildJvm;
-import io.kvstash.tools.ShmDirectories;
 import io.kvstash.wire.file.CountersDescriptor;
+import io.kvstash.process.ChildJvm;
+import io.kvstash.process.ShmDirectories;
 import org.agrona.concurrent.AgentInvoker;
 import org.agrona.concurrent.NanoClock;
 import org.junit.jupiter.api.AfterEach;

@@ -3,7 +3,7 @@ package io.kvstash.server;
 import io.kvstash.client.ClientContext;
 import io.kvstash.client.ClientResponse;
 import io.kvstash.client.KvStashClient;
-import io.kvstash.tools.ChildJvm;
+import io.kvstash.process.ChildJvm;
 import io.kvstash.wire.file.ClientFileDescriptor;
 import io.kvstash.wire.layout.Dtype;
 import io.kvstash.wire.layout.Layout;

@@ -6,7 +6,7 @@ import io.kvstash.core.StoreContext;
 import io.kvstash.pipeline.ThreadingMode;
 import io.kvstash.pipeline.latency.IntervalLogger;
 import io.kvstash.pipeline.latency.LatencyRecorders;
-import io.kvstash.tools.ShmDirectories;
+import io.kvstash.process.ShmDirectories;
 import io.kvstash.wire.RequestType;
 import io.kvstash.wire.Status;
 import org.HdrHistogram.EncodableHistogram;

@@ -5,7 +5,7 @@ import io.kvstash.client.ClientResponse;
 import io.kvstash.client.KvStashClient;
 import io.kvstash.core.StoreContext;
 import io.kvstash.core.StoreCounters;
-import io.kvstash.tools.ShmDirectories;
+import io.kvstash.process.ShmDirectories;
 import io.kvstash.wire.ChunkKeys;
 import io.kvstash.wire.Status;
 import io.kvstash.wire.file.CountersDescriptor;

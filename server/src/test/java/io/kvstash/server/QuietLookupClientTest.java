@@ -6,7 +6,7 @@ import io.kvstash.client.KvStashClient;
 import io.kvstash.core.EvictionPolicy;
 import io.kvstash.core.StoreContext;
 import io.kvstash.pipeline.ThreadingMode;
-import io.kvstash.tools.ShmDirectories;
+import io.kvstash.process.ShmDirectories;
 import io.kvstash.wire.ChunkKeys;
 import io.kvstash.wire.Status;
 import io.kvstash.wire.layout.Dtype;

@@ -2,7 +2,7 @@ package io.kvstash.server;
 
 import io.kvstash.client.ClientContext;
 import io.kvstash.client.KvStashClient;
-import io.kvstash.tools.ShmDirectories;
+import io.kvstash.process.ShmDirectories;
 import io.kvstash.wire.RequestType;
 import io.kvstash.wire.Status;
 import org.agrona.CloseHelper;

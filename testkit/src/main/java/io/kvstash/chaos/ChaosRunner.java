@@ -2,8 +2,8 @@ package io.kvstash.chaos;
 
 import io.kvstash.client.ClientResponse;
 import io.kvstash.core.StoreContext;
+import io.kvstash.process.ShmDirectories;
 import io.kvstash.server.ServerContext;
-import io.kvstash.tools.ShmDirectories;
 import io.kvstash.wire.RequestType;
 
 import java.io.PrintStream;

@@ -3,9 +3,9 @@ package io.kvstash.chaos;
 import io.kvstash.client.ClientContext;
 import io.kvstash.client.KvStashClient;
 import io.kvstash.testkit.TestServer;
-import io.kvstash.tools.ChildJvm;
-import io.kvstash.tools.ShmDirectories;
 import io.kvstash.wire.file.CountersDescriptor;
+import io.kvstash.process.ChildJvm;
+import io.kvstash.process.ShmDirectories;
 
 import java.nio.file.Path;
 import java.util.Map;

@@ -1,9 +1,9 @@
 package io.kvstash.chaos;
 
 import io.kvstash.core.StoreCounters;
+import io.kvstash.process.ShmDirectories;
 import io.kvstash.server.KvStashServer;
 import io.kvstash.testkit.LoadWorker;
-import io.kvstash.tools.ShmDirectories;
 import io.kvstash.wire.file.CountersDescriptor;
 
 import java.io.IOException;

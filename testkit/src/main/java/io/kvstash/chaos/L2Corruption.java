@@ -5,7 +5,7 @@ import io.kvstash.client.ClientResponse;
 import io.kvstash.client.KvStashClient;
 import io.kvstash.core.StoreCounters;
 import io.kvstash.server.KvStashServer;
-import io.kvstash.server.l2.L2Keys;
+import io.kvstash.tier.L2Keys;
 import io.kvstash.testkit.ChunkSeal;
 import io.kvstash.testkit.LoadWorker;
 import io.kvstash.testkit.RedisCluster;

@@ -1,12 +1,14 @@
 package io.kvstash.chaos;
 
 import io.kvstash.core.StoreCounters;
+import io.kvstash.process.ShmDirectories;
 import io.kvstash.server.KvStashServer;
-import io.kvstash.server.l2.L2Tier;
 import io.kvstash.testkit.HiccupMeter;
 import io.kvstash.testkit.L2LoadWorker;
 import io.kvstash.testkit.RedisCluster;
-import io.kvstash.tools.ShmDirectories;
+import io.kvstash.tier.L2Tier;
+import io.kvstash.tier.TierContext;
+import io.kvstash.tier.TieredServer;
 import io.kvstash.wire.RequestType;
 import io.kvstash.wire.file.CountersDescriptor;
 
@@ -92,6 +94,7 @@ final class L2Suite implements ChaosSuite
         private final ChaosRunner.Options options;
         private final Map<String, Object> report;
         private final List<L2WorkerProcess> workers = new ArrayList<>();
+        private final TieredServer[] tiered = new TieredServer[HOSTS];
         private final KvStashServer[] servers = new KvStashServer[HOSTS];
         private final Path[] dirs = new Path[HOSTS];
         private final List<String> slowRequests = new ArrayList<>();
@@ -121,8 +124,9 @@ final class L2Suite implements ChaosSuite
                 for (int h = 0; h < HOSTS; h++)
                 {
                     dirs[h] = chaos.newDirectory("l2-" + (char)('a' + h));
-                    servers[h] = KvStashServer.launch(ChaosRunner.serverContext(dirs[h], SLOTS, 1_000)
-                        .l2Seeds(cluster.seeds()).l2TimeoutMs(TIMEOUT_MS));
+                    tiered[h] = TieredServer.launch(ChaosRunner.serverContext(dirs[h], SLOTS, 1_000),
+                        new TierContext().seeds(cluster.seeds()).timeoutMs(TIMEOUT_MS));
+                    servers[h] = tiered[h].server();
                 }
                 awaitTiersUp("the tiers came up");
                 final SplittableRandom random = new SplittableRandom(options.seed + 5);
@@ -175,9 +179,9 @@ final class L2Suite implements ChaosSuite
                 }
                 for (int h = 0; h < HOSTS; h++)
                 {
-                    if (null != servers[h])
+                    if (null != tiered[h])
                     {
-                        servers[h].close();
+                        tiered[h].close();
                     }
                     if (null != dirs[h])
                     {

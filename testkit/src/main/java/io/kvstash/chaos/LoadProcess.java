@@ -1,8 +1,8 @@
 package io.kvstash.chaos;
 
+import io.kvstash.process.ChildJvm;
 import io.kvstash.testkit.LoadWorker;
 import io.kvstash.testkit.TestWorker;
-import io.kvstash.tools.ChildJvm;
 
 import java.io.IOException;
 import java.nio.file.Path;

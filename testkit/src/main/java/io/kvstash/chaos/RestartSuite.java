@@ -1,8 +1,8 @@
 package io.kvstash.chaos;
 
+import io.kvstash.process.ChildJvm;
+import io.kvstash.process.ShmDirectories;
 import io.kvstash.testkit.TestServer;
-import io.kvstash.tools.ChildJvm;
-import io.kvstash.tools.ShmDirectories;
 
 import java.nio.file.Files;
 import java.nio.file.Path;

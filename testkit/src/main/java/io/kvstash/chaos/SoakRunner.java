@@ -6,8 +6,8 @@ import io.kvstash.core.StoreContext;
 import io.kvstash.server.KvStashServer;
 import io.kvstash.server.ServerContext;
 import io.kvstash.testkit.TestWorker;
-import io.kvstash.tools.ChildJvm;
 import io.kvstash.wire.file.CountersDescriptor;
+import io.kvstash.process.ChildJvm;
 
 import java.io.IOException;
 import java.io.PrintStream;

@@ -2,6 +2,7 @@ package io.kvstash.chaos;
 
 import io.kvstash.client.ClientContext;
 import io.kvstash.client.KvStashClient;
+import io.kvstash.server.ServerConfiguration;
 import io.kvstash.server.ServerContext;
 import io.kvstash.testkit.LoadWorker;
 import io.kvstash.testkit.RawRingClient;
@@ -93,7 +94,7 @@ final class WireFuzzer
         final List<Record> sent = new ArrayList<>();
         try (KvStashClient good = KvStashClient.connect(new ClientContext().directory(directory));
             RawRingClient raw = new RawRingClient(directory, incarnation,
-                ServerContext.REQUEST_RING_CAPACITY_DEFAULT, ServerContext.RESPONSE_RING_CAPACITY_DEFAULT))
+                ServerConfiguration.REQUEST_RING_CAPACITY_DEFAULT, ServerConfiguration.RESPONSE_RING_CAPACITY_DEFAULT))
         {
             if (!raw.awaitAttached(10_000))
             {

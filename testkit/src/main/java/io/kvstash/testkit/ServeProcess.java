@@ -1,7 +1,7 @@
 package io.kvstash.testkit;
 
 import io.kvstash.cli.KvStashCommand;
-import io.kvstash.tools.ChildJvm;
+import io.kvstash.process.ChildJvm;
 
 import java.io.IOException;
 import java.nio.file.Path;

@@ -1,10 +1,13 @@
 package io.kvstash.testkit;
 
 import io.kvstash.core.StoreContext;
+import io.kvstash.process.ChildJvm;
 import io.kvstash.server.KvStashServer;
+import io.kvstash.server.ServerConfiguration;
 import io.kvstash.server.ServerContext;
-import io.kvstash.server.l2.L2Tier;
-import io.kvstash.tools.ChildJvm;
+import io.kvstash.tier.L2Tier;
+import io.kvstash.tier.TierContext;
+import io.kvstash.tier.TieredServer;
 import io.kvstash.tools.Json;
 import io.kvstash.tools.TraceReplay;
 import io.kvstash.tools.TraceWorker;
@@ -45,19 +48,23 @@ final class SharedTierHost implements AutoCloseable
     private final int index;
     private final int capacityChunks;
     private final boolean tier;
+    private final TieredServer tiered;
     private final KvStashServer server;
+    private final String seeds;
     private ChildJvm worker;
     private volatile boolean ready;
     private volatile String resultLine;
     private final long[] counters = new long[CountersDescriptor.COUNT];
     private WorkerResult result;
 
-    private SharedTierHost(final int index, final int capacityChunks, final boolean tier, final KvStashServer server)
+    private SharedTierHost(final int index, final int capacityChunks, final String seeds, final TieredServer tiered)
     {
         this.index = index;
         this.capacityChunks = capacityChunks;
-        this.tier = tier;
-        this.server = server;
+        this.tier = null != seeds;
+        this.tiered = tiered;
+        this.server = tiered.server();
+        this.seeds = seeds;
     }
 
     /**
@@ -93,13 +100,10 @@ final class SharedTierHost implements AutoCloseable
         final ServerContext context = new ServerContext()
             .directory(directory)
             .storeContext(store)
-            .responseRingCapacity(Math.max(ServerContext.RESPONSE_RING_CAPACITY_DEFAULT,
+            .responseRingCapacity(Math.max(ServerConfiguration.RESPONSE_RING_CAPACITY_DEFAULT,
                 Integer.highestOneBit(2 * (64 + 16 * maxChunks + store.maxInlineBytes() + 512) - 1)));
-        if (null != seeds)
-        {
-            context.l2Seeds(seeds);
-        }
-        final SharedTierHost host = new SharedTierHost(index, capacity, null != seeds, KvStashServer.launch(context));
+        final SharedTierHost host = new SharedTierHost(index, capacity, seeds,
+            TieredServer.launch(context, null == seeds ? null : new TierContext().seeds(seeds)));
         try
         {
             if (host.tier)
@@ -147,12 +151,12 @@ final class SharedTierHost implements AutoCloseable
     private void awaitTierUp() throws InterruptedException
     {
         final long deadline = System.currentTimeMillis() + TIER_UP_TIMEOUT_MS;
-        while (L2Tier.STATE_UP != server.l2Tier().state())
+        while (L2Tier.STATE_UP != tiered.tier().state())
         {
             if (System.currentTimeMillis() > deadline)
             {
                 throw new IllegalStateException("host " + index + ": the second tier is not up after " +
-                    TIER_UP_TIMEOUT_MS / 1000 + " s (is the cluster at " + server.context().l2Seeds() + " up?)");
+                    TIER_UP_TIMEOUT_MS / 1000 + " s (is the cluster at " + seeds + " up?)");
             }
             Thread.sleep(20);
         }
@@ -312,6 +316,6 @@ final class SharedTierHost implements AutoCloseable
         {
             worker.close();
         }
-        server.close();
+        tiered.close();
     }
 }

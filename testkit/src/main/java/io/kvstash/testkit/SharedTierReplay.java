@@ -1,7 +1,8 @@
 package io.kvstash.testkit;
 
 import io.kvstash.core.trace.MooncakeTrace;
-import io.kvstash.tools.ShmDirectories;
+import io.kvstash.process.ShmDirectories;
+import io.kvstash.tools.ReplayReport;
 import io.kvstash.tools.TraceReplay;
 import io.kvstash.tools.WorkerResult;
 
@@ -173,7 +174,7 @@ public final class SharedTierReplay
         final int requests = MooncakeTrace.read(tracePath).requests().size();
 
         say("one host, " + capacityChunks + " chunks ...");
-        final TraceReplay.Report one = new TraceReplay().trace(tracePath).payloadBytes(payloadBytes)
+        final ReplayReport one = new TraceReplay().trace(tracePath).payloadBytes(payloadBytes)
             .capacityChunks(capacityChunks).workers(1).run();
         final Map<String, Object> oneHost = new LinkedHashMap<>();
         oneHost.put("capacity_chunks", one.capacityChunks());

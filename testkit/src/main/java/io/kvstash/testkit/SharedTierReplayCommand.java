@@ -1,8 +1,11 @@
 package io.kvstash.testkit;
 
+import io.kvstash.cli.WorkerLoadOptions;
 import io.kvstash.tools.BundledTrace;
 import io.kvstash.tools.Json;
+import io.kvstash.tools.TraceReplay;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Spec;
@@ -27,6 +30,9 @@ import java.util.concurrent.Callable;
             "at the same total capacity and the hosts without the tier." })
 public final class SharedTierReplayCommand implements Callable<Integer>
 {
+    /** Default bound of each LOOKUP's wait for the tier's read-through, ms. */
+    static final long TIER_WAIT_MS_DEFAULT = 50;
+
     @Spec
     CommandSpec spec;
 
@@ -48,13 +54,8 @@ public final class SharedTierReplayCommand implements Callable<Integer>
             "(default: ${DEFAULT-VALUE}).")
     String l2;
 
-    @Option(names = "--tier-wait-ms", paramLabel = "MS", defaultValue = "50",
-        description = "Bound of each LOOKUP's wait for the tier's read-through (default: ${DEFAULT-VALUE}).")
-    long tierWaitMs;
-
-    @Option(names = "--payload-bytes", paramLabel = "BYTES", defaultValue = "4096",
-        description = "Bytes of one chunk (default: ${DEFAULT-VALUE}).")
-    int payloadBytes;
+    @Mixin
+    WorkerLoadOptions load = new WorkerLoadOptions(TraceReplay.PAYLOAD_BYTES_DEFAULT, TIER_WAIT_MS_DEFAULT);
 
     @Option(names = "--json", description = "Print one JSON object on standard output.")
     boolean json;
@@ -81,7 +82,8 @@ public final class SharedTierReplayCommand implements Callable<Integer>
         for (final int capacity : capacities)
         {
             final Map<String, Object> run = new SharedTierReplay().trace(tracePath).capacityChunks(capacity)
-                .hosts(hosts).l2Seeds(l2).tierWaitMs(tierWaitMs).payloadBytes(payloadBytes).log(System.err).run();
+                .hosts(hosts).l2Seeds(l2).tierWaitMs(load.tierWaitMs()).payloadBytes(load.payloadBytes())
+                .log(System.err).run();
             mismatches += (long)run.get("checksum_mismatches");
             runs.add(run);
         }
@@ -102,7 +104,7 @@ public final class SharedTierReplayCommand implements Callable<Integer>
     private void printTable(final PrintWriter out, final List<Map<String, Object>> runs)
     {
         out.printf(Locale.ROOT, "hit chunks of %s, %d hosts, LOOKUPs waiting up to %d ms for the tier%n",
-            runs.get(0).get("trace"), hosts, tierWaitMs);
+            runs.get(0).get("trace"), hosts, load.tierWaitMs());
         out.printf(Locale.ROOT, "%10s | %10s | %22s | %22s | %14s | %10s | %10s%n", "capacity", "one host",
             hosts + " hosts without tier", hosts + " hosts with tier", "l2 fetch hits", "l2 writes", "mismatches");
         for (final Map<String, Object> run : runs)

@@ -2,8 +2,9 @@ package io.kvstash.testkit;
 
 import io.kvstash.core.StoreContext;
 import io.kvstash.pipeline.WaitMode;
-import io.kvstash.server.KvStashServer;
 import io.kvstash.server.ServerContext;
+import io.kvstash.tier.TierContext;
+import io.kvstash.tier.TieredServer;
 import org.agrona.concurrent.EpochClock;
 
 import java.io.BufferedReader;
@@ -122,11 +123,7 @@ public final class TestServer
             context.waitMode(WaitMode.valueOf(args[4].toUpperCase(Locale.ROOT).replace('-', '_')));
         }
         final String l2Seeds = System.getProperty("kvstash.l2");
-        if (null != l2Seeds && !l2Seeds.isEmpty())
-        {
-            context.l2Seeds(l2Seeds);
-        }
-        serve(context, wallClock);
+        serve(context, null == l2Seeds || l2Seeds.isEmpty() ? null : new TierContext().seeds(l2Seeds), wallClock);
         System.exit(0);
     }
 
@@ -162,10 +159,11 @@ public final class TestServer
         throw new IllegalArgumentException("not a READY line: " + readyLine);
     }
 
-    private static void serve(final ServerContext context, final SteppedEpochClock wallClock)
+    private static void serve(
+        final ServerContext context, final TierContext tierContext, final SteppedEpochClock wallClock)
         throws IOException, InterruptedException
     {
-        final KvStashServer server = KvStashServer.launch(context);
+        final TieredServer server = TieredServer.launch(context, tierContext);
         // Launching leaves the young generation of a small heap nearly full, so a little more allocation sets off
         // a collection, whoever allocates it. Collect the launch's garbage now, so the count after READY is the
         // suite's own; the bytes the server's threads allocate meanwhile are reported as well.

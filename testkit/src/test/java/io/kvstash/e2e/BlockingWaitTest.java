@@ -2,8 +2,8 @@ package io.kvstash.e2e;
 
 import io.kvstash.client.ClientContext;
 import io.kvstash.client.KvStashClient;
+import io.kvstash.process.ShmDirectories;
 import io.kvstash.testkit.ServeProcess;
-import io.kvstash.tools.ShmDirectories;
 import io.kvstash.wire.Status;
 import io.kvstash.wire.file.ControlFileDescriptor;
 import io.kvstash.wire.file.CountersDescriptor;

@@ -2,18 +2,18 @@ package io.kvstash.l2;
 
 import io.kvstash.cli.KvStashCommand;
 import io.kvstash.client.KvStashClient;
-import io.kvstash.server.KvStashServer;
-import io.kvstash.server.l2.L2Keys;
-import io.kvstash.server.l2.L2Tier;
 import io.kvstash.testkit.RedisClusterExtension;
+import io.kvstash.tier.L2Keys;
+import io.kvstash.tier.L2Tier;
+import io.kvstash.tier.TieredServer;
 import io.kvstash.wire.ChunkKeys;
 import io.kvstash.wire.file.CountersDescriptor;
 import io.kvstash.wire.layout.Dtype;
 import io.kvstash.wire.layout.Layout;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.io.TempDir;
 import picocli.CommandLine;
 
@@ -61,7 +61,7 @@ class L2CapacityTest
     @Test
     void shouldCountRefusedWritesOfAFullClusterAndKeepTheTierUpAndThePoolServing() throws Exception
     {
-        try (KvStashServer a = L2Hosts.launch(temp.resolve("a"), CLUSTER.cluster(), POOL_BYTES, TIMEOUT_MS);
+        try (TieredServer a = L2Hosts.launch(temp.resolve("a"), CLUSTER.cluster(), POOL_BYTES, TIMEOUT_MS);
             KvStashClient ca = L2Hosts.connect(a))
         {
             awaitUp(a);
@@ -82,16 +82,16 @@ class L2CapacityTest
                 assertEquals(10, ca.lookup(1, batches[b], false).hitChunks());
                 verify(ca, 1, batches[b], chunkBytes, 100 + b);
             }
-            final long writes = a.counters().get(CountersDescriptor.L2_WRITES);
-            final long errors = a.counters().get(CountersDescriptor.L2_WRITE_ERRORS);
+            final long writes = a.server().counters().get(CountersDescriptor.L2_WRITES);
+            final long errors = a.server().counters().get(CountersDescriptor.L2_WRITE_ERRORS);
             assertTrue(writes > 0, "the cluster took chunks until it was full");
             assertTrue(errors > 0, "a full cluster refused chunks");
-            assertEquals(CHUNKS, writes + errors + a.counters().get(CountersDescriptor.L2_WRITE_SKIPS));
+            assertEquals(CHUNKS, writes + errors + a.server().counters().get(CountersDescriptor.L2_WRITE_SKIPS));
             assertEquals(errors, L2Hosts.sumInfo(CLUSTER.cluster(), "errorstats", "errorstat_OOM") - oomBefore,
                 "each write error is one refusal of the cluster: nothing was dropped");
-            assertEquals(0, a.counters().get(CountersDescriptor.L2_TIMEOUTS));
-            assertEquals(L2Tier.STATE_UP, a.l2Tier().state(), "error replies do not take the tier down");
-            final String stat = cli("stat", "--dir", a.directory().toString());
+            assertEquals(0, a.server().counters().get(CountersDescriptor.L2_TIMEOUTS));
+            assertEquals(L2Tier.STATE_UP, a.tier().state(), "error replies do not take the tier down");
+            final String stat = cli("stat", "--dir", a.server().directory().toString());
             assertTrue(stat.contains("  second tier    up; written " + writes + " ("), stat);
             assertTrue(stat.contains("write errors " + errors + ";"), stat);
             assertTrue(stat.matches("(?s).*l2_write_errors +" + errors + "  .*"), stat);
@@ -99,15 +99,15 @@ class L2CapacityTest
             CLUSTER.cluster().maxMemory(0, "noeviction");
             final ChunkKeys more = keys(4);
             store(ca, 1, more, 200);
-            await(() -> a.counters().get(CountersDescriptor.L2_WRITES) >= writes + 4, "writes resume with room");
+            await(() -> a.server().counters().get(CountersDescriptor.L2_WRITES) >= writes + 4, "writes resume with room");
         }
     }
 
     @Test
     void shouldKeepWritingUnderAllKeysLruAsOlderValuesAreEvicted() throws Exception
     {
-        try (KvStashServer a = L2Hosts.launch(temp.resolve("a"), CLUSTER.cluster(), POOL_BYTES, TIMEOUT_MS);
-            KvStashServer b = L2Hosts.launch(temp.resolve("b"), CLUSTER.cluster(), POOL_BYTES, TIMEOUT_MS);
+        try (TieredServer a = L2Hosts.launch(temp.resolve("a"), CLUSTER.cluster(), POOL_BYTES, TIMEOUT_MS);
+            TieredServer b = L2Hosts.launch(temp.resolve("b"), CLUSTER.cluster(), POOL_BYTES, TIMEOUT_MS);
             KvStashClient ca = L2Hosts.connect(a); KvStashClient cb = L2Hosts.connect(b))
         {
             awaitUp(a);
@@ -123,13 +123,13 @@ class L2CapacityTest
                 last = keys(10);
                 chunkBytes = store(ca, 1, last, 300 + batch);
                 final long target = 10L * (batch + 1);
-                await(() -> a.counters().get(CountersDescriptor.L2_WRITES) >= target, "batch written");
+                await(() -> a.server().counters().get(CountersDescriptor.L2_WRITES) >= target, "batch written");
             }
-            assertEquals(CHUNKS, a.counters().get(CountersDescriptor.L2_WRITES));
-            assertEquals(0, a.counters().get(CountersDescriptor.L2_WRITE_ERRORS));
+            assertEquals(CHUNKS, a.server().counters().get(CountersDescriptor.L2_WRITES));
+            assertEquals(0, a.server().counters().get(CountersDescriptor.L2_WRITE_ERRORS));
             assertTrue(L2Hosts.sumInfo(CLUSTER.cluster(), "stats", "evicted_keys") > evictedBefore,
                 "the cluster made room by evicting");
-            assertEquals(L2Tier.STATE_UP, a.l2Tier().state());
+            assertEquals(L2Tier.STATE_UP, a.tier().state());
 
             // Redis's LRU is sampled, so a recent value may go too: host B fetches one the cluster still holds.
             int held = -1;
@@ -168,9 +168,9 @@ class L2CapacityTest
         return out.toString();
     }
 
-    private static long settled(final KvStashServer server)
+    private static long settled(final TieredServer server)
     {
-        return server.counters().get(CountersDescriptor.L2_WRITES) + server.counters().get(CountersDescriptor.L2_WRITE_ERRORS) +
-            server.counters().get(CountersDescriptor.L2_WRITE_SKIPS);
+        return server.server().counters().get(CountersDescriptor.L2_WRITES) + server.server().counters().get(CountersDescriptor.L2_WRITE_ERRORS) +
+            server.server().counters().get(CountersDescriptor.L2_WRITE_SKIPS);
     }
 }

@@ -4,10 +4,11 @@ import io.kvstash.client.ClientContext;
 import io.kvstash.client.ClientResponse;
 import io.kvstash.client.KvStashClient;
 import io.kvstash.core.StoreContext;
-import io.kvstash.server.KvStashServer;
 import io.kvstash.server.ServerContext;
-import io.kvstash.server.l2.L2Tier;
 import io.kvstash.testkit.RedisCluster;
+import io.kvstash.tier.L2Tier;
+import io.kvstash.tier.TierContext;
+import io.kvstash.tier.TieredServer;
 import io.kvstash.wire.ChunkKeys;
 import io.kvstash.wire.Status;
 import io.kvstash.wire.layout.Layout;
@@ -32,19 +33,18 @@ final class L2Hosts
     {
     }
 
-    static KvStashServer launch(
+    static TieredServer launch(
         final Path directory, final RedisCluster cluster, final long poolBytes, final long timeoutMs) throws Exception
     {
-        return KvStashServer.launch(new ServerContext()
+        return TieredServer.launch(new ServerContext()
             .directory(directory)
-            .storeContext(new StoreContext().poolSizeBytes(poolBytes))
-            .l2Seeds(cluster.seeds())
-            .l2TimeoutMs(timeoutMs));
+            .storeContext(new StoreContext().poolSizeBytes(poolBytes)),
+            new TierContext().seeds(cluster.seeds()).timeoutMs(timeoutMs));
     }
 
-    static KvStashClient connect(final KvStashServer server)
+    static KvStashClient connect(final TieredServer server)
     {
-        return KvStashClient.connect(new ClientContext().directory(server.directory()).pretouchPool(false));
+        return KvStashClient.connect(new ClientContext().directory(server.server().directory()).pretouchPool(false));
     }
 
     static void register(final KvStashClient client, final long instance, final Layout layout)
@@ -135,9 +135,9 @@ final class L2Hosts
         assertEquals(Status.OK, client.commitRetrieve(instance, transfer).status());
     }
 
-    static void awaitUp(final KvStashServer server) throws InterruptedException
+    static void awaitUp(final TieredServer server) throws InterruptedException
     {
-        await(() -> L2Tier.STATE_UP == server.l2Tier().state(), "the tier is up");
+        await(() -> L2Tier.STATE_UP == server.tier().state(), "the tier is up");
     }
 
     static void await(final BooleanSupplier condition, final String what) throws InterruptedException

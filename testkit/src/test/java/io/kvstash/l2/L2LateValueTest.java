@@ -3,8 +3,8 @@ package io.kvstash.l2;
 import io.kvstash.client.ClientResponse;
 import io.kvstash.client.KvStashClient;
 import io.kvstash.core.StoreCounters;
-import io.kvstash.server.KvStashServer;
 import io.kvstash.testkit.RedisClusterExtension;
+import io.kvstash.tier.TieredServer;
 import io.kvstash.wire.ChunkKeys;
 import io.kvstash.wire.RequestType;
 import io.kvstash.wire.Status;
@@ -13,8 +13,8 @@ import io.kvstash.wire.layout.Dtype;
 import io.kvstash.wire.layout.Layout;
 import org.agrona.concurrent.UnsafeBuffer;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.io.TempDir;
 
 import java.nio.file.Path;
@@ -51,8 +51,8 @@ class L2LateValueTest
     @Test
     void shouldNeverLetAValueDecodedAfterTheDeadlineWriteIntoASlotOrBeServed() throws Exception
     {
-        try (KvStashServer a = L2Hosts.launch(temp.resolve("a"), CLUSTER.cluster(), 128L << 20, 5_000);
-            KvStashServer b = L2Hosts.launch(temp.resolve("b"), CLUSTER.cluster(), 64L << 20, 3);
+        try (TieredServer a = L2Hosts.launch(temp.resolve("a"), CLUSTER.cluster(), 128L << 20, 5_000);
+            TieredServer b = L2Hosts.launch(temp.resolve("b"), CLUSTER.cluster(), 64L << 20, 3);
             KvStashClient ca = L2Hosts.connect(a); KvStashClient cb = L2Hosts.connect(b))
         {
             awaitUp(a);
@@ -61,17 +61,17 @@ class L2LateValueTest
             final ChunkKeys shared = keys(CHUNKS);
             final int chunkBytes = store(ca, 1, shared, 41);
             assertEquals(8 << 20, chunkBytes);
-            await(() -> a.counters().get(CountersDescriptor.L2_WRITES) >= CHUNKS, "host A wrote its chunks through");
+            await(() -> a.server().counters().get(CountersDescriptor.L2_WRITES) >= CHUNKS, "host A wrote its chunks through");
 
             boolean lateGets = false;
             for (int attempt = 0; attempt < 20 && !lateGets; attempt++)
             {
                 awaitUp(b);
                 final long getsBefore = L2Hosts.sumInfo(CLUSTER.cluster(), "commandstats", "cmdstat_get");
-                final long timeoutsBefore = b.counters().get(CountersDescriptor.L2_TIMEOUTS);
+                final long timeoutsBefore = b.server().counters().get(CountersDescriptor.L2_TIMEOUTS);
                 assertEquals(0, cb.lookup(2, shared, false).hitChunks());
-                await(() -> b.counters().get(CountersDescriptor.L2_TIMEOUTS) > timeoutsBefore ||
-                    b.counters().get(CountersDescriptor.L2_FETCH_HITS) > 0, "host B's fetch ran past its deadline");
+                await(() -> b.server().counters().get(CountersDescriptor.L2_TIMEOUTS) > timeoutsBefore ||
+                    b.server().counters().get(CountersDescriptor.L2_FETCH_HITS) > 0, "host B's fetch ran past its deadline");
                 await(() -> noStorePending(b), "host B's fetch gave back or committed every slot it reserved");
                 // The worker takes every slot of B's pool now, while late values may still be decoded.
                 final ChunkKeys own = keys(CHUNKS);
@@ -80,16 +80,16 @@ class L2LateValueTest
                 verify(cb, 2, own, chunkBytes, 500 + attempt);
                 checkServedAreAs(cb, shared, chunkBytes);
                 lateGets = L2Hosts.sumInfo(CLUSTER.cluster(), "commandstats", "cmdstat_get") > getsBefore &&
-                    b.counters().get(CountersDescriptor.L2_TIMEOUTS) > timeoutsBefore;
+                    b.server().counters().get(CountersDescriptor.L2_TIMEOUTS) > timeoutsBefore;
                 assertEquals(Status.OK, cb.clear(false).status());
             }
             assertTrue(lateGets, "some GETs ran past the deadline");
         }
     }
 
-    private static boolean noStorePending(final KvStashServer server)
+    private static boolean noStorePending(final TieredServer server)
     {
-        final StoreCounters c = server.counters();
+        final StoreCounters c = server.server().counters();
         final long prepared = c.get(CountersDescriptor.requestId(RequestType.PREPARE_STORE, Status.OK)) -
             c.get(CountersDescriptor.EMPTY_PREPARES);
         return prepared == c.get(CountersDescriptor.requestId(RequestType.COMMIT_STORE, Status.OK)) +

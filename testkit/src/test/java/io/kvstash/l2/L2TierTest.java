@@ -1,10 +1,10 @@
 package io.kvstash.l2;
 
 import io.kvstash.client.KvStashClient;
-import io.kvstash.server.KvStashServer;
-import io.kvstash.server.l2.L2Keys;
-import io.kvstash.server.l2.L2Tier;
 import io.kvstash.testkit.RedisClusterExtension;
+import io.kvstash.tier.L2Keys;
+import io.kvstash.tier.L2Tier;
+import io.kvstash.tier.TieredServer;
 import io.kvstash.wire.ChunkKeys;
 import io.kvstash.wire.Status;
 import io.kvstash.wire.file.CountersDescriptor;
@@ -13,9 +13,9 @@ import io.kvstash.wire.layout.Layout;
 import org.junit.jupiter.api.MethodOrderer;
 import org.junit.jupiter.api.Order;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.TestMethodOrder;
 import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.io.TempDir;
 
 import java.nio.charset.StandardCharsets;
@@ -55,7 +55,7 @@ class L2TierTest
     @Order(1)
     void shouldServeAnotherHostsChunksAndAClearedHostsOwnChunksFromTheCluster() throws Exception
     {
-        try (KvStashServer a = launch("a"); KvStashServer b = launch("b");
+        try (TieredServer a = launch("a"); TieredServer b = launch("b");
             KvStashClient ca = connect(a); KvStashClient cb = connect(b))
         {
             awaitUp(a);
@@ -64,23 +64,23 @@ class L2TierTest
             register(ca, 1, LAYOUT);
             register(cb, 2, LAYOUT);
             final int chunkBytes = store(ca, 1, keys, 11);
-            await(() -> a.counters().get(CountersDescriptor.L2_WRITES) >= 8, "host A wrote its chunks through");
+            await(() -> a.server().counters().get(CountersDescriptor.L2_WRITES) >= 8, "host A wrote its chunks through");
             ca.ping(); // the gauges of the tier's last COMMIT_RETRIEVE move just after its answer
-            assertEquals(0, a.counters().get(CountersDescriptor.PINNED_CHUNKS), "the tier holds a pin only while it writes");
-            assertEquals(0, a.counters().get(CountersDescriptor.PENDING_TRANSFERS));
+            assertEquals(0, a.server().counters().get(CountersDescriptor.PINNED_CHUNKS), "the tier holds a pin only while it writes");
+            assertEquals(0, a.server().counters().get(CountersDescriptor.PENDING_TRANSFERS));
 
             assertEquals(0, cb.lookup(2, keys, false).hitChunks());
             awaitHits(cb, 2, keys, 8);
             verify(cb, 2, keys, chunkBytes, 11);
-            assertEquals(8, b.counters().get(CountersDescriptor.L2_FETCH_HITS));
-            assertEquals(0, b.counters().get(CountersDescriptor.L2_CORRUPT_VALUES));
-            assertEquals(0, b.counters().get(CountersDescriptor.L2_WRITES), "fetched chunks are not written back");
+            assertEquals(8, b.server().counters().get(CountersDescriptor.L2_FETCH_HITS));
+            assertEquals(0, b.server().counters().get(CountersDescriptor.L2_CORRUPT_VALUES));
+            assertEquals(0, b.server().counters().get(CountersDescriptor.L2_WRITES), "fetched chunks are not written back");
 
             assertEquals(Status.OK, ca.clear(false).status());
             assertEquals(0, ca.lookup(1, keys, false).hitChunks());
             awaitHits(ca, 1, keys, 8);
             verify(ca, 1, keys, chunkBytes, 11);
-            assertEquals(8, a.counters().get(CountersDescriptor.L2_WRITES), "each chunk written once");
+            assertEquals(8, a.server().counters().get(CountersDescriptor.L2_WRITES), "each chunk written once");
         }
     }
 
@@ -88,7 +88,7 @@ class L2TierTest
     @Order(2)
     void shouldCountAGarbageValueAsAMissAndNeverServeIt() throws Exception
     {
-        try (KvStashServer a = launch("a"); KvStashServer b = launch("b");
+        try (TieredServer a = launch("a"); TieredServer b = launch("b");
             KvStashClient ca = connect(a); KvStashClient cb = connect(b))
         {
             awaitUp(a);
@@ -97,14 +97,14 @@ class L2TierTest
             register(ca, 1, LAYOUT);
             register(cb, 2, LAYOUT);
             final int chunkBytes = store(ca, 1, keys, 12);
-            await(() -> a.counters().get(CountersDescriptor.L2_WRITES) >= 4, "host A wrote its chunks through");
+            await(() -> a.server().counters().get(CountersDescriptor.L2_WRITES) >= 4, "host A wrote its chunks through");
             final String key = new String(L2Keys.key(LAYOUT, keys.salt(), keys.hi(2), keys.lo(2)),
                 StandardCharsets.US_ASCII);
             assertEquals("OK", CLUSTER.cluster().cli("SET", key, "garbage that is no chunk"));
 
             cb.lookup(2, keys, false);
             awaitHits(cb, 2, keys, 2);
-            await(() -> b.counters().get(CountersDescriptor.L2_CORRUPT_VALUES) >= 1, "the garbage value was counted");
+            await(() -> b.server().counters().get(CountersDescriptor.L2_CORRUPT_VALUES) >= 1, "the garbage value was counted");
             Thread.sleep(3 * TIMEOUT_MS);
             assertEquals(2, cb.lookup(2, keys, false).hitChunks(), "the chunk behind the garbage is never served");
             verify(cb, 2, keys.range(0, 2), chunkBytes, 12);
@@ -115,7 +115,7 @@ class L2TierTest
     @Order(3)
     void shouldKeepServingWhenTheClusterIsDownAndResumeWhenItIsBack() throws Exception
     {
-        try (KvStashServer a = launch("a"); KvStashServer b = launch("b");
+        try (TieredServer a = launch("a"); TieredServer b = launch("b");
             KvStashClient ca = connect(a); KvStashClient cb = connect(b))
         {
             awaitUp(a);
@@ -137,9 +137,9 @@ class L2TierTest
                     assertTrue(tookMs < TIMEOUT_MS, "pool requests took " + tookMs + " ms with the cluster down");
                     Thread.sleep(200);
                 }
-                await(() -> L2Tier.STATE_DOWN == a.l2Tier().state(), "host A's tier went down");
-                assertTrue(a.counters().get(CountersDescriptor.L2_WRITE_ERRORS) > 0);
-                assertTrue(a.counters().get(CountersDescriptor.L2_ERRORS) + a.counters().get(CountersDescriptor.L2_TIMEOUTS) > 0);
+                await(() -> L2Tier.STATE_DOWN == a.tier().state(), "host A's tier went down");
+                assertTrue(a.server().counters().get(CountersDescriptor.L2_WRITE_ERRORS) > 0);
+                assertTrue(a.server().counters().get(CountersDescriptor.L2_ERRORS) + a.server().counters().get(CountersDescriptor.L2_TIMEOUTS) > 0);
             }
             finally
             {
@@ -147,10 +147,10 @@ class L2TierTest
             }
             awaitUp(a);
             awaitUp(b);
-            final long written = a.counters().get(CountersDescriptor.L2_WRITES);
+            final long written = a.server().counters().get(CountersDescriptor.L2_WRITES);
             final ChunkKeys keys = keys(4);
             final int chunkBytes = store(ca, 1, keys, 30);
-            await(() -> a.counters().get(CountersDescriptor.L2_WRITES) >= written + 4, "host A writes again");
+            await(() -> a.server().counters().get(CountersDescriptor.L2_WRITES) >= written + 4, "host A writes again");
             cb.lookup(2, keys, false);
             awaitHits(cb, 2, keys, 4);
             verify(cb, 2, keys, chunkBytes, 30);
@@ -159,7 +159,7 @@ class L2TierTest
 
     // ------------------------------------------------------------------------------------------ helpers
 
-    private KvStashServer launch(final String host) throws Exception
+    private TieredServer launch(final String host) throws Exception
     {
         return L2Hosts.launch(temp.resolve(host), CLUSTER.cluster(), POOL_BYTES, TIMEOUT_MS);
     }

@@ -3,9 +3,10 @@ package io.kvstash.l2;
 import io.kvstash.client.ClientResponse;
 import io.kvstash.client.KvStashClient;
 import io.kvstash.core.StoreContext;
-import io.kvstash.server.KvStashServer;
 import io.kvstash.server.ServerContext;
 import io.kvstash.testkit.RedisClusterExtension;
+import io.kvstash.tier.TierContext;
+import io.kvstash.tier.TieredServer;
 import io.kvstash.wire.ChunkKeys;
 import io.kvstash.wire.RequestFlags;
 import io.kvstash.wire.RequestType;
@@ -17,9 +18,9 @@ import org.agrona.concurrent.UnsafeBuffer;
 import org.junit.jupiter.api.MethodOrderer;
 import org.junit.jupiter.api.Order;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.TestMethodOrder;
 import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.io.TempDir;
 
 import java.nio.file.Path;
@@ -61,7 +62,7 @@ class L2WaitTest
     @Order(1)
     void shouldAnswerAnotherHostsChunksInOneWaitingLookup() throws Exception
     {
-        try (KvStashServer a = launch("a", true); KvStashServer b = launch("b", true);
+        try (TieredServer a = launch("a", true); TieredServer b = launch("b", true);
             KvStashClient ca = connect(a); KvStashClient cb = connect(b))
         {
             awaitUp(a);
@@ -71,7 +72,7 @@ class L2WaitTest
             register(cb, 2, LAYOUT);
             final ChunkKeys keys = keys(8);
             final int chunkBytes = store(ca, 1, keys, 11);
-            await(() -> a.counters().get(CountersDescriptor.L2_WRITES) >= 8, "host A wrote its chunks through");
+            await(() -> a.server().counters().get(CountersDescriptor.L2_WRITES) >= 8, "host A wrote its chunks through");
 
             final ClientResponse r = cb.lookupWaitingForTier(2, keys, false, BOUND_NS);
             assertEquals(Status.OK, r.status(), r.toString());
@@ -79,7 +80,7 @@ class L2WaitTest
             assertTrue(r.hasTierTickets());
             assertEquals(0, r.transferId());
             verify(cb, 2, keys, chunkBytes, 11);
-            assertEquals(8, b.counters().get(CountersDescriptor.L2_FETCH_HITS));
+            assertEquals(8, b.server().counters().get(CountersDescriptor.L2_FETCH_HITS));
         }
     }
 
@@ -87,7 +88,7 @@ class L2WaitTest
     @Order(2)
     void shouldHoldOnlyTheLeaseOfTheAnswerReturnedWhenAPinnedLookupWaits() throws Exception
     {
-        try (KvStashServer a = launch("a", true); KvStashServer b = launch("b", true);
+        try (TieredServer a = launch("a", true); TieredServer b = launch("b", true);
             KvStashClient ca = connect(a); KvStashClient cb = connect(b))
         {
             awaitUp(a);
@@ -96,13 +97,13 @@ class L2WaitTest
             register(cb, 2, LAYOUT);
             final ChunkKeys keys = keys(6);
             final int chunkBytes = store(ca, 1, keys, 12);
-            await(() -> a.counters().get(CountersDescriptor.L2_WRITES) >= 6, "host A wrote its chunks through");
+            await(() -> a.server().counters().get(CountersDescriptor.L2_WRITES) >= 6, "host A wrote its chunks through");
             store(cb, 2, keys.range(0, 2), 12); // host B holds the first two itself: its first answer pins them
             assertEquals(0, pendingTransfers(cb, b));
             final int releases = CountersDescriptor.requestId(RequestType.RELEASE, Status.OK);
-            final long releasedBefore = b.counters().get(releases);
+            final long releasedBefore = b.server().counters().get(releases);
             final int lookupsOk = CountersDescriptor.requestId(RequestType.LOOKUP, Status.OK);
-            final long lookupsBefore = b.counters().get(lookupsOk);
+            final long lookupsBefore = b.server().counters().get(lookupsOk);
 
             final ClientResponse r = cb.lookupWaitingForTier(2, keys, true, BOUND_NS);
             assertEquals(Status.OK, r.status(), r.toString());
@@ -110,10 +111,10 @@ class L2WaitTest
             final long lease = r.transferId();
             assertNotEquals(0, lease);
             cb.ping(); // (the answer object is the client's: read before the next call)
-            assertEquals(lookupsBefore + 2, b.counters().get(lookupsOk), "the wait watched the completed ticket in " +
+            assertEquals(lookupsBefore + 2, b.server().counters().get(lookupsOk), "the wait watched the completed ticket in " +
                 "the control file: the LOOKUP with L2_WAIT and the last one, no polls in between");
             assertEquals(1, pendingTransfers(cb, b), "the first answer's lease was released");
-            assertEquals(releasedBefore + 1, b.counters().get(releases), "the first answer (2 hits, pinned) waited");
+            assertEquals(releasedBefore + 1, b.server().counters().get(releases), "the first answer (2 hits, pinned) waited");
 
             final ClientResponse retrieve = cb.prepareRetrieveFromLookup(2, lease);
             assertEquals(Status.OK, retrieve.status(), retrieve.toString());
@@ -139,11 +140,11 @@ class L2WaitTest
     @Order(3)
     void shouldReturnWellBeforeTheBoundForKeysNobodyStored() throws Exception
     {
-        try (KvStashServer b = launch("b", true); KvStashClient cb = connect(b))
+        try (TieredServer b = launch("b", true); KvStashClient cb = connect(b))
         {
             awaitUp(b);
             register(cb, 2, LAYOUT);
-            final long fetchMisses = b.counters().get(CountersDescriptor.L2_FETCH_MISSES);
+            final long fetchMisses = b.server().counters().get(CountersDescriptor.L2_FETCH_MISSES);
             final long startNs = System.nanoTime();
             final ClientResponse r = cb.lookupWaitingForTier(2, keys(4), true, BOUND_NS);
             final long tookNs = System.nanoTime() - startNs;
@@ -155,7 +156,7 @@ class L2WaitTest
                 "the control file's gauge has the ticket too");
             assertTrue(tookNs < BOUND_NS / 2, "returned once the read-through found nothing, not at the bound: " +
                 TimeUnit.NANOSECONDS.toMillis(tookNs) + " ms");
-            assertTrue(b.counters().get(CountersDescriptor.L2_FETCH_MISSES) > fetchMisses);
+            assertTrue(b.server().counters().get(CountersDescriptor.L2_FETCH_MISSES) > fetchMisses);
             assertEquals(0, pendingTransfers(cb, b));
         }
     }
@@ -164,20 +165,20 @@ class L2WaitTest
     @Order(4)
     void shouldAskOncePlainlyWithoutATier() throws Exception
     {
-        try (KvStashServer plain = launch("plain", false); KvStashClient c = connect(plain))
+        try (TieredServer plain = launch("plain", false); KvStashClient c = connect(plain))
         {
             assertFalse(c.secondTier());
             register(c, 3, LAYOUT);
             final ChunkKeys keys = keys(4);
             final int lookupsOk = CountersDescriptor.requestId(RequestType.LOOKUP, Status.OK);
-            final long before = plain.counters().get(lookupsOk);
+            final long before = plain.server().counters().get(lookupsOk);
             final ClientResponse r = c.lookupWaitingForTier(3, keys, false, BOUND_NS);
             assertEquals(Status.OK, r.status());
             assertEquals(0, r.hitChunks());
             assertEquals(0, r.extraLength());
             assertFalse(r.hasTierTickets());
             c.ping();
-            assertEquals(before + 1, plain.counters().get(lookupsOk), "exactly one LOOKUP");
+            assertEquals(before + 1, plain.server().counters().get(lookupsOk), "exactly one LOOKUP");
 
             // The flag itself, sent to a server without a tier: the plain answer.
             final ClientResponse waited = c.await(c.requests().sendKeyed(RequestType.LOOKUP, 3, keys, RequestFlags.L2_WAIT));
@@ -190,7 +191,7 @@ class L2WaitTest
     @Order(5)
     void shouldRefuseTheTierFlagsOnEveryOtherRequest() throws Exception
     {
-        try (KvStashServer b = launch("b", true); KvStashClient cb = connect(b))
+        try (TieredServer b = launch("b", true); KvStashClient cb = connect(b))
         {
             register(cb, 2, LAYOUT);
             final ChunkKeys keys = keys(2);
@@ -216,7 +217,7 @@ class L2WaitTest
     @Order(6)
     void shouldReturnWithinTheBoundWithTheClusterStopped() throws Exception
     {
-        try (KvStashServer b = launch("b", true); KvStashClient cb = connect(b))
+        try (TieredServer b = launch("b", true); KvStashClient cb = connect(b))
         {
             awaitUp(b);
             register(cb, 2, LAYOUT);
@@ -246,21 +247,18 @@ class L2WaitTest
 
     // ------------------------------------------------------------------------------------------ helpers
 
-    private KvStashServer launch(final String host, final boolean tier) throws Exception
+    private TieredServer launch(final String host, final boolean tier) throws Exception
     {
         final ServerContext context = new ServerContext()
             .directory(temp.resolve(host))
             .storeContext(new StoreContext().poolSizeBytes(POOL_BYTES));
-        if (tier)
-        {
-            context.l2Seeds(CLUSTER.cluster().seeds()).l2TimeoutMs(TIMEOUT_MS);
-        }
-        return KvStashServer.launch(context);
+        return TieredServer.launch(context,
+            tier ? new TierContext().seeds(CLUSTER.cluster().seeds()).timeoutMs(TIMEOUT_MS) : null);
     }
 
-    private static long pendingTransfers(final KvStashClient client, final KvStashServer server)
+    private static long pendingTransfers(final KvStashClient client, final TieredServer server)
     {
         client.ping(); // the gauges are updated just after each answer, and before a later PING's
-        return server.counters().get(CountersDescriptor.PENDING_TRANSFERS);
+        return server.server().counters().get(CountersDescriptor.PENDING_TRANSFERS);
     }
 }

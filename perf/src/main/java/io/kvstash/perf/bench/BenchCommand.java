@@ -2,8 +2,8 @@ package io.kvstash.perf.bench;
 
 import io.kvstash.cli.KvStashCommand;
 import io.kvstash.core.EvictionPolicy;
+import io.kvstash.process.ShmDirectories;
 import io.kvstash.tools.Json;
-import io.kvstash.tools.ShmDirectories;
 import io.kvstash.wire.file.SecureDirectory;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Model.CommandSpec;

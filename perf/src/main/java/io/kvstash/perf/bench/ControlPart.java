@@ -4,9 +4,9 @@ import io.kvstash.core.EvictionPolicy;
 import io.kvstash.core.StoreContext;
 import io.kvstash.pipeline.ThreadingMode;
 import io.kvstash.pipeline.WaitMode;
+import io.kvstash.process.ShmDirectories;
 import io.kvstash.server.KvStashServer;
 import io.kvstash.server.ServerContext;
-import io.kvstash.tools.ShmDirectories;
 import io.kvstash.wire.RequestType;
 import org.HdrHistogram.Histogram;
 import org.agrona.concurrent.AgentRunner;
@@ -182,12 +182,13 @@ final class ControlPart
             threadingMode.name().toLowerCase(Locale.ROOT) + "-" + eviction.label() + "-" + waitMode);
         final Path capture = work.resolve("control-" + waitMode + ".journal");
         final Map<String, Object> control;
-        final KvStashServer server = KvStashServer.launch(new ServerContext()
+        final ServerContext serverContext = new ServerContext()
             .directory(dir)
             .threadingMode(threadingMode)
             .waitMode(WaitMode.parse(waitMode))
-            .captureFile(journal ? capture : null)
-            .storeContext(new StoreContext().poolSizeBytes(settings.controlPoolBytes).eviction(eviction)));
+            .storeContext(new StoreContext().poolSizeBytes(settings.controlPoolBytes).eviction(eviction));
+        serverContext.pipelineContext().journalFile(journal ? capture : null);
+        final KvStashServer server = KvStashServer.launch(serverContext);
         try
         {
             final Map<String, Object> command = new LinkedHashMap<>(common);

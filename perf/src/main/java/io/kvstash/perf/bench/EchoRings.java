@@ -1,6 +1,6 @@
 package io.kvstash.perf.bench;
 
-import io.kvstash.server.ServerContext;
+import io.kvstash.server.ServerConfiguration;
 import io.kvstash.wire.ring.RingConsumer;
 import io.kvstash.wire.ring.RingDescriptor;
 import io.kvstash.wire.ring.RingProducer;
@@ -29,9 +29,9 @@ import java.nio.MappedByteBuffer;
 final class EchoRings
 {
     /** Request ring capacity: the server's per-client default. */
-    static final int REQUEST_CAPACITY = ServerContext.REQUEST_RING_CAPACITY_DEFAULT;
+    static final int REQUEST_CAPACITY = ServerConfiguration.REQUEST_RING_CAPACITY_DEFAULT;
     /** Response ring capacity: the server's per-client default. */
-    static final int RESPONSE_CAPACITY = ServerContext.RESPONSE_RING_CAPACITY_DEFAULT;
+    static final int RESPONSE_CAPACITY = ServerConfiguration.RESPONSE_RING_CAPACITY_DEFAULT;
     /** Record type of echo requests and replies. */
     static final int ECHO_TYPE = 1;
     /** Offset of the wanted reply length in a request payload. */

@@ -5,6 +5,7 @@ import io.kvstash.pipeline.ThreadingMode;
 import io.kvstash.pipeline.WaitMode;
 import io.kvstash.server.KvStashServer;
 import io.kvstash.server.ServerContext;
+import io.kvstash.server.StartupContext;
 
 import java.nio.file.Path;
 import java.util.LinkedHashMap;
@@ -45,7 +46,7 @@ final class FirstTouchPart
             .directory(dir)
             .threadingMode(ThreadingMode.SHARED)
             .waitMode(WaitMode.parse(BenchSupport.BUSY_SPIN))
-            .pretouch(false)
+            .startupContext(new StartupContext().pretouch(false))
             .storeContext(new StoreContext().poolSizeBytes(POOL_BYTES));
         progress.accept("first touch: a " + BenchSupport.size(POOL_BYTES) + " pool nobody prepared, " +
             BenchSupport.size(CHUNK_BYTES) + " chunks");

@@ -1,6 +1,6 @@
 package io.kvstash.perf.bench;
 
-import io.kvstash.server.l2.L2Seeds;
+import io.kvstash.tier.L2Seeds;
 import io.lettuce.core.RedisFuture;
 import io.lettuce.core.RedisURI;
 import io.lettuce.core.cluster.RedisClusterClient;

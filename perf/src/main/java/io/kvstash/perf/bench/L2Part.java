@@ -4,12 +4,14 @@ import io.kvstash.core.StoreContext;
 import io.kvstash.core.StoreCounters;
 import io.kvstash.pipeline.ThreadingMode;
 import io.kvstash.pipeline.WaitMode;
+import io.kvstash.process.ShmDirectories;
 import io.kvstash.server.KvStashServer;
 import io.kvstash.server.ServerContext;
-import io.kvstash.server.l2.L2Tier;
 import io.kvstash.testkit.RedisCluster;
-import io.kvstash.tools.ShmDirectories;
 import io.kvstash.wire.file.CountersDescriptor;
+import io.kvstash.tier.L2Tier;
+import io.kvstash.tier.TierContext;
+import io.kvstash.tier.TieredServer;
 
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
@@ -212,8 +214,9 @@ final class L2Part
     {
         final long tierPool = Math.max(settings.poolBytes, 2L * keys * chunkBytes + (64L << 20));
         final Path tierDir = work.resolve("l2-tier-" + chunkBytes);
-        try (KvStashServer server = launch(cluster, tierDir, BenchSupport.BACKOFF, tierPool))
+        try (TieredServer tiered = launch(cluster, tierDir, BenchSupport.BACKOFF, tierPool))
         {
+            final KvStashServer server = tiered.server();
             final Map<String, Object> fetch = new LinkedHashMap<>();
             fetch.put("cmd", "l2_fetch");
             fetch.put("dir", server.directory().toString());
@@ -307,8 +310,9 @@ final class L2Part
         final Map<String, Object> tier) throws Exception
     {
         final Path dataDir = work.resolve("l2-data-" + chunkBytes + "-" + wait);
-        try (KvStashServer server = launch(cluster, dataDir, wait, settings.poolBytes))
+        try (TieredServer tiered = launch(cluster, dataDir, wait, settings.poolBytes))
         {
+            final KvStashServer server = tiered.server();
             final Map<String, Object> data = new LinkedHashMap<>();
             data.put("cmd", "data");
             data.put("dir", server.directory().toString());
@@ -363,18 +367,17 @@ final class L2Part
         return (int)(runs * run);
     }
 
-    private static KvStashServer launch(
+    private static TieredServer launch(
         final RedisCluster cluster, final Path dir, final String waitMode, final long poolBytes) throws Exception
     {
-        final KvStashServer server = KvStashServer.launch(new ServerContext()
+        final TieredServer server = TieredServer.launch(new ServerContext()
             .directory(dir)
             .threadingMode(ThreadingMode.SHARED)
             .waitMode(WaitMode.parse(waitMode))
-            .storeContext(new StoreContext().poolSizeBytes(poolBytes))
-            .l2Seeds(cluster.seeds())
-            .l2TimeoutMs(L2_TIMEOUT_MS));
+            .storeContext(new StoreContext().poolSizeBytes(poolBytes)),
+            new TierContext().seeds(cluster.seeds()).timeoutMs(L2_TIMEOUT_MS));
         final long deadline = System.currentTimeMillis() + TIER_UP_TIMEOUT_MS;
-        while (L2Tier.STATE_UP != server.l2Tier().state())
+        while (L2Tier.STATE_UP != server.tier().state())
         {
             if (System.currentTimeMillis() > deadline)
             {

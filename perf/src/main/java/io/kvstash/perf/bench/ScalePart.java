@@ -2,9 +2,9 @@ package io.kvstash.perf.bench;
 
 import io.kvstash.core.StoreContext;
 import io.kvstash.pipeline.ThreadingMode;
+import io.kvstash.process.ShmDirectories;
 import io.kvstash.server.KvStashServer;
 import io.kvstash.server.ServerContext;
-import io.kvstash.tools.ShmDirectories;
 import io.kvstash.tools.WorkerResult;
 import org.HdrHistogram.Histogram;
 

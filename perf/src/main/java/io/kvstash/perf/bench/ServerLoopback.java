@@ -119,13 +119,14 @@ public final class ServerLoopback
         final EvictionPolicy eviction = EvictionPolicy.ofName(args.length > 5 ? args[5] : "lru");
         final Path dir = Files.createTempDirectory(Path.of("/dev/shm"), "kvstash-loopback-");
         final MappedByteBuffer echoMapped = BenchSupport.mapNew(dir.resolve("echo"), EchoRings.FILE_LENGTH);
-        try (KvStashServer server = KvStashServer.launch(new ServerContext()
+        final ServerContext context = new ServerContext()
             .directory(dir.resolve("server"))
             .threadingMode(ThreadingMode.SHARED)
             .waitMode(WaitMode.BUSY_SPIN)
-            .ringSize(ringSize)
             .useAgentInvoker(true)
-            .storeContext(new StoreContext().poolSizeBytes(poolMiB << 20).eviction(eviction))))
+            .storeContext(new StoreContext().poolSizeBytes(poolMiB << 20).eviction(eviction));
+        context.pipelineContext().ringSize(ringSize);
+        try (KvStashServer server = KvStashServer.launch(context))
         {
             final AgentInvoker invoker = server.invoker();
             final Registered registered = connect(invoker, dir.resolve("server"));
@@ -143,7 +144,7 @@ public final class ServerLoopback
                 final Runnable echoCycle = echoAgent::doWork;
                 timePairs(control, serverCycle, capacity);
                 System.out.printf("ring size %d, pool %d MiB (%d slots), eviction %s, %d pairs a round%n",
-                    server.context().ringSize(), poolMiB, capacity, eviction.label(), pairs);
+                    server.context().pipelineContext().ringSize(), poolMiB, capacity, eviction.label(), pairs);
                 final double[] controlNs = new double[rounds];
                 final double[] echoNs = new double[rounds];
                 final double[] idleNs = new double[rounds];

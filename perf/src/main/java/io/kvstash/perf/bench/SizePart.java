@@ -3,9 +3,9 @@ package io.kvstash.perf.bench;
 import io.kvstash.core.StoreContext;
 import io.kvstash.pipeline.ThreadingMode;
 import io.kvstash.pipeline.WaitMode;
+import io.kvstash.process.ShmDirectories;
 import io.kvstash.server.KvStashServer;
 import io.kvstash.server.ServerContext;
-import io.kvstash.tools.ShmDirectories;
 
 import java.nio.file.Path;
 import java.util.LinkedHashMap;

@@ -1,6 +1,6 @@
 package io.kvstash.perf.bench;
 
-import io.kvstash.tools.ChildJvm;
+import io.kvstash.process.ChildJvm;
 import io.kvstash.tools.Json;
 
 import java.io.IOException;

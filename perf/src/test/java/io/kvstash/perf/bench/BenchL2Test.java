@@ -1,7 +1,7 @@
 package io.kvstash.perf.bench;
 
+import io.kvstash.process.ChildJvm;
 import io.kvstash.testkit.RedisCluster;
-import io.kvstash.tools.ChildJvm;
 import io.kvstash.tools.Json;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;

@@ -1,6 +1,6 @@
 package io.kvstash.perf.bench;
 
-import io.kvstash.tools.ChildJvm;
+import io.kvstash.process.ChildJvm;
 import io.kvstash.tools.Json;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
