@@ -93,7 +93,7 @@ public enum EvictionPolicy
      * Most of a size class's slots the protected segment holds, in percent: 60 under {@link #SLRU}, 40 under
      * {@link #SLRU_ADMIT} (its admission keeps the one-off prompts out of probation, so probation can be smaller
      * than protected without losing their reuse; 60 lost up to 3.3 % against exact LRU on the conversation trace at
-     * 32,768 chunks), 0 for the unsegmented policies. Fixed in code; measured on traces (docs/DESIGN.md).
+     * 32,768 chunks), 0 for the unsegmented policies. Fixed in code; measured on traces (docs/results/eviction-notes-2026-12-05.md).
      *
      * @return percent of the class's slots.
      */
