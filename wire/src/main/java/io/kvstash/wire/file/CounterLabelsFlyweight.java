@@ -1,6 +1,5 @@
 package io.kvstash.wire.file;
 
-import org.agrona.DirectBuffer;
 import org.agrona.MutableDirectBuffer;
 
 import java.nio.charset.StandardCharsets;
@@ -97,7 +96,7 @@ public final class CounterLabelsFlyweight
     public int label(final int id, final MutableDirectBuffer dst, final int dstOffset)
     {
         final int length = length(id);
-        dst.putBytes(dstOffset, (DirectBuffer)buffer, id * STRIDE + ControlFileDescriptor.COUNTER_LABEL_OFFSET, length);
+        dst.putBytes(dstOffset, buffer, id * STRIDE + ControlFileDescriptor.COUNTER_LABEL_OFFSET, length);
         return length;
     }
 
