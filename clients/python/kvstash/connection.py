@@ -34,6 +34,19 @@ def default_directory() -> str:
     return os.path.join(base, "kvstash-" + user)
 
 
+def read_counter_labels(section: memoryview, count: int) -> Dict[int, str]:
+    """{counter id: name} of the labels section (§2.3) of a control file, for ids below ``count``: every record
+    whose length is 1..COUNTER_LABEL_MAX_LENGTH; unused ids (length 0) and damaged records are left out."""
+    labels = {}
+    for counter_id in range(min(count, len(section) // d.COUNTER_LABEL_LENGTH)):
+        record = counter_id * d.COUNTER_LABEL_LENGTH
+        length = struct.unpack_from("<i", section, record + d.COUNTER_LABEL_LENGTH_OFFSET)[0]
+        if 0 < length <= d.COUNTER_LABEL_MAX_LENGTH:
+            start = record + d.COUNTER_LABEL_OFFSET
+            labels[counter_id] = bytes(section[start:start + length]).decode("utf-8", "replace")
+    return labels
+
+
 def _signed64(value: int) -> int:
     value &= d.MASK64
     return value - (1 << 64) if value >> 63 else value
@@ -78,6 +91,7 @@ class Connection:
     _ctl_i32: memoryview
     _ctl_i64: memoryview
     _counters: memoryview
+    _counter_labels: Dict[int, str]             # {counter id: name} from the control file's labels (§2.3)
     _pool: Optional[mmap.mmap]
     _pool_view: Optional[memoryview]
     _slot_words: Optional[memoryview]
@@ -107,6 +121,7 @@ class Connection:
         self._fence = threading.Lock()
         self._layouts = {}
         self._tensors = None
+        self._counter_labels = {}
         self.client_file = None
 
     def alive(self) -> bool:
@@ -158,10 +173,16 @@ class Connection:
         cfg = self._ctl_i32[d.CTL_CONFIG_OFFSET_OFFSET >> 2]
         counters = self._ctl_i32[d.CTL_COUNTERS_OFFSET_OFFSET >> 2]
         counters_length = self._ctl_i32[d.CTL_COUNTERS_LENGTH_OFFSET >> 2]
-        if cfg + 512 > size or counters + counters_length > size or counters_length % 8:
+        labels = self._ctl_i32[d.CTL_LABELS_OFFSET_OFFSET >> 2]
+        labels_length = self._ctl_i32[d.CTL_LABELS_LENGTH_OFFSET >> 2]
+        if cfg + 512 > size or counters + counters_length > size or counters_length % 8 or labels < 0 or \
+                labels_length < 0 or labels + labels_length > size:
             raise BadFilesError("%s: sections past the end of the file" % path)
         self._read_config(path, view, cfg, version)
         self._counters = view[counters:counters + counters_length].cast("q")
+        # Read once: the server writes them before its version and never again.
+        with view[labels:labels + labels_length] as section:
+            self._counter_labels = read_counter_labels(section, len(self._counters))
         if not self._alive_at_connect():
             raise ServerGoneError("the server on %s is not alive (state, heartbeat or pid)" % self.directory)
 

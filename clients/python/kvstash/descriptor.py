@@ -7,8 +7,6 @@ the section/record named in the group's comment.
 
 import struct
 
-from .types import RequestType, Status
-
 MASK64 = 0xFFFFFFFFFFFFFFFF
 MASK32 = 0xFFFFFFFF
 
@@ -51,6 +49,8 @@ CTL_COUNTERS_OFFSET_OFFSET = 72
 CTL_COUNTERS_LENGTH_OFFSET = 76
 CTL_ERROR_LOG_OFFSET_OFFSET = 80
 CTL_ERROR_LOG_LENGTH_OFFSET = 84
+CTL_LABELS_OFFSET_OFFSET = 88                # §2.3: the counters' names, one record per counter id
+CTL_LABELS_LENGTH_OFFSET = 92
 CTL_ASLEEP_OFFSET = 128                      # i32 1 while the server sleeps on its doorbell (§2.6), from minor 4
 
 STATE_RUNNING = 1
@@ -185,44 +185,10 @@ KEY_MODE_TOKENS = 2
 MAX_MODEL_LENGTH = 255
 MAX_WORLD_SIZE = 4096
 
-# --- §2.3 counters ------------------------------------------------------------------------------------
-# The Java table is wire's io.kvstash.wire.file.CountersDescriptor: tests/test_wire_contract.py fails when
-# these ids or names drift from it, and tests/test_protocol_doc.py when §2.3 does.
-COUNTER_COUNT = 352
-REQUEST_COUNTERS_BASE = 64
-STATUS_COUNT = 12
-
-COUNTER_NAMES = {
-    0: "readable_chunks", 1: "reserved_chunks", 2: "pinned_chunks", 3: "free_slots", 4: "slot_capacity",
-    5: "pending_transfers", 6: "instances", 7: "lookup_hit_chunks", 8: "lookup_miss_chunks",
-    9: "retrieve_hit_chunks", 10: "retrieve_misses", 11: "stored_chunks", 12: "retrieved_chunks",
-    13: "evictions", 14: "bytes_in", 15: "bytes_out", 16: "reclaimed_leases", 17: "aborted_chunks",
-    18: "no_space", 19: "unregister_unknown", 20: "empty_prepares", 21: "dead_clients",
-    22: "cleared_chunks", 23: "cold_chunks",
-    32: "copy_bytes_in", 33: "copy_bytes_out",
-    48: "wire_records", 49: "wire_malformed", 50: "clients_attached", 51: "clients_detached",
-    52: "clients", 53: "responses_dropped", 54: "back_pressure", 55: "sleeps", 56: "doorbell_wakeups",
-    320: "errors", 321: "requests.invalid_type",
-    336: "l2_state", 337: "l2_writes", 338: "l2_write_skips", 339: "l2_write_errors", 340: "l2_fetch_hits",
-    341: "l2_fetch_misses", 342: "l2_corrupt_values", 343: "l2_timeouts", 344: "l2_errors",
-    345: "l2_bytes_written", 346: "l2_bytes_fetched", 347: "l2_notices_dropped",
-    348: "l2_completed_ticket",
-}
-
-
-def _with_request_counters(named: dict[int, str]) -> dict[int, str]:
-    names = dict(named)
-    for request_type in RequestType:
-        for status in Status:
-            counter_id = REQUEST_COUNTERS_BASE + request_type * STATUS_COUNT + status
-            names[counter_id] = "requests.%s.%s" % (request_type.name.lower(), status.name.lower())
-    return dict(sorted(names.items()))
-
-
-_ALL_COUNTER_NAMES = _with_request_counters(COUNTER_NAMES)
-
-
-def counter_names(count: int = COUNTER_COUNT) -> dict[int, str]:
-    """{counter id: name} of every named counter below ``count`` (§2.3): ``COUNTER_NAMES`` and the request
-    counters, ``requests.<type>.<status>`` at ``REQUEST_COUNTERS_BASE + type * STATUS_COUNT + status``."""
-    return {counter_id: name for counter_id, name in _ALL_COUNTER_NAMES.items() if counter_id < count}
+# --- §2.3 counter labels -----------------------------------------------------------------------------
+# The counters' names are read from the control file's labels section (connection.read_counter_labels), never
+# copied here: a client prints what the server that wrote the file counts.
+COUNTER_LABEL_LENGTH = 64                    # bytes of one record: the stride from one id to the next
+COUNTER_LABEL_LENGTH_OFFSET = 0              # i32: bytes of the label, 0 for an unused id
+COUNTER_LABEL_OFFSET = 4                     # the label, UTF-8, zero-filled after it
+COUNTER_LABEL_MAX_LENGTH = 60

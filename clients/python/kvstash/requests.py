@@ -233,5 +233,6 @@ class Requests(Slots):
         return value
 
     def counters(self) -> Dict[str, int]:
-        """Every named counter from the control file: {name: value}, request counters included."""
-        return {name: self._counters[cid] for cid, name in d.counter_names(len(self._counters)).items()}
+        """Every named counter from the control file: {name: value}, request counters included, by the names the
+        server wrote into the file's labels section (§2.3), read once at connect."""
+        return {name: self._counters[cid] for cid, name in self._counter_labels.items()}

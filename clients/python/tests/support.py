@@ -285,6 +285,13 @@ def counter(client, counter_id):
     return client.counter(counter_id)
 
 
+def counter_named(client, name):
+    """A counter by the name the server labels it with in its control file (PROTOCOL.md 2.3), once counted (see
+    ``counter``)."""
+    client.ping()
+    return client.counters()[name]
+
+
 READABLE_CHUNKS, RESERVED_CHUNKS, EVICTIONS = 0, 1, 13
 
 

@@ -6,7 +6,8 @@ import os
 import time
 import unittest
 
-from support import ServerTestCase, counter, evict_least_recent, wait_until
+from support import ServerTestCase, counter, counter_named, evict_least_recent, wait_until
+from test_wire_contract import java_counter_table, sources
 
 import kvstash
 from kvstash import Status
@@ -244,6 +245,14 @@ class ClientTest(ServerTestCase):
         for cid, name in ((4, "slot_capacity"), (6, "instances"), (50, "clients_attached")):
             self.assertEqual(counters[cid], local[name], name)
         self.assertGreater(local["requests.ping.ok"], 0)
+
+    def test_should_name_every_counter_as_the_java_table_does_by_the_labels_of_the_control_file(self):
+        # The names come from the file the server wrote (§2.3), the Java table from its source (test_wire_contract).
+        c = self.connect()
+        table = java_counter_table(sources())
+        self.assertEqual(c._counter_labels, table)
+        self.assertEqual(sorted(c.counters()), sorted(table.values()))
+        self.assertEqual(counter_named(c, "instances"), counter(c, 6))
 
     def test_should_let_the_server_delete_the_client_file_when_closing(self):
         with kvstash.connect(self.server.directory) as c:

@@ -6,6 +6,7 @@ import re
 import unittest
 
 from support import HASH_VECTORS, REPO
+from test_wire_contract import java_counter_names, java_counter_table, sources
 
 import kvstash
 from kvstash import descriptor as d
@@ -64,8 +65,8 @@ def _protocol_text():
 
 
 class ContractTextTest(unittest.TestCase):
-    """What §6.2, §2.1 and §2.3 state against the constants this client sends and writes (descriptor.py, itself checked
-    against the Java sources by test_wire_contract)."""
+    """What §6.2, §2.1 and §2.3 state against the constants this client sends, writes and reads (descriptor.py, itself
+    checked against the Java sources by test_wire_contract) and against the counter table (CountersDescriptor)."""
 
     def test_should_list_every_flag_the_client_may_send_in_the_flags_table(self):
         text = _protocol_text()
@@ -97,10 +98,27 @@ class ContractTextTest(unittest.TestCase):
         text = _protocol_text()
         section = text[text.index("### 2.3 "):text.index("### 2.4 ")]
         rows = re.findall(r"^\| (\d+) \| `([a-z0-9_.]+)` \| (.*) \|$", section, re.M)
-        self.assertEqual({int(counter_id): name for counter_id, name, _ in rows}, d.COUNTER_NAMES)
-        self.assertIn("%d counters, each an `i64` at `Counters Offset + 8 × id`" % d.COUNTER_COUNT, section)
-        self.assertIn("at `id = %d + type × %d + status`" % (d.REQUEST_COUNTERS_BASE, d.STATUS_COUNT), section)
-        self.assertEqual(d.counter_names()[d.REQUEST_COUNTERS_BASE], "requests.ping.ok", "the example of the text")
+        java = sources()
+        self.assertEqual({int(counter_id): name for counter_id, name, _ in rows}, java_counter_names(java))
+        count, base = java.value("CountersDescriptor.COUNT"), java.value("CountersDescriptor.REQUESTS_BASE")
+        self.assertIn("%d counters, each an `i64` at `Counters Offset + 8 × id`" % count, section)
+        self.assertIn("at `id = %d + type × %d + status`" % (base, java.value("Status.COUNT")), section)
+        self.assertEqual(java_counter_table(java)[base], "requests.ping.ok", "the example of the text")
+
+    def test_should_state_the_labels_layout_this_client_reads(self):
+        text = _protocol_text()
+        section = text[text.index("**Labels section**"):text.index("### 2.4 ")]
+        count = sources().value("CountersDescriptor.COUNT")
+        stride, longest = d.COUNTER_LABEL_LENGTH, d.COUNTER_LABEL_MAX_LENGTH
+        self.assertIn("One record of %d bytes per counter" % stride, section)
+        self.assertIn("`Labels Offset + %d × n`" % stride, section)
+        self.assertIn("`Labels Length / %d` (%d)" % (stride, count), section)
+        self.assertIn("Label Length i32 (0..%d)" % longest, section)
+        self.assertIn("%d bytes at relative %d..%d" % (longest, d.COUNTER_LABEL_OFFSET, stride - 1), section)
+        header = text[text.index("### 2.1 "):text.index("### 2.2 ")]
+        self.assertIn("%3d  | Labels Offset i32 = 3584" % d.CTL_LABELS_OFFSET_OFFSET, header)
+        self.assertIn("Labels Length i32 = %d" % (count * stride), header)
+
 
 def _appendix_dumps():
     """The hex dumps of §10, in document order, as bytes."""

@@ -35,7 +35,7 @@ import sys
 import time
 import unittest
 
-from support import Server, counter, wait_until
+from support import Server, counter_named, wait_until
 from test_sglang import SKIP
 
 if not SKIP:
@@ -44,9 +44,7 @@ if not SKIP:
     from kvstash.sglang import page_key
 
 import kvstash
-from kvstash.descriptor import COUNTER_NAMES
 
-COUNTERS = {name: cid for cid, name in COUNTER_NAMES.items()}
 CHUNK_TOKENS = 16
 PAGE_SIZE = 256                         # tokens: 2 x 2 layers x 2 heads x 16 dims x bf16 x 256 = 64 KiB pages
 DOCS, DOC_PAGES = 24, 20                # the key universe of each namespace: 480 pages
@@ -281,12 +279,12 @@ class RandomizedBackendTest(unittest.TestCase):
         client = self.admin.get()
 
         def idle():
-            return all(counter(client, COUNTERS[name]) == 0
+            return all(counter_named(client, name) == 0
                        for name in ("reserved_chunks", "pinned_chunks", "pending_transfers"))
         # A backend that gave up on a stopped server dropped its connection: the server ends its transfers when it
         # sees the client closed (every 100 ms).
         if not (idle() or after_fault and wait_until(idle, 5.0)):
-            self.broken("idle server holds %s" % {name: counter(client, COUNTERS[name]) for name in
+            self.broken("idle server holds %s" % {name: counter_named(client, name) for name in
                                                 ("reserved_chunks", "pinned_chunks", "pending_transfers")})
 
     # ------------------------------------------------------------------------------------------ operations

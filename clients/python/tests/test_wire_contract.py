@@ -6,9 +6,9 @@ Java does (int/long literals, casts, arithmetic, shifts and bit operations with 
 references to constants of the same class, a superclass or an imported class, ``SemanticVersion.compose``)
 and compares every constant the Python client uses with its
 Java counterpart through the explicit maps below. A mapped Java constant that disappears, or a value that
-differs, fails the test; request types, statuses, dtypes and counter names are also checked for
-completeness in both directions. Struct formats of descriptor.py are checked against the Java lengths and
-field offsets.
+differs, fails the test; request types, statuses and dtypes are also checked for completeness in both
+directions, and the counter names of CountersDescriptor against the client's reader of the labels section.
+Struct formats of descriptor.py are checked against the Java lengths and field offsets.
 
 When a Java constant moves or is renamed on purpose, update its entry in the maps here.
 """
@@ -27,6 +27,7 @@ sys.path.insert(0, CLIENT_ROOT)             # as support.py does; this module ru
 
 from kvstash import descriptor as d                         # noqa: E402 (after the path above)
 from kvstash.client import Client                           # noqa: E402 (after the path above)
+from kvstash.connection import read_counter_labels          # noqa: E402 (after the path above)
 from kvstash.keyrange import key_range                      # noqa: E402 (after the path above)
 from kvstash.response import REGISTER_EXTRA                 # noqa: E402 (after the path above)
 from kvstash.ring import Ring                               # noqa: E402 (after the path above)
@@ -329,6 +330,22 @@ def java_counter_names(java):
     return names
 
 
+def java_counter_table(java):
+    """{counter id: name} of every counter CountersDescriptor names, the responses table
+    ``requests.<type>.<status>`` included, as its static initialiser builds it: what the server writes into the
+    control file's labels section."""
+    names = java_counter_names(java)
+    count, base = java.value("CountersDescriptor.COUNT"), java.value("CountersDescriptor.REQUESTS_BASE")
+    types_, statuses = java.string_array("RequestType", "NAMES"), java.string_array("Status", "NAMES")
+    for t, type_name in enumerate(types_):
+        for k, status_name in enumerate(statuses):
+            counter_id = base + t * len(statuses) + k
+            if counter_id in names or counter_id >= count:
+                raise AssertionError("the responses table's id %d is named or past COUNT" % counter_id)
+            names[counter_id] = "requests.%s.%s" % (type_name.lower(), status_name.lower())
+    return dict(sorted(names.items()))
+
+
 def struct_offsets(layout):
     """Byte offset of every field of a struct.Struct (no repeat counts, standard sizes)."""
     fmt = layout.format if isinstance(layout, struct.Struct) else layout
@@ -366,6 +383,8 @@ DESCRIPTOR_MAP = {
     "CTL_COUNTERS_LENGTH_OFFSET": CFD + "COUNTERS_SECTION_OFFSET + 4",
     "CTL_ERROR_LOG_OFFSET_OFFSET": CFD + "ERROR_LOG_SECTION_OFFSET",
     "CTL_ERROR_LOG_LENGTH_OFFSET": CFD + "ERROR_LOG_SECTION_OFFSET + 4",
+    "CTL_LABELS_OFFSET_OFFSET": CFD + "LABELS_SECTION_OFFSET",
+    "CTL_LABELS_LENGTH_OFFSET": CFD + "LABELS_SECTION_OFFSET + 4",
     "CTL_ASLEEP_OFFSET": CFD + "ASLEEP_OFFSET",
     "STATE_RUNNING": CFD + "STATE_RUNNING",
     "STATE_CLOSED": CFD + "STATE_CLOSED",
@@ -456,10 +475,11 @@ DESCRIPTOR_MAP = {
     "LOOKUP_TIER_EXTRA_LENGTH": "ResponseFlyweight.LOOKUP_TIER_EXTRA_LENGTH",
     "MAX_MODEL_LENGTH": "Layout.MAX_MODEL_LENGTH",
     "MAX_WORLD_SIZE": "Layout.MAX_WORLD_SIZE",
-    # counters (CountersDescriptor, Status)
-    "COUNTER_COUNT": "CountersDescriptor.COUNT",
-    "REQUEST_COUNTERS_BASE": "CountersDescriptor.REQUESTS_BASE",
-    "STATUS_COUNT": "Status.COUNT",
+    # counter labels (ControlFileDescriptor)
+    "COUNTER_LABEL_LENGTH": CFD + "COUNTER_LABEL_LENGTH",
+    "COUNTER_LABEL_LENGTH_OFFSET": CFD + "COUNTER_LABEL_LENGTH_OFFSET",
+    "COUNTER_LABEL_OFFSET": CFD + "COUNTER_LABEL_OFFSET",
+    "COUNTER_LABEL_MAX_LENGTH": CFD + "COUNTER_LABEL_MAX_LENGTH",
 }
 
 # descriptor.py names that have no Java constant, with the reason (every other UPPER_CASE name must be mapped)
@@ -467,7 +487,6 @@ UNMAPPED = {
     "MASK64": "Python masking helper",
     "MASK32": "Python masking helper",
     "REJECT_REASONS": "checked against ClientFileDescriptor.REJECT_* in test_should_name_every_reject_reason",
-    "COUNTER_NAMES": "checked against CountersDescriptor in test_should_name_every_counter_as_the_server_does",
     # struct formats, checked in StructLayoutTest
     "REQUEST_HEADER": "", "RESPONSE_HEADER": "", "SLOT_ENTRY": "", "REGISTER_BODY": "", "DATA_BODY": "",
     "KEYS_HASHES_HEADER": "", "KEYS_TOKENS_HEADER": "", "ALL_RANKS_HEADER": "", "LOOKUP_TIER_EXTRA": "",
@@ -684,28 +703,31 @@ class EnumsTest(unittest.TestCase):
 
 
 class CountersTest(unittest.TestCase):
+    """The client names counters by the control file's labels (§2.3): the section as the server writes it from
+    CountersDescriptor, read back by the client (a real server's labels: test_client's CounterLabelsTest)."""
     maxDiff = None
 
-    def test_should_name_every_counter_as_the_server_does(self):
+    def test_should_read_every_name_of_the_table_from_a_labels_section_written_as_the_server_does(self):
         s = sources()
-        named = java_counter_names(s)
-        self.assertGreater(len(named), 20, "CountersDescriptor names not found: has the file changed shape?")
-        differing = ["%d: Python %r, Java %r" % (i, d.COUNTER_NAMES.get(i), named.get(i))
-                     for i in sorted(set(d.COUNTER_NAMES) | set(named)) if d.COUNTER_NAMES.get(i) != named.get(i)]
-        self.assertEqual(differing, [], "counter names differ")
-        # the responses table, as CountersDescriptor.requestId and its static initialiser build it
-        count, base = s.value("CountersDescriptor.COUNT"), s.value("CountersDescriptor.REQUESTS_BASE")
-        types_, statuses = s.string_array("RequestType", "NAMES"), s.string_array("Status", "NAMES")
-        expected = {name: 0 for name in named.values()}
-        for t, type_name in enumerate(types_):
-            for k, status_name in enumerate(statuses):
-                counter_id = base + t * len(statuses) + k
-                self.assertNotIn(counter_id, named)
-                self.assertLess(counter_id, count)
-                expected["requests.%s.%s" % (type_name.lower(), status_name.lower())] = 0
-        python = Client.counters(types.SimpleNamespace(_counters=[0] * count))
-        self.assertEqual((sorted(set(expected) - set(python)), sorted(set(python) - set(expected))), ([], []),
-                         "(names only the server has, names only the Python client has)")
+        table = java_counter_table(s)
+        self.assertGreater(len(table), 200, "CountersDescriptor names not found: has the file changed shape?")
+        count = s.value("CountersDescriptor.COUNT")
+        section = bytearray(count * d.COUNTER_LABEL_LENGTH)
+        for counter_id, name in table.items():
+            label = name.encode("utf-8")
+            self.assertLessEqual(len(label), d.COUNTER_LABEL_MAX_LENGTH, name)
+            record = counter_id * d.COUNTER_LABEL_LENGTH
+            struct.pack_into("<i", section, record + d.COUNTER_LABEL_LENGTH_OFFSET, len(label))
+            section[record + d.COUNTER_LABEL_OFFSET:record + d.COUNTER_LABEL_OFFSET + len(label)] = label
+        struct.pack_into("<i", section, (count - 1) * d.COUNTER_LABEL_LENGTH, d.COUNTER_LABEL_MAX_LENGTH + 1)
+
+        labels = read_counter_labels(memoryview(section), count)
+        self.assertEqual(labels, table, "every label, and none for unused ids or a damaged record")
+        self.assertEqual(read_counter_labels(memoryview(section), 64), {i: n for i, n in table.items() if i < 64},
+                         "no more ids than the file has counters")
+        values = list(range(count))
+        python = Client.counters(types.SimpleNamespace(_counters=values, _counter_labels=labels))
+        self.assertEqual(python, {name: counter_id for counter_id, name in table.items()})
 
 
 class StructLayoutTest(unittest.TestCase):

@@ -7,6 +7,7 @@ import io.kvstash.wire.PoolRegion;
 import io.kvstash.wire.file.ClientFileDescriptor;
 import io.kvstash.wire.file.ControlFileDescriptor;
 import io.kvstash.wire.file.ControlFileFlyweight;
+import io.kvstash.wire.file.CounterLabelsFlyweight;
 import io.kvstash.wire.file.CountersDescriptor;
 import io.kvstash.wire.file.PoolFileDescriptor;
 import io.kvstash.wire.file.PoolPages;
@@ -288,7 +289,6 @@ final class ServerFiles implements AutoCloseable
     private void createControl() throws IOException
     {
         final StoreContext store = context.storeContext();
-        final int countersSectionLength = ControlFileDescriptor.countersSectionLength(CountersDescriptor.LENGTH);
         final int length = ControlFileDescriptor.fileLength(CountersDescriptor.LENGTH, context.errorLogLength());
         final Path staging = directory.resolve(ControlFileDescriptor.FILE_NAME + ".new-" +
             Long.toHexString(context.incarnation()));
@@ -309,16 +309,34 @@ final class ServerFiles implements AutoCloseable
             .features(features(), store.eviction().code() + 1);
         counters = new StoreCounters(new UnsafeBuffer(control, ControlFileDescriptor.COUNTERS_OFFSET,
             CountersDescriptor.LENGTH));
-        errorLogBuffer = new UnsafeBuffer(control, ControlFileDescriptor.COUNTERS_OFFSET + countersSectionLength,
+        errorLogBuffer = new UnsafeBuffer(control, ControlFileDescriptor.errorLogOffset(CountersDescriptor.LENGTH),
             context.errorLogLength());
         final long nowMs = context.epochClock().time();
         controlFile.header(ProcessHandle.current().pid(), context.incarnation(), nowMs)
             .heartbeatMsRelease(nowMs)
             .stateRelease(ControlFileDescriptor.STATE_RUNNING)
-            .sections(CountersDescriptor.LENGTH, context.errorLogLength())
-            .versionRelease(ControlFileDescriptor.VERSION);
+            .sections(CountersDescriptor.LENGTH, context.errorLogLength());
+        writeCounterLabels();
+        controlFile.versionRelease(ControlFileDescriptor.VERSION);
         controlKey = Files.readAttributes(staging, BasicFileAttributes.class).fileKey();
         Files.move(staging, controlPath, StandardCopyOption.ATOMIC_MOVE);
+    }
+
+    /**
+     * Every counter's name into the labels section, so that readers print the names this server counts by, whatever
+     * version they are (PROTOCOL 2.3).
+     */
+    private void writeCounterLabels()
+    {
+        final CounterLabelsFlyweight labels = controlFile.counterLabels();
+        for (int id = 0; id < CountersDescriptor.COUNT; id++)
+        {
+            final String name = CountersDescriptor.name(id);
+            if (null != name)
+            {
+                labels.label(id, name);
+            }
+        }
     }
 
     private int features()

@@ -27,9 +27,9 @@ import java.util.concurrent.TimeUnit;
 /**
  * {@code kvstash stat}: maps a server's control file read-only and prints a summary that answers an operator's
  * questions first (alive or dead, uptime, clients, pool used and free, chunks, hit ratio, evictions, bytes in and
- * out, errors), then every non-zero counter with what it counts. Works on a running server and on the files a
- * dead one left, without the server's help. Exit codes: 0 a live server, 1 no server (no control file), 2 a dead
- * server (its control file is left but it stopped beating or its process is gone).
+ * out, errors), then every non-zero counter, by the name the file labels it with, and what it counts. Works on a
+ * running server and on the files a dead one left, without the server's help. Exit codes: 0 a live server, 1 no
+ * server (no control file), 2 a dead server (its control file is left but it stopped beating or its process is gone).
  */
 @Command(name = "stat", mixinStandardHelpOptions = true, sortOptions = false,
     description = {
@@ -171,7 +171,7 @@ public final class StatCommand implements Callable<Integer>
         final Map<String, Object> counters = new LinkedHashMap<>();
         for (int id = 0; id < reader.counterCount(); id++)
         {
-            final String name = CountersDescriptor.name(id);
+            final String name = reader.counterName(id);
             final long value = reader.counter(id);
             if (0 != value)
             {
@@ -241,7 +241,7 @@ public final class StatCommand implements Callable<Integer>
             {
                 continue;
             }
-            final String name = CountersDescriptor.name(id);
+            final String name = reader.counterName(id);
             if (null != name && (name.startsWith("requests.sweep.") || name.startsWith("requests.reap.")))
             {
                 housekeeping.append(housekeeping.length() == 0 ? "" : ", ")
@@ -265,7 +265,9 @@ public final class StatCommand implements Callable<Integer>
 
     private static String describe(final int id, final String name)
     {
-        final String description = CountersDescriptor.description(id);
+        // The table's sentence only where the file names the counter as the table does (a server of another version).
+        final String description = null != name && name.equals(CountersDescriptor.name(id)) ?
+            CountersDescriptor.description(id) : null;
         if (null != description)
         {
             return description;

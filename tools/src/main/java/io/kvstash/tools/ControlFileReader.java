@@ -18,8 +18,8 @@ import java.nio.file.StandardOpenOption;
 
 /**
  * A read-only view of a server's control file ({@code control}, or a {@code dead-control-*} a later server
- * kept): header facts, configuration, counters and the distinct-error log, read without the server's help
- * and whether or not it still runs. Sections are located through the offsets in the header. The mapping is
+ * kept): header facts, configuration, counters with the names the server wrote beside them, and the distinct-error
+ * log, read without the server's help and whether or not it still runs. Sections are located through the offsets in the header. The mapping is
  * read-only and the server never truncates the file while mapped, so no read here can fault.
  */
 public final class ControlFileReader implements AutoCloseable
@@ -252,6 +252,20 @@ public final class ControlFileReader implements AutoCloseable
             return 0;
         }
         return buffer.getLongAcquire(countersOffset + id * Long.BYTES);
+    }
+
+    /**
+     * A counter's name as the server that wrote the file labelled it, so that a file of a dead server, or of one of
+     * another version, is read with its own names; {@link CountersDescriptor#name(int)} only where the file has no
+     * label for the id.
+     *
+     * @param id counter id.
+     * @return name, or null for an id neither the file nor this kvstash names.
+     */
+    public String counterName(final int id)
+    {
+        final String label = controlFile.counterLabel(id);
+        return label.isEmpty() ? CountersDescriptor.name(id) : label;
     }
 
     /**

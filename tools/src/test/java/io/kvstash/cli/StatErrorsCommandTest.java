@@ -11,7 +11,10 @@ import io.kvstash.server.ServerContext;
 import io.kvstash.server.StartupContext;
 import io.kvstash.wire.ChunkKeys;
 import io.kvstash.wire.Status;
+import io.kvstash.tools.ControlFileReader;
 import io.kvstash.wire.file.ControlFileDescriptor;
+import io.kvstash.wire.file.ControlFileFlyweight;
+import io.kvstash.wire.file.CountersDescriptor;
 import io.kvstash.wire.layout.Dtype;
 import io.kvstash.wire.layout.Layout;
 import org.agrona.IoUtil;
@@ -35,6 +38,7 @@ import java.nio.file.StandardOpenOption;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Consumer;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import java.util.stream.Stream;
@@ -113,6 +117,61 @@ class StatErrorsCommandTest
             assertEquals(0, errors.exitCode, errors.toString());
             assertTrue(errors.out.contains("RUNNING, alive): 0 distinct errors"), errors.out);
         }
+    }
+
+    @Test
+    void shouldLabelEveryNamedCounterInTheControlFileOfAStartedServer() throws Exception
+    {
+        dir = ShmDirectories.newPath("kvstash-test-cli-labels-");
+        try (KvStashServer server = KvStashServer.launch(new ServerContext()
+            .directory(dir)
+            .storeContext(new StoreContext().poolSizeBytes(8L << 20)));
+            ControlFileReader reader = ControlFileReader.open(dir.resolve(ControlFileDescriptor.FILE_NAME)))
+        {
+            assertTrue(server.awaitDrained(5000));
+            assertEquals(CountersDescriptor.COUNT, reader.counterCount());
+            withControlFile(dir.resolve(ControlFileDescriptor.FILE_NAME), (controlFile) ->
+            {
+                assertEquals(CountersDescriptor.COUNT, controlFile.counterLabels().count());
+                for (int id = 0; id < CountersDescriptor.COUNT; id++)
+                {
+                    final String name = CountersDescriptor.name(id);
+                    assertEquals(null == name ? "" : name, controlFile.counterLabel(id), "label of counter " + id);
+                    assertEquals(name, reader.counterName(id));
+                }
+            });
+        }
+    }
+
+    @Test
+    void shouldPrintTheNamesTheControlFileLabelsItsCountersWith() throws Exception
+    {
+        dir = ShmDirectories.newPath("kvstash-test-cli-stat-labels-");
+        try (Cli.Child serve = Cli.Child.start("serve", "--dir", dir.toString(), "--pool-size", "8m"))
+        {
+            serve.awaitLine("kvstash ready:", 30_000);
+            serve.process.destroyForcibly();
+            assertTrue(serve.process.waitFor(10, TimeUnit.SECONDS));
+        }
+        // A server of another version: it names counter 4 otherwise and counts under an id this kvstash leaves unused;
+        // a damaged file: no label for counter 3. Each of them counted 7.
+        final Map<Integer, String> labels = Map.of(CountersDescriptor.SLOT_CAPACITY, "slots_cut",
+            CountersDescriptor.COUNT - 1, "newer_counter", CountersDescriptor.FREE_SLOTS, "");
+        withControlFile(dir.resolve(ControlFileDescriptor.FILE_NAME), (controlFile) -> labels.forEach((id, label) ->
+        {
+            controlFile.counterLabels().label(id, label);
+            controlFile.buffer().putLong(controlFile.countersOffset() + id * Long.BYTES, 7);
+        }));
+
+        final Map<?, ?> counters = (Map<?, ?>)Cli.run("stat", "--dir", dir.toString(), "--json").json().get("counters");
+        assertEquals(7L, counters.get("slots_cut"), counters.toString());
+        assertEquals(null, counters.get("slot_capacity"), counters.toString());
+        assertEquals(7L, counters.get("newer_counter"), counters.toString());
+        assertEquals(7L, counters.get("free_slots"), "an empty label falls back to the table: " + counters);
+        final Cli text = Cli.run("stat", "--dir", dir.toString());
+        assertTrue(text.out.matches("(?s).*\\n  slots_cut +7  \\n.*"), "no sentence of another counter: " + text.out);
+        assertTrue(text.out.matches("(?s).*\\n  newer_counter +7  \\n.*"), text.out);
+        assertTrue(text.out.matches("(?s).*\\n  free_slots +7  Free slots\\.\\n.*"), text.out);
     }
 
     @Test
@@ -269,6 +328,27 @@ class StatErrorsCommandTest
         try (Stream<Path> files = Files.list(dir))
         {
             assertEquals(0, files.count());
+        }
+    }
+
+    /**
+     * Maps a control file read-write and hands it to {@code action} through the flyweight.
+     */
+    private static void withControlFile(final Path control, final Consumer<ControlFileFlyweight> action)
+        throws IOException
+    {
+        final MappedByteBuffer mapped;
+        try (FileChannel channel = FileChannel.open(control, StandardOpenOption.READ, StandardOpenOption.WRITE))
+        {
+            mapped = channel.map(FileChannel.MapMode.READ_WRITE, 0, channel.size());
+        }
+        try
+        {
+            action.accept(new ControlFileFlyweight().wrap(new UnsafeBuffer(mapped)));
+        }
+        finally
+        {
+            IoUtil.unmap(mapped);
         }
     }
 

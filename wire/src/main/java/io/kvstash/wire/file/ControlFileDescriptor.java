@@ -6,8 +6,8 @@ import io.kvstash.wire.WireVersion;
  * Byte layout of the server's control file ({@code <dir>/control}), little-endian. The server creates it
  * at start (a new inode every start, never truncated while mapped), holds an exclusive {@code fcntl} lock
  * on it while alive, and writes the version last. Clients read the configuration, watch the heartbeat and
- * incarnation; {@code kvstash stat} and {@code kvstash errors} read the counters and the error log without
- * the server's help.
+ * incarnation; {@code kvstash stat} and {@code kvstash errors} read the counters, their labels and the error log
+ * without the server's help (also the file of a dead server, or one a server of another minor version wrote).
  * <pre>
  * Header (HEADER_LENGTH = 256)
  *   0                   1                   2                   3
@@ -23,6 +23,7 @@ import io.kvstash.wire.WireVersion;
  *  |  Config Offset (i32)              |  Config Length (i32)      |  64
  *  |  Counters Offset (i32)            |  Counters Length (i32)    |  72
  *  |  Error Log Offset (i32)           |  Error Log Length (i32)   |  80
+ *  |  Labels Offset (i32)              |  Labels Length (i32)      |  88
  *  |  Asleep (i32: 1 while the server's thread sleeps on its doorbell, full fence) | 128
  *  +---------------------------------------------------------------+
  * Config (at CONFIG_OFFSET, CONFIG_LENGTH bytes)
@@ -40,7 +41,9 @@ import io.kvstash.wire.WireVersion;
  *  |  Heartbeat Timeout (ms, i32)      |  Features (i32)           |  208
  *  |  Eviction Policy (i32)            |                              216
  * Counters (at COUNTERS_OFFSET: CountersDescriptor's table, 8 bytes per id)
- * Error log (Agrona DistinctErrorLog layout, ERROR_LOG_LENGTH bytes)
+ * Labels (after the counters' section: one COUNTER_LABEL_LENGTH record per counter id, in id order)
+ *  |  Label Length (i32, 0: no counter) |  Label (UTF-8, COUNTER_LABEL_MAX_LENGTH, zero-filled)  |  64 * id
+ * Error log (after the labels' section: Agrona DistinctErrorLog layout, ERROR_LOG_LENGTH bytes)
  * </pre>
  */
 public final class ControlFileDescriptor
@@ -83,6 +86,8 @@ public final class ControlFileDescriptor
     public static final int COUNTERS_SECTION_OFFSET = 72;
     /** Offset of the error log offset and length. */
     public static final int ERROR_LOG_SECTION_OFFSET = 80;
+    /** Offset of the labels offset and length. */
+    public static final int LABELS_SECTION_OFFSET = 88;
     /**
      * Offset of the Asleep word (i32), on a cache-line pair of its own: 1 from just before the server's thread takes
      * its last look at the rings and sleeps on the doorbell ({@link #FEATURE_DOORBELL}) until it wakes, 0 otherwise
@@ -166,6 +171,17 @@ public final class ControlFileDescriptor
     public static final String DOORBELL_FILE_NAME = "doorbell";
     /** Counters offset in the file. */
     public static final int COUNTERS_OFFSET = CONFIG_OFFSET + CONFIG_LENGTH;
+    /**
+     * Bytes of one counter's label record in the labels section: the stride from one id to the next (a cache line).
+     * The server writes a label for every id {@link CountersDescriptor#name(int)} names, at start, before the version.
+     */
+    public static final int COUNTER_LABEL_LENGTH = 64;
+    /** Offset in a label record of its length (i32): the label's bytes, 0 for an id without a counter. */
+    public static final int COUNTER_LABEL_LENGTH_OFFSET = 0;
+    /** Offset in a label record of the label's UTF-8 bytes, zero-filled after them. */
+    public static final int COUNTER_LABEL_OFFSET = 4;
+    /** Longest label in bytes. */
+    public static final int COUNTER_LABEL_MAX_LENGTH = COUNTER_LABEL_LENGTH - COUNTER_LABEL_OFFSET;
     /** Default error log length. */
     public static final int ERROR_LOG_LENGTH_DEFAULT = 1 << 20;
 
@@ -185,6 +201,39 @@ public final class ControlFileDescriptor
     }
 
     /**
+     * Bytes the labels use for a counters length: one {@link #COUNTER_LABEL_LENGTH} record per counter id.
+     *
+     * @param countersLength bytes of the counters.
+     * @return labels length.
+     */
+    public static int labelsLength(final int countersLength)
+    {
+        return countersLength / Long.BYTES * COUNTER_LABEL_LENGTH;
+    }
+
+    /**
+     * Offset of the labels section in the file: after the counters' section.
+     *
+     * @param countersLength bytes of the counters.
+     * @return bytes from the start of the file.
+     */
+    public static int labelsOffset(final int countersLength)
+    {
+        return COUNTERS_OFFSET + countersSectionLength(countersLength);
+    }
+
+    /**
+     * Offset of the error log in the file: after the labels' section, rounded to two cache lines.
+     *
+     * @param countersLength bytes of the counters.
+     * @return bytes from the start of the file.
+     */
+    public static int errorLogOffset(final int countersLength)
+    {
+        return labelsOffset(countersLength) + ((labelsLength(countersLength) + 127) & ~127);
+    }
+
+    /**
      * Total file length.
      *
      * @param countersLength bytes of the counters.
@@ -193,6 +242,6 @@ public final class ControlFileDescriptor
      */
     public static int fileLength(final int countersLength, final int errorLogLength)
     {
-        return COUNTERS_OFFSET + countersSectionLength(countersLength) + errorLogLength;
+        return errorLogOffset(countersLength) + errorLogLength;
     }
 }

@@ -17,8 +17,9 @@ import java.nio.file.StandardOpenOption;
  * connects through it and the tools that read it (a live file or a {@code dead-control-*}). Not thread safe; wrap
  * a buffer once per thread.
  * <p>
- * The server writes the config, then {@link #header(long, long, long)} and {@link #sections(int, int)}, then the
- * version with {@link #versionRelease(int)}, last. A reader calls {@link #check()} before trusting any other field.
+ * The server writes the config, then {@link #header(long, long, long)} and {@link #sections(int, int)}, then each
+ * counter's label through {@link #counterLabels()}, then the version with {@link #versionRelease(int)}, last. A
+ * reader calls {@link #check()} before trusting any other field.
  */
 public final class ControlFileFlyweight
 {
@@ -34,6 +35,8 @@ public final class ControlFileFlyweight
     private static final int CONFIG = ControlFileDescriptor.CONFIG_OFFSET;
 
     private AtomicBuffer buffer;
+    private final UnsafeBuffer labelsBuffer = new UnsafeBuffer(0, 0);
+    private final CounterLabelsFlyweight labels = new CounterLabelsFlyweight();
 
     /**
      * The incarnation of the server that wrote a control file, read from its header without mapping it: a client
@@ -102,21 +105,27 @@ public final class ControlFileFlyweight
     }
 
     /**
-     * Whether the section table of the header stays inside the buffer: counters (8-byte aligned) and error log after
-     * the header, each within the file.
+     * Whether the section table of the header stays inside the buffer: counters (8-byte aligned), labels (4-byte
+     * aligned) and error log after the header, each within the file.
      *
      * @return true when every section can be read.
      */
     public boolean hasValidSections()
     {
-        final int countersOffset = countersOffset();
-        final int countersLength = countersLength();
-        final int errorLogOffset = errorLogOffset();
-        final int errorLogLength = errorLogLength();
-        return countersOffset >= ControlFileDescriptor.HEADER_LENGTH && countersLength >= 0 &&
-            (long)countersOffset + countersLength <= buffer.capacity() && 0 == (countersOffset & 7) &&
-            errorLogOffset >= ControlFileDescriptor.HEADER_LENGTH && errorLogLength >= 0 &&
-            (long)errorLogOffset + errorLogLength <= buffer.capacity();
+        return isSection(countersOffset(), countersLength(), 7) && hasValidLabels() &&
+            isSection(errorLogOffset(), errorLogLength(), 0);
+    }
+
+    private boolean hasValidLabels()
+    {
+        return isSection(buffer.getInt(ControlFileDescriptor.LABELS_SECTION_OFFSET),
+            buffer.getInt(ControlFileDescriptor.LABELS_SECTION_OFFSET + 4), 3);
+    }
+
+    private boolean isSection(final int offset, final int length, final int alignmentMask)
+    {
+        return offset >= ControlFileDescriptor.HEADER_LENGTH && length >= 0 &&
+            (long)offset + length <= buffer.capacity() && 0 == (offset & alignmentMask);
     }
 
     // ------------------------------------------------------------------------------------------------- header
@@ -162,8 +171,8 @@ public final class ControlFileFlyweight
     }
 
     /**
-     * Writes the section table: the config at {@link ControlFileDescriptor#CONFIG_OFFSET}, the counters at
-     * {@link ControlFileDescriptor#COUNTERS_OFFSET}, the error log after the counters' section.
+     * Writes the section table: the config, the counters at {@link ControlFileDescriptor#COUNTERS_OFFSET}, their
+     * labels and the error log, each section after the one before (see {@link ControlFileDescriptor}).
      *
      * @param countersLength bytes the counters use.
      * @param errorLogLength bytes of the error log.
@@ -171,13 +180,13 @@ public final class ControlFileFlyweight
      */
     public ControlFileFlyweight sections(final int countersLength, final int errorLogLength)
     {
-        final int countersOffset = ControlFileDescriptor.COUNTERS_OFFSET;
         buffer.putInt(ControlFileDescriptor.CONFIG_SECTION_OFFSET, ControlFileDescriptor.CONFIG_OFFSET);
         buffer.putInt(ControlFileDescriptor.CONFIG_SECTION_OFFSET + 4, ControlFileDescriptor.CONFIG_LENGTH);
-        buffer.putInt(ControlFileDescriptor.COUNTERS_SECTION_OFFSET, countersOffset);
+        buffer.putInt(ControlFileDescriptor.COUNTERS_SECTION_OFFSET, ControlFileDescriptor.COUNTERS_OFFSET);
         buffer.putInt(ControlFileDescriptor.COUNTERS_SECTION_OFFSET + 4, countersLength);
-        buffer.putInt(ControlFileDescriptor.ERROR_LOG_SECTION_OFFSET,
-            countersOffset + ControlFileDescriptor.countersSectionLength(countersLength));
+        buffer.putInt(ControlFileDescriptor.LABELS_SECTION_OFFSET, ControlFileDescriptor.labelsOffset(countersLength));
+        buffer.putInt(ControlFileDescriptor.LABELS_SECTION_OFFSET + 4, ControlFileDescriptor.labelsLength(countersLength));
+        buffer.putInt(ControlFileDescriptor.ERROR_LOG_SECTION_OFFSET, ControlFileDescriptor.errorLogOffset(countersLength));
         buffer.putInt(ControlFileDescriptor.ERROR_LOG_SECTION_OFFSET + 4, errorLogLength);
         return this;
     }
@@ -295,6 +304,32 @@ public final class ControlFileFlyweight
     public int errorLogLength()
     {
         return buffer.getInt(ControlFileDescriptor.ERROR_LOG_SECTION_OFFSET + 4);
+    }
+
+    /**
+     * The labels section where the header places it (one without labels when that is outside the buffer): the same
+     * flyweight at every call, rewrapped without allocating.
+     *
+     * @return the labels flyweight over this file.
+     */
+    public CounterLabelsFlyweight counterLabels()
+    {
+        final int offset = ControlFileDescriptor.LABELS_SECTION_OFFSET;
+        final boolean valid = hasValidLabels();
+        labelsBuffer.wrap(buffer, valid ? buffer.getInt(offset) : 0, valid ? buffer.getInt(offset + 4) : 0);
+        return labels.wrap(labelsBuffer);
+    }
+
+    /**
+     * A counter's label, as the server that wrote the file named it: what a reader prints (allocates the string;
+     * {@code counterLabels().label(id, dst, offset)} copies the bytes without allocating).
+     *
+     * @param id counter id.
+     * @return the label; empty for an unused id, an id past the section, or a damaged record.
+     */
+    public String counterLabel(final int id)
+    {
+        return counterLabels().label(id);
     }
 
     // ------------------------------------------------------------------------------------------------- config

@@ -19,8 +19,9 @@ import io.kvstash.wire.Status;
  *  336  L2 (the second tier's thread)   tier state, writes, fetches, corrupt values, timeouts, errors;
  *       347: notices the publish stage dropped for the tier (publish)
  * </pre>
- * Ids and names are a contract with the control file's readers (PROTOCOL section 2.3, the Python client's
- * {@code descriptor.py}, checked against this file by its tests): a row is never renumbered or renamed.
+ * Ids and names are a contract with the control file's readers (PROTOCOL section 2.3): the server writes every name
+ * into the file's labels section ({@link CounterLabelsFlyweight}), which {@code kvstash stat} and the Python client
+ * read; a row is never renumbered or renamed.
  */
 public final class CountersDescriptor
 {

@@ -65,6 +65,66 @@ class ControlFileFlyweightTest
         assertEquals(CountersDescriptor.LENGTH, reader.countersLength());
         assertEquals(FILE_LENGTH - ERROR_LOG_LENGTH, reader.errorLogOffset());
         assertEquals(ERROR_LOG_LENGTH, reader.errorLogLength());
+        final int labelsOffset = buffer.getInt(ControlFileDescriptor.LABELS_SECTION_OFFSET);
+        final int labelsLength = buffer.getInt(ControlFileDescriptor.LABELS_SECTION_OFFSET + 4);
+        assertEquals(ControlFileDescriptor.COUNTERS_OFFSET + CountersDescriptor.LENGTH, labelsOffset);
+        assertEquals(CountersDescriptor.COUNT * ControlFileDescriptor.COUNTER_LABEL_LENGTH, labelsLength);
+        assertEquals(reader.errorLogOffset(), labelsOffset + labelsLength, "the labels fill whole cache-line pairs");
+    }
+
+    @Test
+    void shouldReadEveryCounterNameFromItsLabelRecordAndNothingForUnusedIds()
+    {
+        writeAsTheServerDoes();
+        final ControlFileFlyweight reader = new ControlFileFlyweight().wrap(buffer);
+        assertEquals(CountersDescriptor.COUNT, reader.counterLabels().count());
+        int named = 0;
+        for (int id = 0; id < CountersDescriptor.COUNT; id++)
+        {
+            final String name = CountersDescriptor.name(id);
+            assertEquals(null == name ? "" : name, reader.counterLabel(id), "id " + id);
+            named += null == name ? 0 : 1;
+        }
+        assertTrue(named > 200, "named counters and the responses table: " + named);
+        assertEquals("requests.ping.ok", reader.counterLabel(CountersDescriptor.requestId(0, 0)));
+        assertEquals("", reader.counterLabel(-1));
+        assertEquals("", reader.counterLabel(CountersDescriptor.COUNT));
+
+        // The record: a length and the UTF-8 bytes at 64 * id in the section.
+        final int stride = ControlFileDescriptor.COUNTER_LABEL_LENGTH;
+        final int record = reader.errorLogOffset() - (CountersDescriptor.COUNT - CountersDescriptor.EVICTIONS) * stride;
+        assertEquals("evictions".length(), buffer.getInt(record));
+        assertEquals("evictions", buffer.getStringWithoutLengthAscii(record + 4, "evictions".length()));
+
+        final UnsafeBuffer dst = new UnsafeBuffer(new byte[ControlFileDescriptor.COUNTER_LABEL_MAX_LENGTH + 8]);
+        final int length = reader.counterLabels().label(CountersDescriptor.L2_COMPLETED_TICKET, dst, 8);
+        assertEquals("l2_completed_ticket", dst.getStringWithoutLengthUtf8(8, length), "copied without a String");
+        assertEquals(0, reader.counterLabels().label(CountersDescriptor.COUNT - 1, dst, 0), "an unused id");
+    }
+
+    @Test
+    void shouldReadADamagedOrMisplacedLabelAsNoneAndRefuseALabelThatDoesNotFit()
+    {
+        writeAsTheServerDoes();
+        final int record = buffer.getInt(ControlFileDescriptor.LABELS_SECTION_OFFSET) +
+            CountersDescriptor.ERRORS * ControlFileDescriptor.COUNTER_LABEL_LENGTH;
+        final String longest = "e".repeat(ControlFileDescriptor.COUNTER_LABEL_MAX_LENGTH);
+        buffer.putInt(record, longest.length() + 1);
+        assertEquals("", controlFile.counterLabel(CountersDescriptor.ERRORS), "a length past the record");
+        controlFile.counterLabels().label(CountersDescriptor.ERRORS, longest);
+        assertEquals(longest, controlFile.counterLabel(CountersDescriptor.ERRORS));
+        controlFile.counterLabels().label(CountersDescriptor.ERRORS, "errors");
+        assertEquals("errors", controlFile.counterLabel(CountersDescriptor.ERRORS), "the rest of the record is cleared");
+        assertEquals(0, buffer.getByte(record + 4 + "errors".length()));
+        assertThrows(IllegalArgumentException.class,
+            () -> controlFile.counterLabels().label(CountersDescriptor.ERRORS, longest + "e"));
+        assertThrows(IllegalArgumentException.class,
+            () -> controlFile.counterLabels().label(CountersDescriptor.COUNT, "past_the_section"));
+
+        buffer.putInt(ControlFileDescriptor.LABELS_SECTION_OFFSET + 4, FILE_LENGTH);
+        assertFalse(controlFile.hasValidSections(), "labels past the end of the file");
+        assertEquals("", controlFile.counterLabel(CountersDescriptor.READABLE_CHUNKS), "as a file without labels");
+        assertEquals(0, controlFile.counterLabels().count());
     }
 
     @Test
@@ -111,7 +171,14 @@ class ControlFileFlyweightTest
         controlFile.header(4242, 0xABCDL, 1_000)
             .heartbeatMsRelease(1_100)
             .stateRelease(ControlFileDescriptor.STATE_RUNNING)
-            .sections(CountersDescriptor.LENGTH, ERROR_LOG_LENGTH)
-            .versionRelease(ControlFileDescriptor.VERSION);
+            .sections(CountersDescriptor.LENGTH, ERROR_LOG_LENGTH);
+        for (int id = 0; id < CountersDescriptor.COUNT; id++)
+        {
+            if (null != CountersDescriptor.name(id))
+            {
+                controlFile.counterLabels().label(id, CountersDescriptor.name(id));
+            }
+        }
+        controlFile.versionRelease(ControlFileDescriptor.VERSION);
     }
 }
