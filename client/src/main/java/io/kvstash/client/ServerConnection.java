@@ -76,26 +76,26 @@ final class ServerConnection
             checkControl(controlFile, controlPath);
             incarnation = controlFile.incarnation();
             final long serverPid = controlFile.pid();
-            chunkTokens = controlFile.chunkTokens();
-            maxChunks = controlFile.maxChunksPerRequest();
-            maxInlineBytes = controlFile.maxInlineBytes();
+            chunkTokens = controlFile.config().chunkTokens();
+            maxChunks = controlFile.config().maxChunksPerRequest();
+            maxInlineBytes = controlFile.config().maxInlineBytes();
             secondTier = secondTier(controlFile);
             completedTicketGauge = secondTier &&
-                (controlFile.features() & ControlFileDescriptor.FEATURE_COMPLETED_TICKET) != 0;
-            final int requestCapacity = controlFile.requestRingCapacity();
-            responseCapacity = controlFile.responseRingCapacity();
-            slots = new PoolSlots(controlFile.poolSizeBytes(), controlFile.dataOffset(), controlFile.segmentBytes(),
-                controlFile.alignment());
+                (controlFile.config().features() & ControlFileDescriptor.FEATURE_COMPLETED_TICKET) != 0;
+            final int requestCapacity = controlFile.config().requestRingCapacity();
+            responseCapacity = controlFile.config().responseRingCapacity();
+            slots = new PoolSlots(controlFile.config().poolSizeBytes(), controlFile.config().dataOffset(), controlFile.config().segmentBytes(),
+                controlFile.config().alignment());
             liveness = new ServerLiveness(controlFile, directory, incarnation, serverPid,
-                controlFile.heartbeatTimeoutMs());
-            if (!liveness.aliveAtConnect(controlFile.heartbeatIntervalMs()))
+                controlFile.config().heartbeatTimeoutMs());
+            if (!liveness.aliveAtConnect(controlFile.config().heartbeatIntervalMs()))
             {
                 throw new KvStashException(KvStashException.Reason.SERVER_GONE, "the server on " + directory +
                     " is not running (pid " + serverPid + ")");
             }
             if (!context.copyTransport())
             {
-                final String poolFileName = controlFile.poolFileName();
+                final String poolFileName = controlFile.config().poolFileName();
                 if (null == poolFileName)
                 {
                     throw new IllegalStateException("control file has no valid pool file name");
@@ -337,7 +337,7 @@ final class ServerConnection
      */
     static boolean secondTier(final ControlFileFlyweight controlFile)
     {
-        return (controlFile.features() & ControlFileDescriptor.FEATURE_SECOND_TIER) != 0;
+        return (controlFile.config().features() & ControlFileDescriptor.FEATURE_SECOND_TIER) != 0;
     }
 
     Path clientFile()

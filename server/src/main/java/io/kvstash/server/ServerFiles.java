@@ -299,7 +299,7 @@ final class ServerFiles implements AutoCloseable
             controlMapped = channel.map(FileChannel.MapMode.READ_WRITE, 0, length);
         }
         control = new UnsafeBuffer(controlMapped);
-        controlFile.wrap(control)
+        controlFile.wrap(control).config()
             .poolFileName(poolPath.getFileName().toString())
             .pool(store.poolSizeBytes(), dataOffset, slotTableOffset, slotTableLength, PoolFileDescriptor.SEGMENT_BYTES,
                 store.alignment())

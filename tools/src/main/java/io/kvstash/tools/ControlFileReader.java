@@ -179,7 +179,7 @@ public final class ControlFileReader implements AutoCloseable
      */
     public long heartbeatTimeoutMs()
     {
-        return controlFile.heartbeatTimeoutMs();
+        return controlFile.config().heartbeatTimeoutMs();
     }
 
     /**
@@ -204,7 +204,7 @@ public final class ControlFileReader implements AutoCloseable
      */
     public int configInt(final int offset)
     {
-        return controlFile.configInt(offset);
+        return controlFile.config().configInt(offset);
     }
 
     /**
@@ -215,7 +215,7 @@ public final class ControlFileReader implements AutoCloseable
      */
     public long configLong(final int offset)
     {
-        return controlFile.configLong(offset);
+        return controlFile.config().configLong(offset);
     }
 
     /**
@@ -225,7 +225,7 @@ public final class ControlFileReader implements AutoCloseable
      */
     public String poolFileName()
     {
-        final String name = controlFile.poolFileName();
+        final String name = controlFile.config().poolFileName();
         return null == name ? "" : name;
     }
 

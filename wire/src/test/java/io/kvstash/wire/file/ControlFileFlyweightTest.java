@@ -37,19 +37,19 @@ class ControlFileFlyweightTest
         assertEquals(1_000, reader.startTimeMs());
         assertEquals(1_100, reader.heartbeatMsAcquire());
         assertEquals(ControlFileDescriptor.STATE_RUNNING, reader.stateAcquire());
-        assertEquals("pool-abcd", reader.poolFileName());
-        assertEquals(1L << 30, reader.poolSizeBytes());
-        assertEquals(1L << 20, reader.dataOffset());
-        assertEquals(1L << 28, reader.segmentBytes());
-        assertEquals(4096, reader.alignment());
-        assertEquals(256, reader.chunkTokens());
-        assertEquals(64, reader.maxChunksPerRequest());
-        assertEquals(8192, reader.maxInlineBytes());
-        assertEquals(1 << 16, reader.requestRingCapacity());
-        assertEquals(1 << 17, reader.responseRingCapacity());
-        assertEquals(100, reader.heartbeatIntervalMs());
-        assertEquals(5_000, reader.heartbeatTimeoutMs());
-        assertEquals(ControlFileDescriptor.FEATURE_DOORBELL, reader.features());
+        assertEquals("pool-abcd", reader.config().poolFileName());
+        assertEquals(1L << 30, reader.config().poolSizeBytes());
+        assertEquals(1L << 20, reader.config().dataOffset());
+        assertEquals(1L << 28, reader.config().segmentBytes());
+        assertEquals(4096, reader.config().alignment());
+        assertEquals(256, reader.config().chunkTokens());
+        assertEquals(64, reader.config().maxChunksPerRequest());
+        assertEquals(8192, reader.config().maxInlineBytes());
+        assertEquals(1 << 16, reader.config().requestRingCapacity());
+        assertEquals(1 << 17, reader.config().responseRingCapacity());
+        assertEquals(100, reader.config().heartbeatIntervalMs());
+        assertEquals(5_000, reader.config().heartbeatTimeoutMs());
+        assertEquals(ControlFileDescriptor.FEATURE_DOORBELL, reader.config().features());
 
         final int c = ControlFileDescriptor.CONFIG_OFFSET;
         assertEquals(ControlFileDescriptor.MAGIC, buffer.getLong(ControlFileDescriptor.MAGIC_OFFSET));
@@ -155,14 +155,14 @@ class ControlFileFlyweightTest
 
         buffer.putInt(ControlFileDescriptor.CONFIG_OFFSET + ControlFileDescriptor.POOL_NAME_LENGTH_OFFSET,
             ControlFileDescriptor.POOL_NAME_MAX_LENGTH + 1);
-        assertNull(controlFile.poolFileName());
+        assertNull(controlFile.config().poolFileName());
         assertThrows(IllegalArgumentException.class,
-            () -> controlFile.poolFileName("p".repeat(ControlFileDescriptor.POOL_NAME_MAX_LENGTH + 1)));
+            () -> controlFile.config().poolFileName("p".repeat(ControlFileDescriptor.POOL_NAME_MAX_LENGTH + 1)));
     }
 
     private void writeAsTheServerDoes()
     {
-        controlFile
+        controlFile.config()
             .poolFileName("pool-abcd")
             .pool(1L << 30, 1L << 20, 16, 1L << 16, 1L << 28, 4096)
             .store(256, 30_000_000_000L, 64, 8192)
