@@ -4,6 +4,7 @@ import io.kvstash.wire.ChunkKeys;
 import io.kvstash.wire.RequestFlags;
 import io.kvstash.wire.RequestType;
 import io.kvstash.wire.Status;
+import io.kvstash.wire.layout.Layout;
 import org.agrona.concurrent.UnsafeBuffer;
 
 /**
@@ -284,6 +285,30 @@ public final class StoreCommand
         keys.copyTo(keyHi, keyLo);
         chunkCount = keys.count();
         salt = keys.salt();
+        return true;
+    }
+
+    /**
+     * Sets a REGISTER request's layout fields from a client-side layout.
+     *
+     * @param layout the layout.
+     * @return false when the model name is longer than the command holds (nothing is set).
+     */
+    public boolean copyLayout(final Layout layout)
+    {
+        final byte[] modelBytes = layout.modelBytes();
+        if (modelBytes.length > model.length)
+        {
+            return false;
+        }
+        System.arraycopy(modelBytes, 0, model, 0, modelBytes.length);
+        modelLength = modelBytes.length;
+        worldSize = layout.worldSize();
+        rank = layout.rank();
+        layers = layout.layers();
+        hidden = layout.hidden();
+        dtypeCode = layout.dtypeCode();
+        mla = layout.mla();
         return true;
     }
 }

@@ -105,15 +105,7 @@ final class PipelineCaller
         {
             c.type = RequestType.REGISTER;
             c.instanceId = instance;
-            final byte[] model = layout.modelBytes();
-            System.arraycopy(model, 0, c.model, 0, model.length);
-            c.modelLength = model.length;
-            c.worldSize = layout.worldSize();
-            c.rank = layout.rank();
-            c.layers = layout.layers();
-            c.hidden = layout.hidden();
-            c.dtypeCode = layout.dtypeCode();
-            c.mla = layout.mla();
+            c.copyLayout(layout);
         });
     }
 

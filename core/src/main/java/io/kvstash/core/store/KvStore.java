@@ -198,20 +198,11 @@ public final class KvStore
     public StoreCommand register(final long instanceId, final Layout layout)
     {
         final StoreCommand c = begin(RequestType.REGISTER, instanceId);
-        final byte[] model = layout.modelBytes();
-        if (model.length > c.model.length)
+        if (!c.copyLayout(layout))
         {
             c.fail(Status.INVALID_LAYOUT, "model name longer than 255 bytes");
             return c;
         }
-        System.arraycopy(model, 0, c.model, 0, model.length);
-        c.modelLength = model.length;
-        c.worldSize = layout.worldSize();
-        c.rank = layout.rank();
-        c.layers = layout.layers();
-        c.hidden = layout.hidden();
-        c.dtypeCode = layout.dtypeCode();
-        c.mla = layout.mla();
         return execute(c);
     }
 

@@ -123,15 +123,7 @@ public final class PipelineFixture
         final Pipeline pipeline = new Pipeline(context).start();
         final Layout layout = StoreFixture.LAYOUT;
         StoreCommand c = begin(pipeline, RequestType.REGISTER);
-        final byte[] model = layout.modelBytes();
-        System.arraycopy(model, 0, c.model, 0, model.length);
-        c.modelLength = model.length;
-        c.worldSize = layout.worldSize();
-        c.rank = layout.rank();
-        c.layers = layout.layers();
-        c.hidden = layout.hidden();
-        c.dtypeCode = layout.dtypeCode();
-        c.mla = layout.mla();
+        c.copyLayout(layout);
         finish(pipeline, sink);
         c = begin(pipeline, RequestType.PREPARE_STORE);
         c.keyHi[0] = KEY_HI;
