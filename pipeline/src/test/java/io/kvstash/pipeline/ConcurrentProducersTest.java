@@ -64,67 +64,10 @@ class ConcurrentProducersTest
             .responseSink(sink);
         final long[] calls = new long[PRODUCERS];
         final AtomicLong sweeps = new AtomicLong();
-        final AtomicReference<Throwable> failure = new AtomicReference<>();
         try (Pipeline pipeline = new Pipeline(context).start())
         {
-            final Thread[] threads = new Thread[PRODUCERS + 1];
-            final long end = System.nanoTime() + RUN_NS;
-            for (int p = 0; p < PRODUCERS; p++)
-            {
-                final int index = p;
-                threads[p] = new Thread(() ->
-                {
-                    try
-                    {
-                        calls[index] = produce(new PipelineCaller(pipeline, router, index), index, end);
-                    }
-                    catch (final Throwable ex)
-                    {
-                        failure.compareAndSet(null, ex);
-                    }
-                }, "producer-" + p);
-            }
-            final AtomicBoolean producing = new AtomicBoolean(true);
-            threads[PRODUCERS] = new Thread(() ->
-            {
-                while (producing.get())
-                {
-                    if (pipeline.tryPublishSweep(pipeline.context().clock().nanoTime()))
-                    {
-                        sweeps.incrementAndGet();
-                    }
-                    sleepMs(5);
-                }
-            }, "sweeper");
-            for (final Thread thread : threads)
-            {
-                thread.start();
-            }
-            for (int p = 0; p < PRODUCERS; p++)
-            {
-                threads[p].join();
-            }
-            producing.set(false);
-            threads[PRODUCERS].join();
-            if (null != failure.get())
-            {
-                throw new AssertionError("producer failed", failure.get());
-            }
-            final PipelineCaller cleaner = new PipelineCaller(pipeline, router, 0);
-            for (int p = 0; p < PRODUCERS; p++)
-            {
-                assertEquals(Status.OK, cleaner.call(c ->
-                {
-                    c.type = RequestType.UNREGISTER;
-                    c.instanceId = 100;
-                }).status);
-                final long instance = 100 + p;
-                assertEquals(Status.OK, cleaner.call(c ->
-                {
-                    c.type = RequestType.UNREGISTER;
-                    c.instanceId = instance;
-                }).status);
-            }
+            race(pipeline, router, calls, sweeps);
+            unregisterAll(new PipelineCaller(pipeline, router, 0));
             while (!pipeline.isDrained())
             {
                 Thread.onSpinWait();
@@ -167,86 +110,147 @@ class ConcurrentProducersTest
             final ChunkKeys keys = ids(from, 1 + random.nextInt(12));
             switch (random.nextInt(7))
             {
-                case 0:
-                case 1:
-                {
-                    response = caller.keyed(RequestType.PREPARE_STORE, instance, keys, 0);
-                    calls++;
-                    final long transfer = response.outTransferId;
-                    if (0 != transfer)
-                    {
-                        final int type = random.nextInt(5) == 0 ? RequestType.ABORT_STORE : RequestType.COMMIT_STORE;
-                        caller.onTransfer(type, instance, transfer);
-                        calls++;
-                    }
-                    break;
-                }
-                case 2:
-                {
-                    response = caller.keyed(RequestType.LOOKUP, instance, keys, RequestFlags.PIN);
-                    calls++;
-                    final long transfer = response.outTransferId;
-                    if (0 != transfer)
-                    {
-                        if (random.nextBoolean())
-                        {
-                            caller.onTransfer(RequestType.RELEASE, instance, transfer);
-                            calls++;
-                        }
-                        else
-                        {
-                            final long retrieve = caller.call(c ->
-                            {
-                                c.type = RequestType.PREPARE_RETRIEVE;
-                                c.instanceId = instance;
-                                c.transferId = transfer;
-                                c.flags = RequestFlags.FROM_LOOKUP;
-                            }).outTransferId;
-                            calls++;
-                            if (0 != retrieve)
-                            {
-                                caller.onTransfer(RequestType.COMMIT_RETRIEVE, instance, retrieve);
-                                calls++;
-                            }
-                        }
-                    }
-                    break;
-                }
-                case 3:
-                case 4:
-                {
-                    response = caller.keyed(RequestType.PREPARE_RETRIEVE, instance, keys, 0);
-                    calls++;
-                    final long transfer = response.outTransferId;
-                    if (0 != transfer && random.nextInt(10) != 0)
-                    {
-                        caller.onTransfer(RequestType.COMMIT_RETRIEVE, instance, transfer);
-                        calls++;
-                    }
-                    break;
-                }
-                case 5:
+                case 0, 1 -> calls += store(caller, random, instance, keys);
+                case 2 -> calls += lookup(caller, random, instance, keys);
+                case 3, 4 -> calls += retrieve(caller, random, instance, keys);
+                case 5 ->
                 {
                     caller.onTransfer(RequestType.COMMIT_STORE, instance, random.nextLong());
                     calls++;
-                    break;
                 }
-                default:
+                default ->
                 {
-                    if (random.nextInt(50) == 0)
-                    {
-                        caller.call(c -> c.type = RequestType.CLEAR);
-                    }
-                    else
-                    {
-                        caller.call(c -> c.type = RequestType.PING);
-                    }
+                    final int type = random.nextInt(50) == 0 ? RequestType.CLEAR : RequestType.PING;
+                    caller.call(c -> c.type = type);
                     calls++;
-                    break;
                 }
             }
         }
         return calls;
+    }
+
+    /** Runs the producers against the pipeline until the run's end, with a sweeper beside them; rethrows a failure. */
+    private static void race(
+        final Pipeline pipeline, final PipelineCaller.Router router, final long[] calls, final AtomicLong sweeps)
+        throws InterruptedException
+    {
+        final AtomicReference<Throwable> failure = new AtomicReference<>();
+        final Thread[] threads = new Thread[PRODUCERS + 1];
+        final long end = System.nanoTime() + RUN_NS;
+        for (int p = 0; p < PRODUCERS; p++)
+        {
+            final int index = p;
+            threads[p] = new Thread(() ->
+            {
+                try
+                {
+                    calls[index] = produce(new PipelineCaller(pipeline, router, index), index, end);
+                }
+                catch (final Throwable ex)
+                {
+                    failure.compareAndSet(null, ex);
+                }
+            }, "producer-" + p);
+        }
+        final AtomicBoolean producing = new AtomicBoolean(true);
+        threads[PRODUCERS] = new Thread(() ->
+        {
+            while (producing.get())
+            {
+                if (pipeline.tryPublishSweep(pipeline.context().clock().nanoTime()))
+                {
+                    sweeps.incrementAndGet();
+                }
+                sleepMs(5);
+            }
+        }, "sweeper");
+        for (final Thread thread : threads)
+        {
+            thread.start();
+        }
+        for (int p = 0; p < PRODUCERS; p++)
+        {
+            threads[p].join();
+        }
+        producing.set(false);
+        threads[PRODUCERS].join();
+        if (null != failure.get())
+        {
+            throw new AssertionError("producer failed", failure.get());
+        }
+    }
+
+    /** Unregisters the shared instance and each producer's own, as the cleaner (client 0). */
+    private static void unregisterAll(final PipelineCaller cleaner)
+    {
+        for (int p = 0; p < PRODUCERS; p++)
+        {
+            assertEquals(Status.OK, cleaner.call(c ->
+            {
+                c.type = RequestType.UNREGISTER;
+                c.instanceId = 100;
+            }).status);
+            final long instance = 100 + p;
+            assertEquals(Status.OK, cleaner.call(c ->
+            {
+                c.type = RequestType.UNREGISTER;
+                c.instanceId = instance;
+            }).status);
+        }
+    }
+    /** A PREPARE_STORE, then its COMMIT_STORE or (one in five) ABORT_STORE; returns the calls made. */
+    private static int store(
+        final PipelineCaller caller, final SplittableRandom random, final long instance, final ChunkKeys keys)
+    {
+        final long transfer = caller.keyed(RequestType.PREPARE_STORE, instance, keys, 0).outTransferId;
+        if (0 == transfer)
+        {
+            return 1;
+        }
+        caller.onTransfer(random.nextInt(5) == 0 ? RequestType.ABORT_STORE : RequestType.COMMIT_STORE, instance, transfer);
+        return 2;
+    }
+
+    /** A pinning LOOKUP, then a RELEASE or a PREPARE_RETRIEVE from it and its COMMIT_RETRIEVE; returns the calls. */
+    private static int lookup(
+        final PipelineCaller caller, final SplittableRandom random, final long instance, final ChunkKeys keys)
+    {
+        final long transfer = caller.keyed(RequestType.LOOKUP, instance, keys, RequestFlags.PIN).outTransferId;
+        if (0 == transfer)
+        {
+            return 1;
+        }
+        if (random.nextBoolean())
+        {
+            caller.onTransfer(RequestType.RELEASE, instance, transfer);
+            return 2;
+        }
+        final long retrieve = caller.call(c ->
+        {
+            c.type = RequestType.PREPARE_RETRIEVE;
+            c.instanceId = instance;
+            c.transferId = transfer;
+            c.flags = RequestFlags.FROM_LOOKUP;
+        }).outTransferId;
+        if (0 == retrieve)
+        {
+            return 2;
+        }
+        caller.onTransfer(RequestType.COMMIT_RETRIEVE, instance, retrieve);
+        return 3;
+    }
+
+    /** A PREPARE_RETRIEVE by keys, then (nine in ten) its COMMIT_RETRIEVE; returns the calls made. */
+    private static int retrieve(
+        final PipelineCaller caller, final SplittableRandom random, final long instance, final ChunkKeys keys)
+    {
+        final long transfer = caller.keyed(RequestType.PREPARE_RETRIEVE, instance, keys, 0).outTransferId;
+        if (0 != transfer && random.nextInt(10) != 0)
+        {
+            caller.onTransfer(RequestType.COMMIT_RETRIEVE, instance, transfer);
+            return 2;
+        }
+        return 1;
     }
 
     private static ChunkKeys ids(final int from, final int count)
