@@ -1069,11 +1069,49 @@ class StoreModelTest
                 expectStatus(a, Status.BUSY, c);
                 return;
             }
-            // Walk the range on a copy: absent chunks take a free slot or evict the LRU unpinned chunk.
-            final Set<Key> present = new HashSet<>(chunks.keySet());
-            final LinkedHashMap<Key, Chunk> order = new LinkedHashMap<>(lru);
             final List<Key> evicted = new ArrayList<>();
             final List<Integer> reservedIndices = new ArrayList<>();
+            if (!planReservation(keys, evicted, reservedIndices))
+            {
+                expected[CountersDescriptor.NO_SPACE]++;
+                expectStatus(a, Status.NO_SPACE, c);
+                return;
+            }
+            expectStatus(a, Status.OK, c);
+            for (final Key victim : evicted)
+            {
+                chunks.remove(victim);
+                lru.remove(victim);
+                removed.add(victim);
+            }
+            expected[CountersDescriptor.EVICTIONS] += evicted.size();
+            assertEquals(reservedIndices.size(), c.slotCount, a.describe());
+            final List<Key> reservedKeys = new ArrayList<>();
+            final List<Chunk> reservedChunks = new ArrayList<>();
+            acceptReserved(a, c, layout, keys, reservedIndices, reservedKeys, reservedChunks);
+            newTransfer(c, KIND_STORE, a.instance, reservedKeys);
+            checkSlots(a, c, reservedChunks, SlotTableDescriptor.STATE_RESERVED, layout.chunkBytes(CHUNK_TOKENS));
+            cover(a, "OK/reserved");
+            if (!evicted.isEmpty())
+            {
+                cover(a, "OK/evicted");
+            }
+            if (reservedKeys.size() < keys.size())
+            {
+                cover(a, "OK/partial");
+            }
+        }
+
+        /**
+         * Walks a PREPARE_STORE's range on a copy of the model: absent chunks take a free slot or evict the least
+         * recently used unpinned chunk.
+         *
+         * @return false when a chunk finds neither (NO_SPACE); otherwise the victims and reserved range indices.
+         */
+        private boolean planReservation(final List<Key> keys, final List<Key> evicted, final List<Integer> reservedIndices)
+        {
+            final Set<Key> present = new HashSet<>(chunks.keySet());
+            final LinkedHashMap<Key, Chunk> order = new LinkedHashMap<>(lru);
             for (int i = 0; i < keys.size(); i++)
             {
                 final Key key = keys.get(i);
@@ -1094,9 +1132,7 @@ class StoreModelTest
                     }
                     if (null == victim)
                     {
-                        expected[CountersDescriptor.NO_SPACE]++;
-                        expectStatus(a, Status.NO_SPACE, c);
-                        return;
+                        return false;
                     }
                     order.remove(victim);
                     present.remove(victim);
@@ -1105,22 +1141,27 @@ class StoreModelTest
                 present.add(key);
                 reservedIndices.add(i);
             }
-            expectStatus(a, Status.OK, c);
-            for (final Key victim : evicted)
-            {
-                chunks.remove(victim);
-                lru.remove(victim);
-                removed.add(victim);
-            }
-            expected[CountersDescriptor.EVICTIONS] += evicted.size();
-            assertEquals(reservedIndices.size(), c.slotCount, a.describe());
+            return true;
+        }
+
+        /**
+         * Checks each slot a PREPARE_STORE reserved (its range index, a free slot inside the pool, a generation that
+         * moved on) and adds its chunk to the model, unreadable.
+         */
+        private void acceptReserved(
+            final Action a,
+            final StoreCommand c,
+            final Layout layout,
+            final List<Key> keys,
+            final List<Integer> reservedIndices,
+            final List<Key> reservedKeys,
+            final List<Chunk> reservedChunks)
+        {
             final Set<Integer> usedSlots = new HashSet<>();
             for (final Chunk chunk : chunks.values())
             {
                 usedSlots.add(chunk.slot);
             }
-            final List<Key> reservedKeys = new ArrayList<>();
-            final List<Chunk> reservedChunks = new ArrayList<>();
             for (int j = 0; j < c.slotCount; j++)
             {
                 assertEquals((int)reservedIndices.get(j), c.slotRangeIndex[j], "range index " + j + " of " + a.describe());
@@ -1136,17 +1177,6 @@ class StoreModelTest
                 chunks.put(key, chunk);
                 reservedKeys.add(key);
                 reservedChunks.add(chunk);
-            }
-            newTransfer(c, KIND_STORE, a.instance, reservedKeys);
-            checkSlots(a, c, reservedChunks, SlotTableDescriptor.STATE_RESERVED, layout.chunkBytes(CHUNK_TOKENS));
-            cover(a, "OK/reserved");
-            if (!evicted.isEmpty())
-            {
-                cover(a, "OK/evicted");
-            }
-            if (reservedKeys.size() < keys.size())
-            {
-                cover(a, "OK/partial");
             }
         }
 
@@ -1211,73 +1241,81 @@ class StoreModelTest
 
         private void onTransfer(final Action a, final List<Key> removed)
         {
-            final int want;
-            switch (a.kind)
-            {
-                case COMMIT_STORE:
-                case ABORT_STORE:
-                    want = KIND_STORE;
-                    break;
-                case COMMIT_RETRIEVE:
-                    want = KIND_RETRIEVE;
-                    break;
-                case RELEASE:
-                    want = a.flag ? KIND_LOOKUP : KIND_RETRIEVE;
-                    break;
-                default:
-                    want = KIND_LOOKUP;
-                    break;
-            }
-            final long id = pickTransfer(a, want);
+            final long id = pickTransfer(a, wantedKind(a));
             final long instance = instanceFor(a, id);
-            final StoreCommand c;
-            switch (a.kind)
-            {
-                case COMMIT_STORE:
-                    c = store.commitStore(instance, id);
-                    break;
-                case ABORT_STORE:
-                    c = store.abortStore(instance, id);
-                    break;
-                case COMMIT_RETRIEVE:
-                    c = store.commitRetrieve(instance, id);
-                    break;
-                case RELEASE:
-                    c = store.release(instance, id);
-                    break;
-                default:
-                    c = store.prepareRetrieveFromLookup(instance, id);
-                    break;
-            }
+            final StoreCommand c = send(a, instance, id);
             final Layout layout = instances.get(instance);
             if (null == layout)
             {
                 expectStatus(a, Status.UNKNOWN_INSTANCE, c);
                 return;
             }
-            final Transfer t;
-            switch (a.kind)
-            {
-                case COMMIT_STORE:
-                case ABORT_STORE:
-                    t = resolve(instance, id, KIND_STORE, KIND_STORE, removed, a);
-                    break;
-                case COMMIT_RETRIEVE:
-                    t = resolve(instance, id, KIND_RETRIEVE, KIND_RETRIEVE, removed, a);
-                    break;
-                case RELEASE:
-                    t = resolve(instance, id, KIND_LOOKUP, KIND_RETRIEVE, removed, a);
-                    break;
-                default:
-                    t = resolve(instance, id, KIND_LOOKUP, KIND_LOOKUP, removed, a);
-                    break;
-            }
+            final Transfer t = resolveFor(a, instance, id, removed);
             if (null == t)
             {
                 expectStatus(a, Status.UNKNOWN_TRANSFER, c);
                 return;
             }
             expectStatus(a, Status.OK, c);
+            apply(a, c, t, layout, removed);
+        }
+
+        /** The kind of transfer an action on a transfer names. */
+        private static int wantedKind(final Action a)
+        {
+            switch (a.kind)
+            {
+                case COMMIT_STORE:
+                case ABORT_STORE:
+                    return KIND_STORE;
+                case COMMIT_RETRIEVE:
+                    return KIND_RETRIEVE;
+                case RELEASE:
+                    return a.flag ? KIND_LOOKUP : KIND_RETRIEVE;
+                default:
+                    return KIND_LOOKUP;
+            }
+        }
+
+        /** Sends an action on a transfer to the store. */
+        private StoreCommand send(final Action a, final long instance, final long id)
+        {
+            switch (a.kind)
+            {
+                case COMMIT_STORE:
+                    return store.commitStore(instance, id);
+                case ABORT_STORE:
+                    return store.abortStore(instance, id);
+                case COMMIT_RETRIEVE:
+                    return store.commitRetrieve(instance, id);
+                case RELEASE:
+                    return store.release(instance, id);
+                default:
+                    return store.prepareRetrieveFromLookup(instance, id);
+            }
+        }
+
+        /** The model's transfer the action resolves, or null when the store must not know it. */
+        private Transfer resolveFor(final Action a, final long instance, final long id, final List<Key> removed)
+        {
+            switch (a.kind)
+            {
+                case COMMIT_STORE:
+                case ABORT_STORE:
+                    return resolve(instance, id, KIND_STORE, KIND_STORE, removed, a);
+                case COMMIT_RETRIEVE:
+                    return resolve(instance, id, KIND_RETRIEVE, KIND_RETRIEVE, removed, a);
+                case RELEASE:
+                    return resolve(instance, id, KIND_LOOKUP, KIND_RETRIEVE, removed, a);
+                default:
+                    return resolve(instance, id, KIND_LOOKUP, KIND_LOOKUP, removed, a);
+            }
+        }
+
+        /** Applies an accepted action on a transfer to the model and checks what the store answered. */
+        private void apply(
+            final Action a, final StoreCommand c, final Transfer t, final Layout layout, final List<Key> removed)
+        {
             switch (a.kind)
             {
                 case COMMIT_STORE:
