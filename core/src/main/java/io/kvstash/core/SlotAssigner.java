@@ -9,8 +9,7 @@ import io.kvstash.wire.Status;
  * data region and holds the chunk, so a wrong decision is answered SERVER_ERROR instead of handing out bytes
  * outside the pool. Its only state is the pool geometry, fixed at construction.
  * <p>
- * Owner: the thread that runs the stage after reserve ({@code Stages.Inline}, or slot-assign in
- * THREAD_PER_STAGE).
+ * Owner: the commit stage's thread ({@code Stages.Commit}, run inline after reserve in SHARED and DEDICATED).
  */
 public final class SlotAssigner
 {
