@@ -123,15 +123,16 @@ class Client(Requests):
     def retrieve_tensors(self, instance: int, out: Sequence[Any], keys: Optional[Keys] = None, *,
                          tokens: Optional[Tokens] = None, from_chunk: int = 0, to_chunk: int = -1,
                          salt: Salt = None, lookup: Optional[Transfer] = None,
-                         prefix: bool = False) -> "TensorTransfer":
+                         prefix: bool = False, reply: bool = False) -> "TensorTransfer":
         """PREPARE_RETRIEVE (keys, tokens, or ``lookup`` = a pinned LOOKUP) + ``read_tensors`` +
         COMMIT_RETRIEVE. ``out[k]`` receives chunk ``k`` of the range. Returns a ``TensorTransfer``. With
         ``prefix`` (keys or tokens only) the readable leading chunks are read and the rest are listed in its
-        ``missing`` (their ``out`` entries are not written)."""
+        ``missing`` (their ``out`` entries are not written). The commit goes without an answer once the chunks
+        are read and checked (one round trip); ``reply`` waits for it and reports a failed commit's status."""
         from . import transfers
         state = self._tensor_state()
         return transfers.retrieve(self, instance, lambda p, first: state.read(p, _Offset(out, first)), keys,
-                                  tokens, from_chunk, to_chunk, salt, lookup, prefix)
+                                  tokens, from_chunk, to_chunk, salt, lookup, prefix, reply)
 
     def write_paged(self, response: Response, paged: "PagedKV", block_ids: Any, *,
                     staging_bytes: Optional[int] = None, staging_buffers: Optional[int] = None) -> List[StatusCode]:
@@ -166,10 +167,12 @@ class Client(Requests):
     def retrieve_paged(self, instance: int, paged: "PagedKV", block_ids: Any, keys: Optional[Keys] = None, *,
                        tokens: Optional[Tokens] = None, from_chunk: int = 0, to_chunk: int = -1,
                        salt: Salt = None, lookup: Optional[Transfer] = None, staging_bytes: Optional[int] = None,
-                       staging_buffers: Optional[int] = None, prefix: bool = False) -> "TensorTransfer":
+                       staging_buffers: Optional[int] = None, prefix: bool = False,
+                       reply: bool = False) -> "TensorTransfer":
         """PREPARE_RETRIEVE + ``read_paged`` + COMMIT_RETRIEVE. Returns a ``TensorTransfer``. With ``prefix``
         (keys or tokens only) the readable leading chunks are read; the rest are in its ``missing``, and no
-        block of theirs is written."""
+        block of theirs is written. The commit goes without an answer, as for ``retrieve_tensors``; ``reply``
+        waits for it."""
         from . import transfers
         from .pool_tensors import blocks_from, staging_options
         state, options = self._tensor_state(), staging_options(staging_bytes, staging_buffers)
@@ -177,7 +180,8 @@ class Client(Requests):
         def read(prepare: Response, first: int) -> List[StatusCode]:
             return state.read_paged(prepare, paged, blocks_from(block_ids, first, paged, self.chunk_tokens),
                                     *options)
-        return transfers.retrieve(self, instance, read, keys, tokens, from_chunk, to_chunk, salt, lookup, prefix)
+        return transfers.retrieve(self, instance, read, keys, tokens, from_chunk, to_chunk, salt, lookup, prefix,
+                                  reply)
 
     # ---------------------------------------------------------------------------------------- close
     def close(self) -> None:

@@ -80,6 +80,7 @@ class Connection:
     heartbeat_interval_ms: int
     heartbeat_timeout_ms: int
     second_tier: bool
+    no_reply: bool                              # the server takes FLAG_NO_REPLY (its minor is 1 or more, §6.2)
     _ticket_gauge: bool
     _offers_doorbell: bool
     # this connection
@@ -179,6 +180,8 @@ class Connection:
                 labels_length < 0 or labels + labels_length > size:
             raise BadFilesError("%s: sections past the end of the file" % path)
         self._read_config(path, view, cfg, version)
+        # §2.1: minors only add; from 3.1 on a COMMIT_RETRIEVE or RELEASE may go without an answer.
+        self.no_reply = d.minor(version) >= d.NO_REPLY_MINOR
         self._counters = view[counters:counters + counters_length].cast("q")
         # Read once: the server writes them before its version and never again.
         with view[labels:labels + labels_length] as section:

@@ -10,9 +10,10 @@ import struct
 MASK64 = 0xFFFFFFFFFFFFFFFF
 MASK32 = 0xFFFFFFFF
 
-VERSION = 0x00030000                         # 3.0.0: what this client writes into its client file
+VERSION = 0x00030100                         # 3.1.0: what this client writes into its client file
 MAJOR_VERSION = 3                            # 3: slot offsets are relative to the pool's data region (§3.2)
-MINOR_VERSION = 0
+MINOR_VERSION = 1
+NO_REPLY_MINOR = 1                           # the first minor of major 3 whose server takes FLAG_NO_REPLY
 
 
 def major(version: int) -> int:
@@ -171,6 +172,7 @@ FLAG_L2_WAIT = 16                            # LOOKUP only: wait for the read-th
 FLAG_L2_POLL = 32                            # LOOKUP only: asked again while waiting; starts no read-through
 FLAG_QUIET = 64                              # COMMIT_RETRIEVE only: the read does not count as a use
 FLAG_PREFIX = 128                            # PREPARE_RETRIEVE by keys only: pin the readable leading chunks
+FLAG_NO_REPLY = 256                          # COMMIT_RETRIEVE and RELEASE only: no response is written (3.1 on)
 
 # §6.8 Extra of a LOOKUP answered OK with L2_WAIT or L2_POLL by a server with a second tier
 LOOKUP_TIER_EXTRA = struct.Struct("<qq")     # ticket started (0 none), highest ticket over

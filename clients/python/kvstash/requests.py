@@ -4,7 +4,7 @@ server's limit, the LOOKUP that waits for the second tier, and the control file'
 
 import os
 import time
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Literal, Optional, overload
 
 from . import descriptor as d
 from .hashing import Salt, salt_value
@@ -162,9 +162,16 @@ class Requests(Slots):
             RequestType.LOOKUP_ALL_RANKS, 0, salt=salt_value(salt), flags=flags, key_mode=mode,
             body=prefix + keys_body))
 
-    def release(self, instance: int, transfer: Transfer) -> Response:
-        """RELEASE the pins of a LOOKUP's transfer."""
-        return self._call(RequestType.RELEASE, instance, transfer_id_of(transfer))
+    @overload
+    def release(self, instance: int, transfer: Transfer, *, reply: Literal[True] = ...) -> Response: ...
+
+    @overload
+    def release(self, instance: int, transfer: Transfer, *, reply: bool = ...) -> Optional[Response]: ...
+
+    def release(self, instance: int, transfer: Transfer, *, reply: bool = True) -> Optional[Response]:
+        """RELEASE the pins of a LOOKUP's transfer. With ``reply=False`` it goes without an answer, as
+        ``commit_retrieve(..., reply=False)`` does, and returns None."""
+        return self._unanswered_or(RequestType.RELEASE, instance, transfer, reply)
 
     def prepare_store(self, instance: int, keys: Optional[Keys] = None, *, tokens: Optional[Tokens] = None,
                       from_chunk: int = 0, to_chunk: int = -1, salt: Salt = None) -> Response:
@@ -203,9 +210,31 @@ class Requests(Slots):
         return self._call(RequestType.PREPARE_RETRIEVE, instance, salt=salt_value(salt),
                           flags=d.FLAG_PREFIX if prefix else 0, key_mode=mode, body=body)
 
-    def commit_retrieve(self, instance: int, transfer: Transfer) -> Response:
-        """COMMIT_RETRIEVE: the pins of the retrieve are let go."""
-        return self._call(RequestType.COMMIT_RETRIEVE, instance, transfer_id_of(transfer))
+    @overload
+    def commit_retrieve(self, instance: int, transfer: Transfer, *, reply: Literal[True] = ...) -> Response: ...
+
+    @overload
+    def commit_retrieve(self, instance: int, transfer: Transfer, *, reply: bool = ...) -> Optional[Response]: ...
+
+    def commit_retrieve(self, instance: int, transfer: Transfer, *, reply: bool = True) -> Optional[Response]:
+        """COMMIT_RETRIEVE: the pins of the retrieve are let go. Returns the answer (OK, UNKNOWN_TRANSFER, ...).
+
+        With ``reply=False`` the request goes with NO_REPLY (§6.2) and the call returns None as soon as it is in the
+        request ring: the server releases the pins when it gets to it and answers nothing (a failure is counted in
+        its ``no_reply_failures``), so the retrieve waits for one answer, its PREPARE_RETRIEVE's. Send it only after
+        every chunk was copied out and checked (``read_chunk``, ``is_still_readable``). A server older than 3.1
+        (``no_reply`` False) does not take the flag: the commit is then answered and awaited as before."""
+        return self._unanswered_or(RequestType.COMMIT_RETRIEVE, instance, transfer, reply)
+
+    def _unanswered_or(self, msg_type: int, instance: int, transfer: Transfer, reply: bool) -> Optional[Response]:
+        """The request answered (``reply``), or sent with NO_REPLY and not waited for (None)."""
+        if reply:
+            return self._call(msg_type, instance, transfer_id_of(transfer))
+        if self.no_reply:
+            self._send(msg_type, instance, transfer_id_of(transfer), flags=d.FLAG_NO_REPLY)
+        else:
+            self._call(msg_type, instance, transfer_id_of(transfer))
+        return None
 
     def clear(self, force: bool = False) -> Response:
         """CLEAR the store (``force``: also what is pinned or being written)."""

@@ -59,5 +59,5 @@ class TensorClient(Protocol):
                          lookup: Optional[Transfer] = None, prefix: bool = False) -> Response:
         """PREPARE_RETRIEVE."""
 
-    def commit_retrieve(self, instance: int, transfer: Response) -> Response:
-        """COMMIT_RETRIEVE."""
+    def commit_retrieve(self, instance: int, transfer: Response, *, reply: bool = True) -> Optional[Response]:
+        """COMMIT_RETRIEVE; without ``reply``, sent with NO_REPLY and not waited for (None)."""

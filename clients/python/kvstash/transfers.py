@@ -136,10 +136,17 @@ def _store_piece(client: TensorClient, instance: int, write: Callable[[Response]
 
 def retrieve(client: TensorClient, instance: int, read: Callable[[Response, int], List[StatusCode]],
              keys: Optional[Keys] = None, tokens: Optional[Tokens] = None, from_chunk: int = 0, to_chunk: int = -1,
-             salt: Salt = None, lookup: Optional[Transfer] = None, prefix: bool = False) -> TensorTransfer:
+             salt: Salt = None, lookup: Optional[Transfer] = None, prefix: bool = False,
+             reply: bool = False) -> TensorTransfer:
     """PREPARE_RETRIEVE (by keys, tokens or a pinned lookup), ``read(prepare, first) -> [Status per slot]``,
     COMMIT_RETRIEVE. All or nothing: MISS reads nothing and leaves no pin, also when a range over the
     server's limit goes as several retrieves (every piece is prepared, and pinned, before any is read).
+
+    ``read`` has copied every chunk and checked its slot word when it returns, so the COMMIT_RETRIEVE goes
+    without an answer (NO_REPLY, on a server that takes it): the call waits for one answer per piece, its
+    PREPARE_RETRIEVE's. With ``reply`` it waits for the commit's answer too, and a failed commit
+    (UNKNOWN_TRANSFER: the lease ran out while the chunks were read) is the result's status; the chunks'
+    own checks decide ``done`` and ``failed`` either way.
 
     With ``prefix`` (keys or tokens only) the readable leading chunks are read instead: each piece is prepared
     with PREFIX in turn; a piece answered with fewer slots than its chunks, or a MISS on a piece after the
@@ -160,7 +167,7 @@ def retrieve(client: TensorClient, instance: int, read: Callable[[Response, int]
             break
         if not prepare.ok:
             for _, held in prepared:                                # no pin is left held
-                client.commit_retrieve(instance, held)
+                client.commit_retrieve(instance, held, reply=False)
             missing = range(total) if prefix and prepare.status == Status.MISS else ()
             return TensorTransfer(prepare.status, prepare, message=prepare.message, missing=missing,
                                   seconds=time.perf_counter() - start)
@@ -175,15 +182,18 @@ def retrieve(client: TensorClient, instance: int, read: Callable[[Response, int]
         try:
             statuses = read(prepare, first)
         finally:
-            commit = client.commit_retrieve(instance, prepare)
+            # After the read and its checks: a commit without an answer is safe (the bytes are already judged).
+            commit = client.commit_retrieve(instance, prepare, reply=reply and statuses is not None)
             if statuses is None:                                    # read raised: release the rest as well
                 for _, held in prepared[len(results) + 1:]:
-                    client.commit_retrieve(instance, held)
+                    client.commit_retrieve(instance, held, reply=False)
         good = [prepare.slots[i].range_index for i, s in enumerate(statuses) if s == Status.OK]
         bad = [prepare.slots[i].range_index for i, s in enumerate(statuses) if s != Status.OK]
-        results.append((first, TensorTransfer(Status.OK if commit.ok else commit.status, prepare, done=good,
-                                              failed=bad, nbytes=len(good) * prepare.chunk_bytes,
-                                              seconds=time.perf_counter() - piece_start, message=commit.message)))
+        status = commit.status if commit is not None and not commit.ok else Status.OK
+        results.append((first, TensorTransfer(status, prepare, done=good, failed=bad,
+                                              nbytes=len(good) * prepare.chunk_bytes,
+                                              seconds=time.perf_counter() - piece_start,
+                                              message=commit.message if commit is not None else "")))
     merged = _merged(results)
     merged.seconds = time.perf_counter() - start
     if end is not None:

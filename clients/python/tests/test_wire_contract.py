@@ -365,6 +365,7 @@ DESCRIPTOR_MAP = {
     "VERSION": "WireVersion.CURRENT",
     "MAJOR_VERSION": "WireVersion.MAJOR",
     "MINOR_VERSION": "WireVersion.MINOR",
+    "NO_REPLY_MINOR": "WireVersion.NO_REPLY_MINOR",
     # control file (ControlFileDescriptor)
     "CONTROL_FILE_NAME": CFD + "FILE_NAME",
     "CONTROL_MAGIC": CFD + "MAGIC",
@@ -470,6 +471,7 @@ DESCRIPTOR_MAP = {
     "FLAG_L2_POLL": "RequestFlags.L2_POLL",
     "FLAG_QUIET": "RequestFlags.QUIET",
     "FLAG_PREFIX": "RequestFlags.PREFIX",
+    "FLAG_NO_REPLY": "RequestFlags.NO_REPLY",
     "LOOKUP_TIER_TICKET": "ResponseFlyweight.LOOKUP_TIER_TICKET_OFFSET",
     "LOOKUP_TIER_COMPLETED": "ResponseFlyweight.LOOKUP_TIER_COMPLETED_OFFSET",
     "LOOKUP_TIER_EXTRA_LENGTH": "ResponseFlyweight.LOOKUP_TIER_EXTRA_LENGTH",

@@ -361,7 +361,8 @@ class KvStashHiCacheStorage(HiCacheStorage):
                 ok[base + good] = True
                 good += 1
         finally:
-            client.commit_retrieve(self._instance, r)       # releases the pins; UNKNOWN_TRANSFER: checks decided
+            # Releases the pins, unanswered: the pages were copied and checked, so its status would change nothing.
+            client.commit_retrieve(self._instance, r, reply=False)
         return good
 
     def _store(self, keys: List[str], source: PageCopy) -> List[bool]:

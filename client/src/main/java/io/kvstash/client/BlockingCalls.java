@@ -59,6 +59,24 @@ final class BlockingCalls
     }
 
     /**
+     * A request that carries only the common header and is not answered ({@link io.kvstash.wire.RequestFlags#NO_REPLY}
+     * among its flags): sent, waiting only for room in the request ring when it is full, and never awaited, so
+     * nothing of it stays behind in the client.
+     *
+     * @param type       request type (COMMIT_RETRIEVE or RELEASE).
+     * @param instanceId instance.
+     * @param transferId transfer.
+     * @param flags      flags, {@link io.kvstash.wire.RequestFlags#NO_REPLY} among them.
+     */
+    void unanswered(final int type, final long instanceId, final long transferId, final int flags)
+    {
+        if (proxy.sendSimple(type, instanceId, transferId, flags) < 0)
+        {
+            responses.sendOrWait(() -> proxy.sendSimple(type, instanceId, transferId, flags));
+        }
+    }
+
+    /**
      * A keyed request with precomputed chunk hashes.
      *
      * @param type       request type.

@@ -319,6 +319,49 @@ public final class KvStashClient implements AutoCloseable
     }
 
     /**
+     * RELEASE, answered or not: without {@code reply} it goes with {@link RequestFlags#NO_REPLY} and returns at once,
+     * as {@link #commitRetrieve(long, long, boolean)} does.
+     *
+     * @param instanceId instance.
+     * @param transferId lookup (or retrieve) transfer.
+     * @param reply      whether to wait for the answer.
+     * @return the response with {@code reply}; null without it.
+     */
+    public ClientResponse release(final long instanceId, final long transferId, final boolean reply)
+    {
+        return unansweredOr(RequestType.RELEASE, instanceId, transferId, reply);
+    }
+
+    /**
+     * Whether the server takes {@link RequestFlags#NO_REPLY} (wire version 3.1 on), so that
+     * {@link #commitRetrieve(long, long, boolean)} without a reply waits for nothing.
+     *
+     * @return true when the server answers no-reply requests with nothing.
+     */
+    public boolean noReply()
+    {
+        return connection.noReply();
+    }
+
+    private ClientResponse unansweredOr(
+        final int type, final long instanceId, final long transferId, final boolean reply)
+    {
+        if (reply)
+        {
+            return calls.simple(type, instanceId, transferId, 0);
+        }
+        if (connection.noReply())
+        {
+            calls.unanswered(type, instanceId, transferId, RequestFlags.NO_REPLY);
+        }
+        else
+        {
+            calls.simple(type, instanceId, transferId, 0);
+        }
+        return null;
+    }
+
+    /**
      * PREPARE_STORE.
      *
      * @param instanceId instance.
@@ -419,6 +462,24 @@ public final class KvStashClient implements AutoCloseable
     public ClientResponse commitRetrieve(final long instanceId, final long transferId)
     {
         return calls.simple(RequestType.COMMIT_RETRIEVE, instanceId, transferId, 0);
+    }
+
+    /**
+     * COMMIT_RETRIEVE, answered or not. Without {@code reply} it goes with {@link RequestFlags#NO_REPLY}: the call
+     * returns as soon as the request is in the ring and the server releases the pins when it gets to it, answering
+     * nothing (a failure is counted in the server's {@code no_reply_failures}). So a retrieve waits for one answer,
+     * its PREPARE_RETRIEVE's. Send it only once every chunk has been copied out and checked with
+     * {@link Chunks#isStillReadable}: the pins are gone once the server has it. A server older than 3.1 does not take
+     * the flag: then the commit is answered and awaited as before, and the answer dropped.
+     *
+     * @param instanceId instance.
+     * @param transferId retrieve.
+     * @param reply      whether to wait for the answer.
+     * @return the response with {@code reply}; null without it.
+     */
+    public ClientResponse commitRetrieve(final long instanceId, final long transferId, final boolean reply)
+    {
+        return unansweredOr(RequestType.COMMIT_RETRIEVE, instanceId, transferId, reply);
     }
 
     /**

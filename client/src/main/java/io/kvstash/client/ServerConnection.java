@@ -9,6 +9,7 @@ import io.kvstash.wire.ring.RingConsumer;
 import io.kvstash.wire.ring.RingDescriptor;
 import io.kvstash.wire.ring.RingProducer;
 import org.agrona.IoUtil;
+import org.agrona.SemanticVersion;
 import org.agrona.concurrent.IdleStrategy;
 import org.agrona.concurrent.UnsafeBuffer;
 
@@ -44,6 +45,7 @@ final class ServerConnection
     private final int maxInlineBytes;
     private final boolean secondTier;
     private final boolean completedTicketGauge;
+    private final boolean noReply;
     private final int responseCapacity;
     private final ServerLiveness liveness;
     private final PoolSlots slots;
@@ -82,6 +84,7 @@ final class ServerConnection
             secondTier = secondTier(controlFile);
             completedTicketGauge = secondTier &&
                 (controlFile.config().features() & ControlFileDescriptor.FEATURE_COMPLETED_TICKET) != 0;
+            noReply = SemanticVersion.minor(controlFile.versionAcquire()) >= WireVersion.NO_REPLY_MINOR;
             final int requestCapacity = controlFile.config().requestRingCapacity();
             responseCapacity = controlFile.config().responseRingCapacity();
             slots = new PoolSlots(controlFile.config().poolSizeBytes(), controlFile.config().dataOffset(), controlFile.config().segmentBytes(),
@@ -314,6 +317,17 @@ final class ServerConnection
     boolean secondTier()
     {
         return secondTier;
+    }
+
+    /**
+     * Whether the server takes {@link io.kvstash.wire.RequestFlags#NO_REPLY}: its control file's minor version is
+     * {@link WireVersion#NO_REPLY_MINOR} or later (the major is this client's, checked at connect).
+     *
+     * @return true when a COMMIT_RETRIEVE or RELEASE may go without an answer.
+     */
+    boolean noReply()
+    {
+        return noReply;
     }
 
     /**

@@ -7,12 +7,15 @@ import io.kvstash.pipeline.ResponseSink;
 import io.kvstash.server.codec.ResponseEncoder;
 import io.kvstash.wire.RequestFlags;
 import io.kvstash.wire.RequestType;
+import io.kvstash.wire.Status;
 import io.kvstash.wire.file.CountersDescriptor;
 
 /**
  * The publish stage's sink: encodes each response straight into its client's response ring. Never waits:
  * the receiver admitted the request only when the ring had room for its response bound, so a write fails
- * only for a session that is gone or was replaced, and then the response is dropped and counted.
+ * only for a session that is gone or was replaced, and then the response is dropped and counted. A request sent
+ * with {@link RequestFlags#NO_REPLY} is answered to no one: its admitted bound is given back unused, and a failure
+ * of it is counted ({@link CountersDescriptor#NO_REPLY_FAILURES}) since that count is all anyone will see of it.
  * <p>
  * Owner: the publish stage thread.
  */
@@ -44,12 +47,29 @@ final class ClientPublisher implements ResponseSink
             return;
         }
         final ClientSession session = sessions[index];
+        final StoreCommand command = event.command;
+        final boolean answered = RequestFlags.isAnswered(command.type, command.flags);
+        if (!answered && Status.OK != command.status)
+        {
+            counters.addAtomic(CountersDescriptor.NO_REPLY_FAILURES, 1);
+        }
         if (ClientSession.FREE == session.state() || session.sessionId() != event.clientSession)
         {
-            counters.addAtomic(CountersDescriptor.WIRE_RESPONSES_DROPPED, 1);
+            if (answered)
+            {
+                counters.addAtomic(CountersDescriptor.WIRE_RESPONSES_DROPPED, 1);
+            }
             return;
         }
-        final StoreCommand command = event.command;
+        if (!answered)
+        {
+            session.release(event.producerTag);
+            if (null != observer)
+            {
+                observer.onResponse(command, event.clientSession);
+            }
+            return;
+        }
         final boolean waitingLookup = null != observer && RequestType.LOOKUP == command.type &&
             (command.flags & RequestFlags.LOOKUP_ONLY) != 0;
         final boolean written;

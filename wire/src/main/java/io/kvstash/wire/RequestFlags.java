@@ -44,10 +44,21 @@ public final class RequestFlags
      * readable is a MISS, exactly as without the flag. Refused on any other type and with {@link #FROM_LOOKUP}.
      */
     public static final int PREFIX = 128;
+    /**
+     * COMMIT_RETRIEVE and RELEASE only: answer nothing. The server does with the request exactly what it does
+     * without the flag (releases the pins, counts, moves the chunks in the eviction order) but writes no response;
+     * a failure (UNKNOWN_TRANSFER, UNKNOWN_INSTANCE, ...) is counted in
+     * {@link io.kvstash.wire.file.CountersDescriptor#NO_REPLY_FAILURES}, since no one hears it. For a reader that
+     * has copied its chunks out and checked their slot words, so that its retrieve waits for one answer (the
+     * PREPARE_RETRIEVE's) instead of two. From wire version 3.1 on ({@link WireVersion#NO_REPLY_MINOR}): an older
+     * server refuses it as an unknown flag, and answers that.
+     */
+    public static final int NO_REPLY = 256;
     /** The flags that only a LOOKUP may carry: on any other type, or both at once, they are refused. */
     public static final int LOOKUP_ONLY = L2_WAIT | L2_POLL;
     /** Every flag a client's request may carry. */
-    public static final int CLIENT_MASK = PIN | FORCE | FROM_LOOKUP | L2_WAIT | L2_POLL | QUIET | PREFIX;
+    public static final int CLIENT_MASK = PIN | FORCE | FROM_LOOKUP | L2_WAIT | L2_POLL | QUIET | PREFIX |
+        NO_REPLY;
 
     private RequestFlags()
     {
@@ -56,7 +67,8 @@ public final class RequestFlags
     /**
      * Why a request's known flags do not fit its type: L2_WAIT or L2_POLL on anything but a LOOKUP, or both at
      * once; QUIET on anything but a COMMIT_RETRIEVE, LOOKUP or LOOKUP_ALL_RANKS; PREFIX on anything but a
-     * PREPARE_RETRIEVE, or together with FROM_LOOKUP. (Other known flags on a type that does not use them are
+     * PREPARE_RETRIEVE, or together with FROM_LOOKUP; NO_REPLY on anything but a COMMIT_RETRIEVE or RELEASE. (Other
+     * known flags on a type that does not use them are
      * ignored.)
      *
      * @param type  the request type.
@@ -93,6 +105,23 @@ public final class RequestFlags
                 return "PREFIX and FROM_LOOKUP together";
             }
         }
+        if ((flags & NO_REPLY) != 0 && RequestType.COMMIT_RETRIEVE != type && RequestType.RELEASE != type)
+        {
+            return "NO_REPLY is a COMMIT_RETRIEVE and RELEASE flag";
+        }
         return null;
+    }
+
+    /**
+     * Whether a request is answered: false only for a COMMIT_RETRIEVE or RELEASE with {@link #NO_REPLY}. A request
+     * with the flag on another type is refused, and the refusal is answered.
+     *
+     * @param type  the request type.
+     * @param flags the request's flags.
+     * @return true when the server writes a response for it.
+     */
+    public static boolean isAnswered(final int type, final int flags)
+    {
+        return (flags & NO_REPLY) == 0 || (RequestType.COMMIT_RETRIEVE != type && RequestType.RELEASE != type);
     }
 }

@@ -25,9 +25,15 @@ public final class WireVersion
      */
     public static final int MAJOR = 3;
     /**
-     * Minor version: additions an older reader of the same major can ignore. None yet in major 3.
+     * Minor version: additions an older reader of the same major can ignore. 1: the request flag
+     * {@link RequestFlags#NO_REPLY} and the counter {@code no_reply_failures}.
      */
-    public static final int MINOR = 0;
+    public static final int MINOR = 1;
+    /**
+     * The first minor of major 3 whose server takes {@link RequestFlags#NO_REPLY}: a client sends the flag only to a
+     * server whose control file's minor is at least this (an older one refuses it as an unknown flag).
+     */
+    public static final int NO_REPLY_MINOR = 1;
     /** Patch version. */
     public static final int PATCH = 0;
     /** The packed version this code writes. */

@@ -16,6 +16,7 @@ import org.junit.jupiter.api.Test;
 import java.nio.ByteOrder;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -185,6 +186,34 @@ class RequestDecoderTest
         assertTrue(decoder.decode(RequestType.PREPARE_RETRIEVE, buffer, 0, length, event));
         assertEquals(Status.INVALID_REQUEST, event.decodeStatus);
         assertEquals("PREFIX and FROM_LOOKUP together", c.message);
+    }
+
+    @Test
+    void shouldTakeNoReplyOnACommitRetrieveAndReleaseAndRefuseItOnEveryOtherType()
+    {
+        final int length = writePrepare(0, 2, 2);
+        buffer.putInt(WireDescriptor.FLAGS_OFFSET, RequestFlags.NO_REPLY, LE);
+        for (final int type : new int[]{ RequestType.COMMIT_RETRIEVE, RequestType.RELEASE })
+        {
+            final StoreCommand c = event.reset();
+            assertTrue(decoder.decode(type, buffer, 0, length, event));
+            assertEquals(0, event.decodeStatus, c.message);
+            assertEquals(RequestFlags.NO_REPLY, c.flags);
+            assertFalse(RequestFlags.isAnswered(type, c.flags), RequestType.name(type));
+        }
+        for (int type = 0; type < RequestType.COUNT; type++)
+        {
+            if (RequestType.COMMIT_RETRIEVE == type || RequestType.RELEASE == type || RequestType.SWEEP == type ||
+                RequestType.REAP == type)
+            {
+                continue;
+            }
+            final StoreCommand c = event.reset();
+            assertTrue(decoder.decode(type, buffer, 0, length, event));
+            assertEquals(Status.INVALID_REQUEST, event.decodeStatus, RequestType.name(type));
+            assertEquals("NO_REPLY is a COMMIT_RETRIEVE and RELEASE flag", c.message, RequestType.name(type));
+            assertTrue(RequestFlags.isAnswered(type, c.flags), "the refusal is answered: " + RequestType.name(type));
+        }
     }
 
     @Test

@@ -15,7 +15,8 @@ import io.kvstash.wire.Status;
  *  32   DATA (commit stage)             copy-transport bytes
  *  48   WIRE (receiver agent)           records, malformed records, clients, dead clients, blocking-wait sleeps
  *  64   REQUESTS (publish stage)        responses by request type x status
- *  320  ERRORS (any thread, atomic add) unexpected errors; 321: responses to unknown types (publish)
+ *  320  ERRORS (any thread, atomic add) unexpected errors; 321: responses to unknown types (publish);
+ *                                       322: failures of requests that asked for no answer (publish)
  *  336  L2 (the second tier's thread)   tier state, writes, fetches, corrupt values, timeouts, errors;
  *       347: notices the publish stage dropped for the tier (publish)
  * </pre>
@@ -104,6 +105,11 @@ public final class CountersDescriptor
     public static final int ERRORS = 320;
     /** Responses to requests of a type the server does not know (publish stage). */
     public static final int REQUESTS_INVALID_TYPE = 321;
+    /**
+     * Requests with {@link io.kvstash.wire.RequestFlags#NO_REPLY} that failed (UNKNOWN_TRANSFER, UNKNOWN_INSTANCE,
+     * ...): their status was not written to anyone (the responses table counts them by type and status as well).
+     */
+    public static final int NO_REPLY_FAILURES = 322;
 
     /** Gauge: the second tier's state (0 off, 1 connecting, 2 up, 3 down: retrying on its own). */
     public static final int L2_STATE = 336;
@@ -319,7 +325,10 @@ public final class CountersDescriptor
             "Unexpected errors (see kvstash errors)."),
         /** Responses to requests of an unknown type. */
         REQUESTS_INVALID_TYPE(CountersDescriptor.REQUESTS_INVALID_TYPE, "requests.invalid_type", TOTAL,
-            "Responses to requests of an unknown type.");
+            "Responses to requests of an unknown type."),
+        /** Failed requests that asked for no answer. */
+        NO_REPLY_FAILURES(CountersDescriptor.NO_REPLY_FAILURES, "no_reply_failures", TOTAL,
+            "Requests sent with NO_REPLY (COMMIT_RETRIEVE, RELEASE) that failed: answered to no one.");
 
         private final int id;
         private final String counterName;
