@@ -274,7 +274,8 @@ public final class RequestDecoder
     /**
      * Upper bound of the response to a request record, read from the record before decoding it (a few
      * fields, each length-checked), for the response ring's admission check. A record too inconsistent to
-     * bound gets the bound of an error response, which is all it will get.
+     * bound gets the bound of an error response, which is all it will get. A request that is answered to no one
+     * ({@link RequestFlags#NO_REPLY}) is bound by 0.
      *
      * @param type           record type.
      * @param buffer         ring buffer.
@@ -321,6 +322,10 @@ public final class RequestDecoder
             case RequestType.LOOKUP:
                 // No slot entries; a waiting LOOKUP's tier tickets are shorter than the longest error reason.
                 return error;
+            case RequestType.COMMIT_RETRIEVE:
+            case RequestType.RELEASE:
+                // Answered to no one with NO_REPLY, whatever its outcome: it takes no room in the response ring.
+                return RequestFlags.isAnswered(type, peek.wrap(buffer, offset, length).flags()) ? error : 0;
             default:
                 return error;
         }

@@ -200,7 +200,10 @@ class RequestDecoderTest
             assertEquals(0, event.decodeStatus, c.message);
             assertEquals(RequestFlags.NO_REPLY, c.flags);
             assertFalse(RequestFlags.isAnswered(type, c.flags), RequestType.name(type));
+            assertEquals(0, decoder.peekResponseBound(type, buffer, 0, length, 0), "takes no response ring room");
         }
+        assertTrue(decoder.peekResponseBound(RequestType.PING, buffer, 0, length, 0) > 0,
+            "a refused NO_REPLY is answered: its bound is an error response's");
         for (int type = 0; type < RequestType.COUNT; type++)
         {
             if (RequestType.COMMIT_RETRIEVE == type || RequestType.RELEASE == type || RequestType.SWEEP == type ||
@@ -214,6 +217,8 @@ class RequestDecoderTest
             assertEquals("NO_REPLY is a COMMIT_RETRIEVE and RELEASE flag", c.message, RequestType.name(type));
             assertTrue(RequestFlags.isAnswered(type, c.flags), "the refusal is answered: " + RequestType.name(type));
         }
+        buffer.putInt(WireDescriptor.FLAGS_OFFSET, 0, LE);
+        assertTrue(decoder.peekResponseBound(RequestType.COMMIT_RETRIEVE, buffer, 0, length, 0) > 0, "answered");
     }
 
     @Test
