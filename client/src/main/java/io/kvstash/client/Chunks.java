@@ -150,7 +150,9 @@ public final class Chunks
     /**
      * Reads a whole chunk for slot {@code i} of a PREPARE_RETRIEVE answer ({@link ClientResponse#chunkBytes()}
      * bytes): straight from the mapped pool, or in READ_DATA messages with the copy transport (whose answers never
-     * overwrite the prepare's response). Check {@link #isStillReadable} afterwards for fencing.
+     * overwrite the prepare's response). Check {@link #isStillReadable} afterwards for fencing; once every chunk is
+     * read and checked, {@link KvStashClient#commitRetrieve(long, long, boolean)} without a reply ends the retrieve
+     * without waiting for another answer.
      *
      * @param instanceId        instance the retrieve was prepared for.
      * @param prepared          the PREPARE_RETRIEVE answer.

@@ -34,7 +34,7 @@ class CountersDescriptorTest
                 described++;
             }
         }
-        assertEquals(50, described, "book 24, data 2, wire 9, errors and invalid types 2, l2 13");
+        assertEquals(51, described, "book 24, data 2, wire 9, errors, invalid types and no-reply failures 3, l2 13");
         for (final int gauge : new int[]{ CountersDescriptor.READABLE_CHUNKS, CountersDescriptor.FREE_SLOTS,
             CountersDescriptor.INSTANCES, CountersDescriptor.WIRE_CLIENTS, CountersDescriptor.L2_STATE,
             CountersDescriptor.L2_COMPLETED_TICKET })
@@ -67,6 +67,7 @@ class CountersDescriptorTest
         assertEquals("doorbell_wakeups", CountersDescriptor.name(CountersDescriptor.WIRE_DOORBELL_WAKEUPS));
         assertEquals("errors", CountersDescriptor.name(CountersDescriptor.ERRORS));
         assertEquals("requests.invalid_type", CountersDescriptor.name(CountersDescriptor.REQUESTS_INVALID_TYPE));
+        assertEquals("no_reply_failures", CountersDescriptor.name(CountersDescriptor.NO_REPLY_FAILURES));
         assertEquals("requests.lookup.ok", CountersDescriptor.name(CountersDescriptor.requestId(RequestType.LOOKUP, Status.OK)));
         for (final CountersDescriptor.Counter descriptor : CountersDescriptor.Counter.values())
         {
