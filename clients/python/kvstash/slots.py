@@ -80,6 +80,8 @@ class Slots(Transport):
         'H'/'B'). Release the view (or drop it) before ``close()``."""
         pool = self._mapped_pool()
         entry = response.slots[i]
+        if entry.offset + response.chunk_bytes > self._touched_bytes:
+            self._touch_committed()
         view = pool[entry.offset:entry.offset + response.chunk_bytes]
         if not shaped:
             return view
@@ -113,6 +115,8 @@ class Slots(Transport):
         if not self.is_still_reserved(response, i):
             return Status.UNKNOWN_TRANSFER
         offset = response.slots[i].offset
+        if offset + len(view) > self._touched_bytes:
+            self._touch_committed()
         self._mapped_pool()[offset:offset + len(view)] = view
         return Status.OK
 

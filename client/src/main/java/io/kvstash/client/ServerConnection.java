@@ -100,8 +100,11 @@ final class ServerConnection
                 {
                     throw new IllegalStateException("control file has no valid pool file name");
                 }
+                final boolean onDemand =
+                    (controlFile.config().features() & ControlFileDescriptor.FEATURE_POOL_ON_DEMAND) != 0;
                 slots.map(directory.resolve(poolFileName), incarnation, context.pretouchPool(),
-                    context.pretouchThreads());
+                    context.pretouchThreads(), onDemand ? new UnsafeBuffer(control, controlFile.countersOffset(),
+                    controlFile.countersLength()) : null);
             }
 
             final long pid = ProcessHandle.current().pid();

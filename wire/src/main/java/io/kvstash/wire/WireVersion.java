@@ -25,9 +25,11 @@ public final class WireVersion
      */
     public static final int MAJOR = 3;
     /**
-     * Minor version: additions an older reader of the same major can ignore. None yet in major 3.
+     * Minor version: additions an older reader of the same major can ignore. 1: the Features bit
+     * {@link io.kvstash.wire.file.ControlFileDescriptor#FEATURE_POOL_ON_DEMAND} and the counters
+     * {@code pool_bytes_configured}, {@code pool_bytes_committed} and {@code pool_commit_misses}.
      */
-    public static final int MINOR = 0;
+    public static final int MINOR = 1;
     /** Patch version. */
     public static final int PATCH = 0;
     /** The packed version this code writes. */

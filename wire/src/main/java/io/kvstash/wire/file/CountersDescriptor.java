@@ -16,6 +16,8 @@ import io.kvstash.wire.Status;
  *  48   WIRE (receiver agent)           records, malformed records, clients, dead clients, blocking-wait sleeps
  *  64   REQUESTS (publish stage)        responses by request type x status
  *  320  ERRORS (any thread, atomic add) unexpected errors; 321: responses to unknown types (publish)
+ *  328  POOL (the pool's preparer)      pool bytes configured and committed; 330: stores short of committed
+ *                                       memory (reserve stage)
  *  336  L2 (the second tier's thread)   tier state, writes, fetches, corrupt values, timeouts, errors;
  *       347: notices the publish stage dropped for the tier (publish)
  * </pre>
@@ -131,6 +133,19 @@ public final class CountersDescriptor
     public static final int L2_NOTICES_DROPPED = 347;
     /** Gauge: the highest read-through ticket that is over (a waiting worker watches it). */
     public static final int L2_COMPLETED_TICKET = 348;
+
+    /** Gauge: bytes of the pool's data region, as configured ({@code --pool-size}). */
+    public static final int POOL_BYTES_CONFIGURED = 328;
+    /**
+     * Gauge: bytes of the data region, from its start, whose pages are committed (allocated in the file system and
+     * touched by the server); the rest of the file is still sparse. Only grows.
+     */
+    public static final int POOL_BYTES_COMMITTED = 329;
+    /**
+     * Chunks a PREPARE_STORE could not place in a free region because the region was not committed yet (an
+     * on-demand pool whose preparer is behind): the store evicted instead, or was answered NO_SPACE.
+     */
+    public static final int POOL_COMMIT_MISSES = 330;
 
     /** Number of counter ids. */
     public static final int COUNT = 352;
@@ -319,7 +334,16 @@ public final class CountersDescriptor
             "Unexpected errors (see kvstash errors)."),
         /** Responses to requests of an unknown type. */
         REQUESTS_INVALID_TYPE(CountersDescriptor.REQUESTS_INVALID_TYPE, "requests.invalid_type", TOTAL,
-            "Responses to requests of an unknown type.");
+            "Responses to requests of an unknown type."),
+        /** The pool's configured size. */
+        POOL_BYTES_CONFIGURED(CountersDescriptor.POOL_BYTES_CONFIGURED, "pool_bytes_configured", GAUGE,
+            "Bytes of the pool's data region as configured (--pool-size)."),
+        /** The pool's committed bytes. */
+        POOL_BYTES_COMMITTED(CountersDescriptor.POOL_BYTES_COMMITTED, "pool_bytes_committed", GAUGE,
+            "Bytes of the pool, from its start, whose pages are committed (allocated and touched by the server)."),
+        /** Chunks short of committed memory. */
+        POOL_COMMIT_MISSES(CountersDescriptor.POOL_COMMIT_MISSES, "pool_commit_misses", TOTAL,
+            "Chunks a store could not place in a free region because it was not committed yet (evicted instead).");
 
         private final int id;
         private final String counterName;
