@@ -272,15 +272,16 @@ class Connection:
                                 self.slot_table_offset + self.slot_table_length].cast("Q")
         if self.pool_on_demand and self.pretouch:
             self._touched_bytes = 0
-            self._touch_committed()
+            self._touch_committed(self.pool_data_bytes)
         else:
             self._touched_bytes = self.pool_data_bytes       # all of it, or none wanted: never touched again
 
-    def _touch_committed(self) -> None:
-        """Maps the pool's committed prefix not mapped yet (§2.2 FEATURE_POOL_ON_DEMAND): pages the server already
-        allocated, so nothing is allocated here. Called at connect and when a slot reaches past what was touched
-        (every slot the server gives lies in the prefix)."""
-        committed = min(self.pool_data_bytes, self._counters[d.COUNTER_POOL_BYTES_COMMITTED])     # acquire
+    def _touch_committed(self, end: int) -> None:
+        """Maps the pool's committed prefix not mapped yet, up to ``end`` (§2.2 FEATURE_POOL_ON_DEMAND): pages the
+        server already allocated, so nothing is allocated here. At connect the whole prefix; then, when a slot
+        reaches past what was touched, a step past the slot's end, so the faults spread over the stores instead of
+        landing on one store in a region."""
+        committed = min(end, self.pool_data_bytes, self._counters[d.COUNTER_POOL_BYTES_COMMITTED])   # acquire
         if committed <= self._touched_bytes or self._pool is None:
             return
         start = (self.data_offset + self._touched_bytes) // mmap.PAGESIZE * mmap.PAGESIZE

@@ -31,14 +31,18 @@ import java.util.List;
  * <p>
  * A pool its server commits on demand is sparse past the committed prefix (the counter {@code pool_bytes_committed}):
  * touching a page there would allocate it, and a full tmpfs then raises SIGBUS. So the pre-touch covers only the
- * committed prefix, at connect and again, up to the prefix of that moment, when a slot reaches past what was touched
- * (every slot the server gives lies in the prefix): a read per 64 KiB maps the pages with a sixteenth of the faults a
- * chunk copy would take.
+ * committed prefix: all of it at connect, then, when a slot reaches past what was touched (every slot the server gives
+ * lies in the prefix), up to {@link #TOUCH_STEP_BYTES} past the slot's end, so the faults spread over the stores
+ * instead of landing on one store per region; a read per 64 KiB maps the pages with a sixteenth of the faults a chunk
+ * copy would take.
  * <p>
  * Single-threaded: owned by one client, used on the client's thread.
  */
 final class PoolSlots
 {
+    /** On a pool committed on demand: bytes touched past a slot that reaches pages not touched yet. */
+    static final long TOUCH_STEP_BYTES = 1L << 20;
+
     private final long poolSizeBytes;
     private final long dataOffset;
     private final long segmentBytes;
@@ -118,7 +122,7 @@ final class PoolSlots
         if (pretouch && null != serverCounters)
         {
             onDemandCounters = serverCounters;
-            touchCommitted();
+            touchCommitted(poolSizeBytes);
         }
         else if (pretouch)
         {
@@ -145,13 +149,13 @@ final class PoolSlots
     {
         if (end > touchedBytes && null != onDemandCounters)
         {
-            touchCommitted();
+            touchCommitted(end + TOUCH_STEP_BYTES);
         }
     }
 
-    private void touchCommitted()
+    private void touchCommitted(final long end)
     {
-        final long committed = Math.min(poolSizeBytes,
+        final long committed = Math.min(Math.min(end, poolSizeBytes),
             onDemandCounters.getLongAcquire(CountersDescriptor.POOL_BYTES_COMMITTED * Long.BYTES));
         if (committed > touchedBytes)
         {

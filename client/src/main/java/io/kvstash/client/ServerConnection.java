@@ -100,11 +100,8 @@ final class ServerConnection
                 {
                     throw new IllegalStateException("control file has no valid pool file name");
                 }
-                final boolean onDemand =
-                    (controlFile.config().features() & ControlFileDescriptor.FEATURE_POOL_ON_DEMAND) != 0;
                 slots.map(directory.resolve(poolFileName), incarnation, context.pretouchPool(),
-                    context.pretouchThreads(), onDemand ? new UnsafeBuffer(control, controlFile.countersOffset(),
-                    controlFile.countersLength()) : null);
+                    context.pretouchThreads(), onDemandCounters(controlFile));
             }
 
             final long pid = ProcessHandle.current().pid();
@@ -317,6 +314,16 @@ final class ServerConnection
     boolean secondTier()
     {
         return secondTier;
+    }
+
+    /**
+     * The server's counters when it commits its pool on demand (its Features bit), so that this client touches only
+     * the committed prefix; null otherwise.
+     */
+    private UnsafeBuffer onDemandCounters(final ControlFileFlyweight controlFile)
+    {
+        return (controlFile.config().features() & ControlFileDescriptor.FEATURE_POOL_ON_DEMAND) == 0 ? null :
+            new UnsafeBuffer(control, controlFile.countersOffset(), controlFile.countersLength());
     }
 
     /**

@@ -6,9 +6,8 @@ package io.kvstash.core;
  * ever handed memory that the file system may not be able to back (on tmpfs such a page raises SIGBUS in whichever
  * process touches it). Without one ({@link StoreContext#poolCommitment()} null) the whole pool is committed.
  * <p>
- * The reserve stage calls {@link #committedBytes()} and the two notices, only when a size class needs a free region
- * (once per region given, not per request); the implementation commits regions on a thread of its own and publishes
- * the prefix with a release store.
+ * The reserve stage calls these only when a size class needs a free region (once per region given, not per request);
+ * the implementation commits regions ahead on a thread of its own and publishes the prefix with a release store.
  */
 public interface PoolCommitment
 {
@@ -28,11 +27,13 @@ public interface PoolCommitment
     void onRegionGiven(long endBytes);
 
     /**
-     * A size class needed a free region and the lowest free one, ending at {@code endBytes}, was not committed yet:
-     * the store evicts instead (or answers NO_SPACE). The implementation commits up to that end at least. Reserve
-     * stage thread.
+     * A size class needs the lowest free region, ending at {@code endBytes}, and it is not committed yet (the
+     * preparer is behind): commit up to that end now, on the calling thread if need be (the request waits, rather
+     * than the store evicting chunks while the pool has room). Reserve stage thread.
      *
      * @param endBytes end of the region wanted, from the data region's start.
+     * @return true when it is committed now; false when the file system refused (full): the store then evicts, as
+     * in a full pool, or answers NO_SPACE.
      */
-    void onRegionWanted(long endBytes);
+    boolean commitTo(long endBytes);
 }

@@ -20,11 +20,13 @@ import java.util.function.Consumer;
  * the store's notices unpark it.
  * <ul>
  *     <li><b>On demand</b> ({@code --prepare-pool on-demand}): it is the store's {@link PoolCommitment}. It commits
- *     up to the headroom above the highest region the store has given, or the region the store wanted and could not
- *     have. A step is written with zeros through the file first ({@link PoolPages#commitRange}): the write allocates
- *     the pages, and a full file system fails it with an error (ENOSPC) rather than a SIGBUS; the step then stays
- *     uncommitted, the store keeps evicting within what is, and the step is tried again after
- *     {@link #RETRY_NS}. Zeros are safe there: no region past the committed prefix was ever given.</li>
+ *     up to the headroom above the highest region the store has given. A step is written with zeros through the file
+ *     first ({@link PoolPages#commitRange}): the write allocates the pages, and a full file system fails it with an
+ *     error (ENOSPC) rather than a SIGBUS; the step then stays uncommitted, the store evicts within what is, and the
+ *     step is tried again after {@link #RETRY_NS}. Zeros are safe there: no region past the committed prefix was
+ *     ever given. When a store needs a region before this thread got to it, the reserve stage commits it itself
+ *     ({@link #commitTo}, counted in {@code pool_commit_misses}): that request waits a step's time instead of the
+ *     store evicting chunks while the pool has room.</li>
  *     <li><b>Background</b> (the default): every region is in use from the start, so it only touches the pages (an
  *     atomic add of zero, safe beside clients writing), the whole pool in order, then ends.</li>
  * </ul>
@@ -188,9 +190,17 @@ final class PoolPreparer implements PoolCommitment
         }
     }
 
-    private void commitStep() throws IOException
+    /**
+     * Commits the next step. Synchronized: the preparer's thread and, when it is behind, the reserve stage
+     * ({@link #commitTo}) both commit, never the same step twice (zeros over a step in use would lose chunks).
+     */
+    private synchronized void commitStep() throws IOException
     {
         final long from = committed;
+        if (from >= poolBytes)
+        {
+            return;
+        }
         final long to = Math.min(poolBytes, (from / STEP_BYTES + 1) * STEP_BYTES);
         if (onDemand)
         {
@@ -223,10 +233,23 @@ final class PoolPreparer implements PoolCommitment
 
     /** {@inheritDoc} */
     @Override
-    public void onRegionWanted(final long endBytes)
+    public boolean commitTo(final long endBytes)
     {
         counters.increment(CountersDescriptor.POOL_COMMIT_MISSES);
         ask(Math.min(poolBytes, endBytes + headroomBytes));
+        try
+        {
+            // Waits for a step the preparer's thread is in the middle of, then commits what is still missing.
+            while (committed < endBytes)
+            {
+                commitStep();
+            }
+            return true;
+        }
+        catch (final IOException ex)
+        {
+            return false;
+        }
     }
 
     private void ask(final long bytes)

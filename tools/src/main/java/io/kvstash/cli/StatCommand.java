@@ -204,8 +204,7 @@ public final class StatCommand implements Callable<Integer>
             "at most %,d)", summary.clients, summary.clientsSinceStart, summary.deadClients,
             reader.configInt(ControlFileDescriptor.MAX_CLIENTS_OFFSET)));
         row(out, "pool", poolLine(summary, reader.poolFileName()));
-        row(out, "memory", memoryLine(summary,
-            (reader.configInt(ControlFileDescriptor.FEATURES_OFFSET) & ControlFileDescriptor.FEATURE_POOL_ON_DEMAND) != 0));
+        row(out, "memory", memoryLine(reader, summary));
         row(out, "chunks", String.format(Locale.ROOT, "%,d readable, %,d being written, %,d pinned; " +
             "%,d instances registered", summary.readableChunks, summary.reservedChunks, summary.pinnedChunks,
             summary.instances));
@@ -312,8 +311,10 @@ public final class StatCommand implements Callable<Integer>
     /**
      * Committed against configured: what the pool holds of the machine's memory now.
      */
-    private static String memoryLine(final Summary summary, final boolean onDemand)
+    private static String memoryLine(final ControlFileReader reader, final Summary summary)
     {
+        final boolean onDemand =
+            (reader.configInt(ControlFileDescriptor.FEATURES_OFFSET) & ControlFileDescriptor.FEATURE_POOL_ON_DEMAND) != 0;
         if (0 == summary.poolBytesConfigured)
         {
             return "not reported by this server";

@@ -23,9 +23,10 @@ import java.util.Arrays;
  * readable chunks and uncuts its slots.
  * <p>
  * A pool committed on demand ({@link PoolCommitment}) has one rule more: a free region is given only when it lies
- * wholly in the committed prefix, so no slot is handed out over memory the file system may fail to back; the
- * lowest free region not committed yet makes {@link #acquireFreeRegions(int)} fail (the store then evicts, as in a
- * full pool) and is asked for. Regions are given lowest first, so the regions in use stay a prefix too.
+ * wholly in the committed prefix, so no slot is handed out over memory the file system may fail to back. The lowest
+ * free region not committed yet is committed on the spot ({@link PoolCommitment#commitTo}); only when the file
+ * system refuses does {@link #acquireFreeRegions(int)} fail, and the store evicts as in a full pool. Regions are
+ * given lowest first, so the regions in use stay a prefix too.
  * <p>
  * It decides nothing: when to give or reclaim a region is {@link StoreReservations}' decision. Giving and reclaiming a
  * region is O(slots of the region), once per region given; creating a class allocates (REGISTER only).
@@ -158,7 +159,7 @@ final class SlotRegions
 
     /**
      * Gives free regions to a class, lowest first, until at least one slot of it is cut. On a pool committed on
-     * demand it stops at the first free region not wholly committed, and asks for it.
+     * demand a free region not wholly committed is committed first; it stops there when that fails.
      *
      * @param c class whose free stack is empty.
      * @return true when a slot was cut; false when no committed free region is left.
@@ -171,9 +172,8 @@ final class SlotRegions
             if (regionClass[r] < 0)
             {
                 final long end = r * regionBytes + regionLength(r);
-                if (end > committed)
+                if (end > committed && !commitment.commitTo(end))
                 {
-                    commitment.onRegionWanted(end);
                     return false;
                 }
                 final int made = acquire(c, r);

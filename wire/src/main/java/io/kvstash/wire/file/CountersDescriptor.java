@@ -16,8 +16,8 @@ import io.kvstash.wire.Status;
  *  48   WIRE (receiver agent)           records, malformed records, clients, dead clients, blocking-wait sleeps
  *  64   REQUESTS (publish stage)        responses by request type x status
  *  320  ERRORS (any thread, atomic add) unexpected errors; 321: responses to unknown types (publish)
- *  328  POOL (the pool's preparer)      pool bytes configured and committed; 330: stores short of committed
- *                                       memory (reserve stage)
+ *  328  POOL (the pool's preparer)      pool bytes configured and committed; 330: regions the store committed
+ *                                       itself, the preparer behind (reserve stage)
  *  336  L2 (the second tier's thread)   tier state, writes, fetches, corrupt values, timeouts, errors;
  *       347: notices the publish stage dropped for the tier (publish)
  * </pre>
@@ -142,8 +142,8 @@ public final class CountersDescriptor
      */
     public static final int POOL_BYTES_COMMITTED = 329;
     /**
-     * Chunks a PREPARE_STORE could not place in a free region because the region was not committed yet (an
-     * on-demand pool whose preparer is behind): the store evicted instead, or was answered NO_SPACE.
+     * Regions a PREPARE_STORE needed before the on-demand pool's preparer had committed them: the reserve stage
+     * committed the region itself (the request waited for it), or, the file system refusing, evicted instead.
      */
     public static final int POOL_COMMIT_MISSES = 330;
 
@@ -341,9 +341,9 @@ public final class CountersDescriptor
         /** The pool's committed bytes. */
         POOL_BYTES_COMMITTED(CountersDescriptor.POOL_BYTES_COMMITTED, "pool_bytes_committed", GAUGE,
             "Bytes of the pool, from its start, whose pages are committed (allocated and touched by the server)."),
-        /** Chunks short of committed memory. */
+        /** Regions committed on the request path. */
         POOL_COMMIT_MISSES(CountersDescriptor.POOL_COMMIT_MISSES, "pool_commit_misses", TOTAL,
-            "Chunks a store could not place in a free region because it was not committed yet (evicted instead).");
+            "Regions a store needed before the preparer committed them: committed on the request path (it waited).");
 
         private final int id;
         private final String counterName;
