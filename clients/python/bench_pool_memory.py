@@ -72,6 +72,10 @@ def run(mode, pool_bytes, headroom):
                 assert client.commit_store(1, prepared).status == Status.OK
                 times.append(time.perf_counter() - t0)
                 faults.append(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - f0)
+                if k + 1 == count // 4:
+                    client.ping()
+                    result["server_quarter"] = rss_shmem(server.pid)
+                    result["committed_quarter"] = client.counters()["pool_bytes_committed"]
             client.ping()
             counters = client.counters()
             result.update(stores=count, faults_per_store=statistics.mean(faults),
@@ -98,13 +102,15 @@ def main():
         for mode in modes:
             results.append(run(mode, args.pool_mib * MIB, args.headroom_mib * MIB))
     print("| mode | ready s | server RssShmem / committed after start (MiB) | client RssShmem after connect (MiB) | "
-          "server RssShmem / committed after %d stores (MiB) | faults per store | stores that faulted | "
-          "store p50 us | store p99 us | commit misses | evictions |" % results[0]["stores"])
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+          "server RssShmem / committed after %d stores (MiB) | after %d (full) | faults per store | "
+          "stores that faulted | store p50 us | store p99 us | commit misses | evictions |"
+          % (results[0]["stores"] // 4, results[0]["stores"]))
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for x in results:
-        print("| %s | %.2f | %d / %d | %d | %d / %d | %.2f | %.1f %% | %.0f | %.0f | %d | %d |" % (
+        print("| %s | %.2f | %d / %d | %d | %d / %d | %d / %d | %.2f | %.1f %% | %.0f | %.0f | %d | %d |" % (
             x["mode"], x["ready_s"], x["server_after_start"] // MIB, x["committed_after_start"] // MIB,
-            x["client_after_connect"] // MIB, x["server_after_fill"] // MIB, x["committed_after_fill"] // MIB,
+            x["client_after_connect"] // MIB, x["server_quarter"] // MIB, x["committed_quarter"] // MIB,
+            x["server_after_fill"] // MIB, x["committed_after_fill"] // MIB,
             x["faults_per_store"], 100.0 * x["stores_with_faults"], x["p50_us"], x["p99_us"], x["commit_misses"],
             x["evictions"]))
     pre = [x for x in results if x["mode"] == "pre-faulted"]
