@@ -27,6 +27,9 @@ from .types import Layout
 TIMEOUT_DEFAULT_S = 10.0
 
 
+_MADV_POPULATE_READ = getattr(mmap, "MADV_POPULATE_READ", 22)   # populate page tables, reading (Linux)
+_FAULT_AROUND_BYTES = 64 * 1024                                    # what one read fault maps of a cached file
+
 def default_directory() -> str:
     """The server's default ``--dir`` (§1.1): /dev/shm/kvstash-<user>, or <tmp>/kvstash-<user>."""
     user = pwd.getpwuid(os.getuid()).pw_name
@@ -83,6 +86,7 @@ class Connection:
     no_reply: bool                              # the server takes FLAG_NO_REPLY (its minor is 1 or more, §6.2)
     _ticket_gauge: bool
     _offers_doorbell: bool
+    pool_on_demand: bool                        # §2.2 FEATURE_POOL_ON_DEMAND: touch only the committed prefix
     # this connection
     session_id: int
     client_file: Optional[str]
@@ -96,6 +100,7 @@ class Connection:
     _pool: Optional[mmap.mmap]
     _pool_view: Optional[memoryview]
     _slot_words: Optional[memoryview]
+    _touched_bytes: int                         # bytes of the data region touched (all unless on demand)
     _file: Optional[mmap.mmap]
     _file_view: memoryview
     _file_fd: Optional[int]
@@ -117,6 +122,7 @@ class Connection:
         self._closed = False
         self._control = self._pool = self._file = None
         self._pool_view = self._slot_words = None
+        self._touched_bytes = 0
         self._file_fd = None
         self._doorbell = None
         self._fence = threading.Lock()
@@ -230,6 +236,9 @@ class Connection:
         self._ticket_gauge = self.second_tier and bool(i(d.CFG_FEATURES) & d.FEATURE_COMPLETED_TICKET)
         # §2.6: a server that sleeps when idle, woken by its doorbell.
         self._offers_doorbell = bool(i(d.CFG_FEATURES) & d.FEATURE_DOORBELL)
+        # A pool committed as the store grows: past its committed prefix the file is sparse, and touching a page
+        # there would allocate it (a full tmpfs then raises SIGBUS in this process).
+        self.pool_on_demand = bool(i(d.CFG_FEATURES) & d.FEATURE_POOL_ON_DEMAND)
 
     # ---------------------------------------------------------------------------------------- pool
     def _open_pool(self) -> None:
@@ -244,7 +253,7 @@ class Connection:
                 raise BadFilesError("pool file %s is %d bytes, expected %d" %
                                     (path, size, self.data_offset + self.pool_data_bytes))
             flags = mmap.MAP_SHARED
-            if self.pretouch:
+            if self.pretouch and not self.pool_on_demand:
                 flags |= getattr(mmap, "MAP_POPULATE", 0)      # page tables filled in the kernel, once
             self._pool = mmap.mmap(fd, size, flags, mmap.PROT_READ | mmap.PROT_WRITE)
         finally:
@@ -264,6 +273,30 @@ class Connection:
             header.release()
         self._slot_words = view[self.slot_table_offset:
                                 self.slot_table_offset + self.slot_table_length].cast("Q")
+        if self.pool_on_demand and self.pretouch:
+            self._touched_bytes = 0
+            self._touch_committed(self.pool_data_bytes)
+        else:
+            self._touched_bytes = self.pool_data_bytes       # all of it, or none wanted: never touched again
+
+    def _touch_committed(self, end: int) -> None:
+        """Maps the pool's committed prefix not mapped yet, up to ``end`` (§2.2 FEATURE_POOL_ON_DEMAND): pages the
+        server already allocated, so nothing is allocated here. At connect the whole prefix; then, when a slot
+        reaches past what was touched, a step past the slot's end, so the faults spread over the stores instead of
+        landing on one store in a region."""
+        committed = min(end, self.pool_data_bytes, self._counters[d.COUNTER_POOL_BYTES_COMMITTED])   # acquire
+        if committed <= self._touched_bytes or self._pool is None:
+            return
+        start = (self.data_offset + self._touched_bytes) // mmap.PAGESIZE * mmap.PAGESIZE
+        try:
+            self._pool.madvise(_MADV_POPULATE_READ, start, self.data_offset + committed - start)   # Linux 5.14 on
+        except (OSError, ValueError, AttributeError):
+            view = self._pool_view
+            assert view is not None
+            sink = 0
+            for offset in range(self._touched_bytes, committed, _FAULT_AROUND_BYTES):
+                sink ^= view[offset]                                            # a read fault maps 64 KiB
+        self._touched_bytes = committed
 
     # ---------------------------------------------------------------------------------------- client file
     def _create_client_file(self) -> None:

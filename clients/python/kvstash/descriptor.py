@@ -12,7 +12,7 @@ MASK32 = 0xFFFFFFFF
 
 VERSION = 0x00030100                         # 3.1.0: what this client writes into its client file
 MAJOR_VERSION = 3                            # 3: slot offsets are relative to the pool's data region (§3.2)
-MINOR_VERSION = 1
+MINOR_VERSION = 1                            # 1: FLAG_NO_REPLY, FEATURE_POOL_ON_DEMAND and the pool counters
 NO_REPLY_MINOR = 1                           # the first minor of major 3 whose server takes FLAG_NO_REPLY
 
 
@@ -80,8 +80,10 @@ CFG_FEATURES = 212                           # i32, from minor version 1 (0 befo
 FEATURE_SECOND_TIER = 1                      # the server runs a second tier: LOOKUP may carry L2_WAIT / L2_POLL
 FEATURE_COMPLETED_TICKET = 2                 # the server keeps the highest completed tier ticket in counter 348
 FEATURE_DOORBELL = 4                         # the server sleeps when idle: ring its doorbell (§2.6)
+FEATURE_POOL_ON_DEMAND = 8                   # the pool is committed as it grows: touch only its committed prefix
 DOORBELL_FILE_NAME = "doorbell"              # §2.6: the server's Unix stream socket in its directory
 COUNTER_L2_COMPLETED_TICKET = 348            # gauge l2_completed_ticket: a waiting LOOKUP watches it
+COUNTER_POOL_BYTES_COMMITTED = 329           # gauge pool_bytes_committed: the pool's committed prefix
 
 # --- §3 pool file -------------------------------------------------------------------------------------
 POOL_MAGIC = 0x4C4F4F505453564B             # b"KVSTPOOL"

@@ -13,6 +13,7 @@ from .transport import Transport
 from .types import Layout, RequestType, SlotEntry, Status, StatusCode
 
 READ_WINDOW_DEFAULT = 8                 # READ_DATA requests in flight during a copy-transport read
+_TOUCH_STEP_BYTES = 1 << 20             # on-demand pool: touched past a slot that reaches untouched pages
 
 _STRUCT_FORMATS = {"<f4": "f", "<f2": "e", "<u2": "H", "u1": "B", "i1": "b"}
 
@@ -80,6 +81,8 @@ class Slots(Transport):
         'H'/'B'). Release the view (or drop it) before ``close()``."""
         pool = self._mapped_pool()
         entry = response.slots[i]
+        if entry.offset + response.chunk_bytes > self._touched_bytes:
+            self._touch_committed(entry.offset + response.chunk_bytes + _TOUCH_STEP_BYTES)
         view = pool[entry.offset:entry.offset + response.chunk_bytes]
         if not shaped:
             return view
@@ -113,6 +116,8 @@ class Slots(Transport):
         if not self.is_still_reserved(response, i):
             return Status.UNKNOWN_TRANSFER
         offset = response.slots[i].offset
+        if offset + len(view) > self._touched_bytes:
+            self._touch_committed(offset + len(view) + _TOUCH_STEP_BYTES)
         self._mapped_pool()[offset:offset + len(view)] = view
         return Status.OK
 

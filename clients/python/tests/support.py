@@ -75,8 +75,9 @@ class Server:
     """A kvstash server process (TestServer). Stops when the test stops it, or at stdin EOF."""
 
     def __init__(self, pool_bytes=64 << 20, chunk_tokens=16, lease_ms=None, wait=None, directory=None,
-                 l2_seeds=None):
+                 l2_seeds=None, on_demand_headroom=None):
         self.l2_seeds = l2_seeds                # redis://host:port,... : a second tier on that cluster
+        self.on_demand_headroom = on_demand_headroom    # bytes: the pool committed on demand with this headroom
         self.pool_bytes = pool_bytes
         self.chunk_tokens = chunk_tokens
         self.lease_ms = lease_ms
@@ -92,6 +93,8 @@ class Server:
         if self.wait is not None:
             args.append(self.wait)
         jvm = ["-Dkvstash.l2=" + self.l2_seeds] if self.l2_seeds else []
+        if self.on_demand_headroom is not None:
+            jvm += ["-Dkvstash.poolOnDemand=true", "-Dkvstash.onDemandHeadroomBytes=%d" % self.on_demand_headroom]
         self.process = subprocess.Popen(java_command(*args, main=SERVER_CLASS, jvm=jvm), stdin=subprocess.PIPE,
                                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         ready = {}

@@ -211,7 +211,9 @@ public final class ClientContext
     }
 
     /**
-     * Sets whether to touch every pool page at connect, so no page fault lands on a transfer.
+     * Sets whether to touch every pool page at connect, so no page fault lands on a transfer. A server that commits its
+     * pool on demand has only a committed prefix of pages: then only that prefix is touched, at connect and again
+     * when a slot reaches past what was touched (touching the rest would allocate it).
      *
      * @param pretouchPool true to pre-touch.
      * @return this.

@@ -2,6 +2,7 @@ package io.kvstash.client;
 
 import io.kvstash.wire.PoolRegion;
 import io.kvstash.wire.WireVersion;
+import io.kvstash.wire.file.CountersDescriptor;
 import io.kvstash.wire.file.PoolFileDescriptor;
 import io.kvstash.wire.file.PoolPages;
 import io.kvstash.wire.file.SlotTableDescriptor;
@@ -9,6 +10,7 @@ import org.agrona.BufferUtil;
 import org.agrona.DirectBuffer;
 import org.agrona.IoUtil;
 import org.agrona.MutableDirectBuffer;
+import org.agrona.concurrent.AtomicBuffer;
 import org.agrona.concurrent.UnsafeBuffer;
 
 import java.io.IOException;
@@ -27,10 +29,20 @@ import java.util.List;
  * of slots, the slot-table words that fence a store or a retrieve, and chunk bytes written or read in place.
  * With the copy transport nothing is mapped: {@link #isMapped()} is false and the fences always hold.
  * <p>
+ * A pool its server commits on demand is sparse past the committed prefix (the counter {@code pool_bytes_committed}):
+ * touching a page there would allocate it, and a full tmpfs then raises SIGBUS. So the pre-touch covers only the
+ * committed prefix: all of it at connect, then, when a slot reaches past what was touched (every slot the server gives
+ * lies in the prefix), up to {@link #TOUCH_STEP_BYTES} past the slot's end, so the faults spread over the stores
+ * instead of landing on one store per region; a read per 64 KiB maps the pages with a sixteenth of the faults a chunk
+ * copy would take.
+ * <p>
  * Single-threaded: owned by one client, used on the client's thread.
  */
 final class PoolSlots
 {
+    /** On a pool committed on demand: bytes touched past a slot that reaches pages not touched yet. */
+    static final long TOUCH_STEP_BYTES = 1L << 20;
+
     private final long poolSizeBytes;
     private final long dataOffset;
     private final long segmentBytes;
@@ -41,6 +53,11 @@ final class PoolSlots
     private MappedByteBuffer meta;
     private PoolRegion pool;
     private UnsafeBuffer slotTable;
+    private UnsafeBuffer[] mapped;
+    /** The server's counters when its pool is committed on demand and this client pre-touches; else null. */
+    private AtomicBuffer onDemandCounters;
+    /** Bytes of the data region from its start this client has touched (only with {@link #onDemandCounters}). */
+    private long touchedBytes;
 
     /**
      * The pool of a server's configuration, not mapped yet.
@@ -66,11 +83,17 @@ final class PoolSlots
      * @param incarnation     incarnation of the server connected to.
      * @param pretouch        touch every page now rather than on first use.
      * @param pretouchThreads threads that touch the pages.
+     * @param serverCounters  the server's counters when it commits its pool on demand, else null: only the
+     *                        committed prefix is then touched.
      * @throws IOException       when the file cannot be opened or mapped.
      * @throws KvStashException BAD_FILES when it is not this server's pool.
      */
-    void map(final Path poolPath, final long incarnation, final boolean pretouch, final int pretouchThreads)
-        throws IOException
+    void map(
+        final Path poolPath,
+        final long incarnation,
+        final boolean pretouch,
+        final int pretouchThreads,
+        final AtomicBuffer serverCounters) throws IOException
     {
         channel = FileChannel.open(poolPath, StandardOpenOption.READ, StandardOpenOption.WRITE);
         meta = channel.map(FileChannel.MapMode.READ_WRITE, 0, dataOffset);
@@ -86,7 +109,7 @@ final class PoolSlots
         slotTable = new UnsafeBuffer(metaBuffer, (int)tableOffset, (int)Math.max(8, tableLength));
         final int segmentCount = (int)((poolSizeBytes + segmentBytes - 1) / segmentBytes);
         final long[] addresses = new long[segmentCount];
-        final UnsafeBuffer[] mapped = new UnsafeBuffer[segmentCount];
+        mapped = new UnsafeBuffer[segmentCount];
         for (int i = 0; i < segmentCount; i++)
         {
             final long start = i * segmentBytes;
@@ -96,11 +119,49 @@ final class PoolSlots
             addresses[i] = BufferUtil.address(segment);
             mapped[i] = new UnsafeBuffer(segment);
         }
-        if (pretouch)
+        if (pretouch && null != serverCounters)
+        {
+            onDemandCounters = serverCounters;
+            touchCommitted(poolSizeBytes);
+        }
+        else if (pretouch)
         {
             PoolPages.touchSegments(poolSizeBytes, mapped, segmentBytes, pretouchThreads);
         }
         pool = PoolRegion.ofSegments(addresses, segmentBytes, poolSizeBytes, segments);
+    }
+
+    /**
+     * Bytes of the data region, from its start, this client has touched; the whole pool unless its server commits
+     * it on demand.
+     *
+     * @return bytes.
+     */
+    long touchedBytes()
+    {
+        return null == onDemandCounters ? poolSizeBytes : touchedBytes;
+    }
+
+    /**
+     * On a pool committed on demand, touches the committed prefix not touched yet when a slot reaches past it.
+     */
+    private void touchUpTo(final long end)
+    {
+        if (end > touchedBytes && null != onDemandCounters)
+        {
+            touchCommitted(end + TOUCH_STEP_BYTES);
+        }
+    }
+
+    private void touchCommitted(final long end)
+    {
+        final long committed = Math.min(Math.min(end, poolSizeBytes),
+            onDemandCounters.getLongAcquire(CountersDescriptor.POOL_BYTES_COMMITTED * Long.BYTES));
+        if (committed > touchedBytes)
+        {
+            PoolPages.touchRange(mapped, segmentBytes, touchedBytes, committed);
+            touchedBytes = committed;
+        }
     }
 
     /**
@@ -127,6 +188,7 @@ final class PoolSlots
         {
             throw new IllegalStateException("the copy transport maps no pool: use writeChunk/readChunk");
         }
+        touchUpTo(r.slotOffset(i) + r.chunkBytes());
         return pool.wrap(view, r.slotOffset(i), (int)r.chunkBytes());
     }
 
@@ -144,6 +206,7 @@ final class PoolSlots
         {
             throw new IllegalStateException("the copy transport maps no pool: use writeChunk/readChunk");
         }
+        touchUpTo(slotOffset + length);
         return pool.wrap(view, slotOffset, length);
     }
 
@@ -168,6 +231,7 @@ final class PoolSlots
             throw new IllegalArgumentException("not a slot of the pool: offset " + slotOffset + ", " + length +
                 " bytes");
         }
+        touchUpTo(slotOffset + length);
         return segments.get(segment).slice(within, length);
     }
 
@@ -223,6 +287,7 @@ final class PoolSlots
         final long slotOffset, final int from, final int length, final DirectBuffer source, final int sourceOffset)
     {
         final UnsafeBuffer view = scratchView;
+        touchUpTo(slotOffset + from + length);
         pool.wrap(view, slotOffset + from, length);
         view.putBytes(0, source, sourceOffset, length);
     }
@@ -244,6 +309,7 @@ final class PoolSlots
         final int destinationOffset)
     {
         final UnsafeBuffer view = scratchView;
+        touchUpTo(slotOffset + from + length);
         pool.wrap(view, slotOffset + from, length);
         destination.putBytes(destinationOffset, view, 0, length);
     }

@@ -104,7 +104,7 @@ final class ServerConnection
                     throw new IllegalStateException("control file has no valid pool file name");
                 }
                 slots.map(directory.resolve(poolFileName), incarnation, context.pretouchPool(),
-                    context.pretouchThreads());
+                    context.pretouchThreads(), onDemandCounters(controlFile));
             }
 
             final long pid = ProcessHandle.current().pid();
@@ -328,6 +328,16 @@ final class ServerConnection
     boolean noReply()
     {
         return noReply;
+    }
+
+    /**
+     * The server's counters when it commits its pool on demand (its Features bit), so that this client touches only
+     * the committed prefix; null otherwise.
+     */
+    private UnsafeBuffer onDemandCounters(final ControlFileFlyweight controlFile)
+    {
+        return (controlFile.config().features() & ControlFileDescriptor.FEATURE_POOL_ON_DEMAND) == 0 ? null :
+            new UnsafeBuffer(control, controlFile.countersOffset(), controlFile.countersLength());
     }
 
     /**

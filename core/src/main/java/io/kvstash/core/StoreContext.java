@@ -38,6 +38,7 @@ public final class StoreContext
     private long dataOffset = 0;
     private int maxInlineBytes = MAX_INLINE_BYTES_DEFAULT;
     private EvictionPolicy eviction = EvictionPolicy.LRU;
+    private PoolCommitment poolCommitment;
     private boolean concluded;
 
     /**
@@ -375,6 +376,29 @@ public final class StoreContext
             throw new IllegalArgumentException("eviction policy is null: give one of " + EvictionPolicy.names());
         }
         this.eviction = eviction;
+        return this;
+    }
+
+    /**
+     * What of the pool is committed, for a pool committed on demand.
+     *
+     * @return the commitment, or null when the whole pool is committed (the default).
+     */
+    public PoolCommitment poolCommitment()
+    {
+        return poolCommitment;
+    }
+
+    /**
+     * Sets the commitment of a pool committed on demand: the store then gives a size class only free regions that
+     * lie wholly in the committed prefix ({@link PoolCommitment}). Set before the store is built.
+     *
+     * @param poolCommitment the commitment, or null when the whole pool is committed.
+     * @return this.
+     */
+    public StoreContext poolCommitment(final PoolCommitment poolCommitment)
+    {
+        this.poolCommitment = poolCommitment;
         return this;
     }
 

@@ -86,8 +86,9 @@ final class ServerFiles implements AutoCloseable
     private long slotTableOffset;
     private long slotTableLength;
     private boolean closed;
-    private UnsafeBuffer[] pendingSegments;
-    private Thread preparer;
+    private PoolPreparer preparer;
+    private long committedAtStart;
+    private Thread preparerThread;
     private volatile boolean stopPreparing;
 
     ServerFiles(final ServerContext context) throws IOException
@@ -118,10 +119,9 @@ final class ServerFiles implements AutoCloseable
             createPool();
             checkAborted();
             createControl();
-            if (null != pendingSegments)
+            if (null != preparer)
             {
-                startBackgroundPreparation(pendingSegments);
-                pendingSegments = null;
+                startPreparer();
             }
         }
         catch (final IOException | RuntimeException ex)
@@ -262,16 +262,30 @@ final class ServerFiles implements AutoCloseable
             addresses[i] = org.agrona.BufferUtil.address(segment);
             segments[i] = new UnsafeBuffer(segment);
         }
-        if (context.startupContext().pretouch() && context.startupContext().prepareInBackground())
+        final StartupContext startup = context.startupContext();
+        store.poolCommitment(null);
+        if (startup.poolOnDemand())
         {
-            pendingSegments = segments;
+            preparer = new PoolPreparer(poolChannel, dataOffset, segments, segmentBytes, store.poolSizeBytes(),
+                startup.onDemandHeadroomBytes(), true, this::log);
+            log("kvstash: the " + Sizes.formatSize(store.poolSizeBytes()) + " pool in " + poolPath + " is committed " +
+                "on demand (" + Sizes.formatSize(Math.min(store.poolSizeBytes(), startup.onDemandHeadroomBytes())) +
+                " now, then as the store grows)");
+            preparer.commitBeforeReady(startup::isStartAborted);
+            store.poolCommitment(preparer);
         }
-        else if (context.startupContext().pretouch())
+        else if (startup.pretouch() && startup.prepareInBackground())
+        {
+            preparer = new PoolPreparer(poolChannel, dataOffset, segments, segmentBytes, store.poolSizeBytes(),
+                store.poolSizeBytes(), false, this::log);
+        }
+        else if (startup.pretouch())
         {
             log("kvstash: preparing a " + Sizes.formatSize(store.poolSizeBytes()) + " pool in " + poolPath +
                 " (every page mapped before the first client connects)");
             PoolPages.prepareNewPool(poolChannel, dataOffset, store.poolSizeBytes(), segments, segmentBytes,
                 Runtime.getRuntime().availableProcessors(), context.startupContext()::isStartAborted);
+            committedAtStart = store.poolSizeBytes();
         }
         pool = PoolRegion.ofSegments(addresses, segmentBytes, store.poolSizeBytes(), poolSegments);
         meta.putLong(PoolFileDescriptor.MAGIC_OFFSET, PoolFileDescriptor.MAGIC);
@@ -309,6 +323,13 @@ final class ServerFiles implements AutoCloseable
             .features(features(), store.eviction().code() + 1);
         counters = new StoreCounters(new UnsafeBuffer(control, ControlFileDescriptor.COUNTERS_OFFSET,
             CountersDescriptor.LENGTH));
+        if (null != preparer)
+        {
+            preparer.counters(counters);
+        }
+        counters.set(CountersDescriptor.POOL_BYTES_CONFIGURED, store.poolSizeBytes());
+        counters.set(CountersDescriptor.POOL_BYTES_COMMITTED,
+            null == preparer ? committedAtStart : preparer.committedBytes());
         errorLogBuffer = new UnsafeBuffer(control, ControlFileDescriptor.errorLogOffset(CountersDescriptor.LENGTH),
             context.errorLogLength());
         final long nowMs = context.epochClock().time();
@@ -343,38 +364,24 @@ final class ServerFiles implements AutoCloseable
     {
         return (null == context.responseObserver() ? 0 :
             ControlFileDescriptor.FEATURE_SECOND_TIER | ControlFileDescriptor.FEATURE_COMPLETED_TICKET) |
-            (null == doorbell ? 0 : ControlFileDescriptor.FEATURE_DOORBELL);
+            (null == doorbell ? 0 : ControlFileDescriptor.FEATURE_DOORBELL) |
+            (context.startupContext().poolOnDemand() ? ControlFileDescriptor.FEATURE_POOL_ON_DEMAND : 0);
     }
 
     /**
-     * Touches every page of the pool on a thread of its own while the server runs; {@link #close()} stops and
-     * joins it before unmapping.
+     * Starts the pool's preparer on a thread of its own (on demand: it commits regions as the store asks; in the
+     * background: it touches every page, then ends); {@link #close()} stops and joins it before unmapping.
      */
-    private void startBackgroundPreparation(final UnsafeBuffer[] segments)
+    private void startPreparer()
     {
-        final long poolBytes = context.storeContext().poolSizeBytes();
-        log("kvstash: the " + Sizes.formatSize(poolBytes) + " pool's pages are prepared in the background (" +
-            poolPath + ")");
-        preparer = new Thread(() ->
+        if (!context.startupContext().poolOnDemand())
         {
-            final long startNs = System.nanoTime();
-            try
-            {
-                if (PoolPages.touchSegments(poolBytes, segments, PoolFileDescriptor.SEGMENT_BYTES, 1,
-                    () -> stopPreparing))
-                {
-                    log(String.format(java.util.Locale.ROOT, "kvstash: the pool's pages are prepared (%s in %.1f s)",
-                        Sizes.formatSize(poolBytes), (System.nanoTime() - startNs) / 1e9));
-                }
-            }
-            catch (final IOException | RuntimeException | InternalError ex)
-            {
-                // InternalError: a page the file system could not back (it filled up after the start's check).
-                log("kvstash: error: preparing the pool's pages failed: " + ex);
-            }
-        }, "kvstash-pool-pages");
-        preparer.setDaemon(true);
-        preparer.start();
+            log("kvstash: the " + Sizes.formatSize(context.storeContext().poolSizeBytes()) + " pool's pages are " +
+                "prepared in the background (" + poolPath + ")");
+        }
+        preparerThread = new Thread(() -> preparer.run(() -> stopPreparing), "kvstash-pool-pages");
+        preparerThread.setDaemon(true);
+        preparerThread.start();
     }
 
     void heartbeat(final long nowMs)
@@ -450,15 +457,16 @@ final class ServerFiles implements AutoCloseable
         }
         closed = true;
         stopPreparing = true;
-        if (null != preparer)
+        if (null != preparerThread)
         {
             // It reads the mapped pool: unmapping under it would crash the process.
             boolean interrupted = false;
-            while (preparer.isAlive())
+            while (preparerThread.isAlive())
             {
+                java.util.concurrent.locks.LockSupport.unpark(preparerThread);
                 try
                 {
-                    preparer.join();
+                    preparerThread.join(100);
                 }
                 catch (final InterruptedException ex)
                 {

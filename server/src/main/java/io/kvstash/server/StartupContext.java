@@ -9,8 +9,13 @@ import java.util.function.Consumer;
  */
 public final class StartupContext
 {
+    /** Committed bytes an on-demand pool keeps ahead of the highest region in use: 64 MiB, four regions. */
+    public static final long ON_DEMAND_HEADROOM_BYTES_DEFAULT = 64L << 20;
+
     private boolean pretouch = true;
     private boolean prepareInBackground;
+    private boolean poolOnDemand;
+    private long onDemandHeadroomBytes = ON_DEMAND_HEADROOM_BYTES_DEFAULT;
     private Consumer<String> startupLog;
     private volatile boolean startAborted;
 
@@ -65,6 +70,61 @@ public final class StartupContext
     public StartupContext prepareInBackground(final boolean prepareInBackground)
     {
         this.prepareInBackground = prepareInBackground;
+        return this;
+    }
+
+    /**
+     * Whether the pool's memory is committed as the store grows instead of whole at the start.
+     *
+     * @return true when on demand.
+     */
+    public boolean poolOnDemand()
+    {
+        return poolOnDemand;
+    }
+
+    /**
+     * Sets whether the pool's memory is committed on demand ({@code serve --prepare-pool on-demand}); it overrides
+     * {@link #pretouch()} and {@link #prepareInBackground()}. The pool file stays sparse past a committed prefix: the
+     * headroom ({@link #onDemandHeadroomBytes()}) is committed before ready, then a thread of the server's commits
+     * one region at a time (zeros written through the file, which a full file system refuses with an error instead
+     * of a SIGBUS, then every page touched), keeping the headroom above the highest region in use. The store gives a
+     * size class only committed regions; one it cannot have yet makes the store evict, as in a full pool. Clients
+     * are told (the Features bit {@code FEATURE_POOL_ON_DEMAND}) and touch only the committed prefix.
+     *
+     * @param poolOnDemand true to commit on demand.
+     * @return this.
+     */
+    public StartupContext poolOnDemand(final boolean poolOnDemand)
+    {
+        this.poolOnDemand = poolOnDemand;
+        return this;
+    }
+
+    /**
+     * Committed bytes an on-demand pool keeps ahead of the highest region in use.
+     *
+     * @return bytes.
+     */
+    public long onDemandHeadroomBytes()
+    {
+        return onDemandHeadroomBytes;
+    }
+
+    /**
+     * Sets the committed bytes an on-demand pool keeps ahead of the highest region in use: more absorbs a faster
+     * burst of stores before one finds its next region not committed yet; the memory held at start is this much.
+     *
+     * @param onDemandHeadroomBytes bytes, at least one.
+     * @return this.
+     */
+    public StartupContext onDemandHeadroomBytes(final long onDemandHeadroomBytes)
+    {
+        if (onDemandHeadroomBytes < 1)
+        {
+            throw new IllegalArgumentException("on-demand headroom must be positive: " + onDemandHeadroomBytes);
+        }
+        this.onDemandHeadroomBytes = onDemandHeadroomBytes;
         return this;
     }
 

@@ -3,6 +3,7 @@ package io.kvstash.testkit;
 import io.kvstash.core.StoreContext;
 import io.kvstash.pipeline.WaitMode;
 import io.kvstash.server.ServerContext;
+import io.kvstash.server.StartupContext;
 import io.kvstash.tier.TierContext;
 import io.kvstash.tier.TieredServer;
 import org.agrona.concurrent.EpochClock;
@@ -27,6 +28,8 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * TestServer DIR POOL_BYTES [CHUNK_TOKENS [LEASE_MS [WAIT_MODE]]]
  * </pre>
  * With {@code -Dkvstash.l2=redis://host:port,...} it runs a second tier on that Redis Cluster (as {@code serve --l2}).
+ * With {@code -Dkvstash.poolOnDemand=true} the pool is committed on demand (as {@code serve --prepare-pool on-demand}),
+ * with {@code -Dkvstash.onDemandHeadroomBytes=N} of headroom.
  * Prints {@code READY incarnation=<hex> pid=<pid>} once serving. SIGTERM or the end of its standard input (the
  * test process died) closes it cleanly; it then prints {@code GC <collections> <ms> <bytes>}: the garbage
  * collections of this JVM from READY until then and the bytes the server's threads allocated meanwhile, the
@@ -121,6 +124,12 @@ public final class TestServer
         if (args.length > 4)
         {
             context.waitMode(WaitMode.valueOf(args[4].toUpperCase(Locale.ROOT).replace('-', '_')));
+        }
+        if (Boolean.getBoolean("kvstash.poolOnDemand"))
+        {
+            // The pool committed as the store grows, with the headroom given in bytes (default: the server's).
+            context.startupContext().poolOnDemand(true).onDemandHeadroomBytes(Long.getLong(
+                "kvstash.onDemandHeadroomBytes", StartupContext.ON_DEMAND_HEADROOM_BYTES_DEFAULT));
         }
         final String l2Seeds = System.getProperty("kvstash.l2");
         serve(context, null == l2Seeds || l2Seeds.isEmpty() ? null : new TierContext().seeds(l2Seeds), wallClock);

@@ -103,8 +103,10 @@ public final class ServeCommand implements Callable<Integer>
 
     @Option(names = "--prepare-pool", paramLabel = "WHEN", defaultValue = "background",
         description = "When the pool's pages are allocated and mapped: background (default: ready at once for any " +
-            "pool size, the pages prepared while the server answers) or foreground (every page before ready, about " +
-            "a second per GiB on a small VM).")
+            "pool size, the pages prepared while the server answers), foreground (every page before ready, about " +
+            "a second per GiB on a small VM) or on-demand (memory committed as the store grows: 64 MiB at start, " +
+            "then a region at a time ahead of the regions in use; the first store into each page costs clients a " +
+            "page fault).")
     String preparePool;
 
     @Option(names = "--print-config", description = "Print the resolved configuration and exit without starting.")
@@ -225,14 +227,17 @@ public final class ServeCommand implements Callable<Integer>
         }
     }
 
-    private boolean prepareInBackground()
+    private StartupContext startupContext()
     {
-        if (!"background".equals(preparePool) && !"foreground".equals(preparePool))
+        if (!"background".equals(preparePool) && !"foreground".equals(preparePool) &&
+            !"on-demand".equals(preparePool))
         {
             throw new CommandLine.ParameterException(spec.commandLine(),
-                "--prepare-pool '" + preparePool + "' is not a choice: give background or foreground");
+                "--prepare-pool '" + preparePool + "' is not a choice: give background, foreground or on-demand");
         }
-        return "background".equals(preparePool);
+        return new StartupContext()
+            .prepareInBackground("background".equals(preparePool))
+            .poolOnDemand("on-demand".equals(preparePool));
     }
 
     private boolean l2WriteThrough()
@@ -258,7 +263,7 @@ public final class ServeCommand implements Callable<Integer>
                 .waitMode(waitMode)
                 .latencyLogFile(latencyLogFile)
                 .prometheusPort(prometheusPort)
-                .startupContext(new StartupContext().prepareInBackground(prepareInBackground()));
+                .startupContext(startupContext());
             context.pipelineContext().journalFile(captureFile);
             return context.conclude();
         }
@@ -378,7 +383,9 @@ public final class ServeCommand implements Callable<Integer>
             Sizes.formatSize(context.responseRingCapacity()) + " per client)");
         line(out, "heartbeat", context.heartbeatIntervalMs() + "ms (clients give up after " +
             context.heartbeatTimeoutMs() + "ms)");
-        line(out, "prepare-pool", !context.startupContext().pretouch() ? "off" :
+        line(out, "prepare-pool", context.startupContext().poolOnDemand() ? "on-demand (" +
+            Sizes.formatSize(context.startupContext().onDemandHeadroomBytes()) + " headroom)" :
+            !context.startupContext().pretouch() ? "off" :
             context.startupContext().prepareInBackground() ? "background" : "foreground");
     }
 

@@ -204,6 +204,7 @@ public final class StatCommand implements Callable<Integer>
             "at most %,d)", summary.clients, summary.clientsSinceStart, summary.deadClients,
             reader.configInt(ControlFileDescriptor.MAX_CLIENTS_OFFSET)));
         row(out, "pool", poolLine(summary, reader.poolFileName()));
+        row(out, "memory", memoryLine(reader, summary));
         row(out, "chunks", String.format(Locale.ROOT, "%,d readable, %,d being written, %,d pinned; " +
             "%,d instances registered", summary.readableChunks, summary.reservedChunks, summary.pinnedChunks,
             summary.instances));
@@ -307,6 +308,25 @@ public final class StatCommand implements Callable<Integer>
             Sizes.formatSize(summary.poolFreeBytes()));
     }
 
+    /**
+     * Committed against configured: what the pool holds of the machine's memory now.
+     */
+    private static String memoryLine(final ControlFileReader reader, final Summary summary)
+    {
+        final boolean onDemand =
+            (reader.configInt(ControlFileDescriptor.FEATURES_OFFSET) & ControlFileDescriptor.FEATURE_POOL_ON_DEMAND) != 0;
+        if (0 == summary.poolBytesConfigured)
+        {
+            return "not reported by this server";
+        }
+        final String how = onDemand ? "committed on demand, as the store grows" :
+            summary.poolBytesCommitted >= summary.poolBytesConfigured ? "every page prepared" :
+            "pages being prepared";
+        return String.format(Locale.ROOT, "%s committed of %s configured (%.1f %%; %s)",
+            Sizes.formatSize(summary.poolBytesCommitted), Sizes.formatSize(summary.poolBytesConfigured),
+            100.0 * summary.poolBytesCommitted / summary.poolBytesConfigured, how);
+    }
+
     private static void row(final PrintWriter out, final String name, final String value)
     {
         out.printf("  %-14s %s%n", name, value);
@@ -359,6 +379,8 @@ public final class StatCommand implements Callable<Integer>
         long clientsSinceStart;
         long deadClients;
         long poolBytes;
+        long poolBytesConfigured;
+        long poolBytesCommitted;
         long slotCapacity;
         long freeSlots;
         long readableChunks;
@@ -384,6 +406,8 @@ public final class StatCommand implements Callable<Integer>
             s.clientsSinceStart = reader.counter(CountersDescriptor.WIRE_CLIENTS_ATTACHED);
             s.deadClients = reader.counter(CountersDescriptor.DEAD_CLIENTS);
             s.poolBytes = reader.configLong(ControlFileDescriptor.POOL_SIZE_OFFSET);
+            s.poolBytesConfigured = reader.counter(CountersDescriptor.POOL_BYTES_CONFIGURED);
+            s.poolBytesCommitted = reader.counter(CountersDescriptor.POOL_BYTES_COMMITTED);
             s.slotCapacity = reader.counter(CountersDescriptor.SLOT_CAPACITY);
             s.freeSlots = reader.counter(CountersDescriptor.FREE_SLOTS);
             s.readableChunks = reader.counter(CountersDescriptor.READABLE_CHUNKS);
@@ -426,6 +450,7 @@ public final class StatCommand implements Callable<Integer>
             map.put("pool_bytes", poolBytes);
             map.put("pool_free_bytes", poolFreeBytes());
             map.put("pool_used_bytes", poolBytes - poolFreeBytes());
+            map.put("pool_committed_bytes", poolBytesCommitted);
             map.put("slot_capacity", slotCapacity);
             map.put("used_slots", usedSlots());
             map.put("free_slots", freeSlots);

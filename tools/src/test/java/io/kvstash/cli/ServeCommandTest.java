@@ -214,6 +214,55 @@ class ServeCommandTest
     }
 
     @Test
+    @Timeout(120)
+    void shouldCommitThePoolOnDemandAndNotHaveAJavaClientCommitIt() throws Exception
+    {
+        dir = ShmDirectories.newPath("kvstash-test-cli-on-demand-");
+        try (Cli.Child serve = Cli.Child.start("serve", "--dir", dir.toString(), "--pool-size", "1g",
+            "--prepare-pool", "on-demand"))
+        {
+            serve.awaitLine("kvstash ready:", 30_000);
+            final long before = rssShmem();
+            try (KvStashClient client = KvStashClient.connect(new ClientContext().directory(dir)))
+            {
+                final long mapped = rssShmem() - before;
+                assertTrue(mapped < 128L << 20, "a client touches only the committed prefix, not 1 GiB: " + mapped);
+                final Map<?, ?> atStart = (Map<?, ?>)Cli.run("stat", "--dir", dir.toString(), "--json").json()
+                    .get("summary");
+                final long committedAtStart = ((Number)atStart.get("pool_committed_bytes")).longValue();
+                assertTrue(committedAtStart >= 64L << 20 && committedAtStart <= 80L << 20, "" + committedAtStart);
+
+                // 1 MiB chunks (MLA, 256 tokens x 4096 bytes), 160 of them: past the start's 64 MiB.
+                assertEquals(Status.OK, client.register(3, Layout.of("m", 1, 0, 1, 4096, Dtype.UINT8, true)).status());
+                final org.agrona.concurrent.UnsafeBuffer chunk =
+                    new org.agrona.concurrent.UnsafeBuffer(new byte[1 << 20]);
+                for (int k = 0; k < 160; k++)
+                {
+                    final ClientResponse r = client.prepareStore(3, ChunkKeys.ofIds(k));
+                    chunk.putInt(0, k);
+                    chunk.putInt((1 << 20) - 4, ~k);
+                    assertEquals(Status.OK, client.chunks().writeChunk(3, r, 0, chunk, 0));
+                    assertEquals(Status.OK, client.commitStore(3, r.transferId()).status());
+                }
+                final ClientResponse back = client.prepareRetrieve(3, ChunkKeys.ofIds(150));
+                final org.agrona.concurrent.UnsafeBuffer read =
+                    new org.agrona.concurrent.UnsafeBuffer(new byte[1 << 20]);
+                assertEquals(Status.OK, client.chunks().readChunk(3, back, 0, read, 0));
+                assertEquals(150, read.getInt(0));
+                assertEquals(~150, read.getInt((1 << 20) - 4));
+                assertEquals(Status.OK, client.commitRetrieve(3, back.transferId()).status());
+                assertTrue(rssShmem() - before < 256L << 20, "the client maps what it used: " + (rssShmem() - before));
+            }
+            final Cli stat = Cli.run("stat", "--dir", dir.toString());
+            assertTrue(stat.out.contains("committed on demand"), stat.toString());
+            final Map<?, ?> summary = (Map<?, ?>)Cli.run("stat", "--dir", dir.toString(), "--json").json()
+                .get("summary");
+            final long committed = ((Number)summary.get("pool_committed_bytes")).longValue();
+            assertTrue(committed >= 160L << 20 && committed <= 256L << 20, "grows with the store: " + committed);
+        }
+    }
+
+    @Test
     @Timeout(60)
     void shouldStopCleanlyWhenSignalledWhileThePoolIsPreparedInTheBackground() throws Exception
     {
@@ -244,6 +293,21 @@ class ServeCommandTest
             }
         }
         return false;
+    }
+
+    /**
+     * Bytes of shared memory mapped in this process's page tables (RssShmem of /proc/self/status).
+     */
+    private static long rssShmem() throws java.io.IOException
+    {
+        for (final String line : Files.readAllLines(Path.of("/proc/self/status")))
+        {
+            if (line.startsWith("RssShmem:"))
+            {
+                return Long.parseLong(line.replaceAll("[^0-9]", "")) * 1024;
+            }
+        }
+        throw new IllegalStateException("no RssShmem in /proc/self/status");
     }
 
     private static boolean hasPoolFile(final Path dir) throws java.io.IOException

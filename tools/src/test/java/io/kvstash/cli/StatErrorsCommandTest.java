@@ -77,8 +77,8 @@ class StatErrorsCommandTest
             final String[] lines = stat.out.split("\n");
             assertTrue(lines[0].startsWith("kvstash server: alive, pid " + ProcessHandle.current().pid()), stat.out);
             // The summary first, in the order an operator asks, then the counters.
-            final String[] rows = { "uptime", "clients", "pool", "chunks", "hit ratio", "evictions", "bytes in/out",
-                "errors" };
+            final String[] rows = { "uptime", "clients", "pool", "memory", "chunks", "hit ratio", "evictions",
+                "bytes in/out", "errors" };
             for (int i = 0; i < rows.length; i++)
             {
                 assertTrue(lines[i + 1].startsWith("  " + rows[i] + " "), "row " + rows[i] + " in\n" + stat.out);
@@ -88,6 +88,9 @@ class StatErrorsCommandTest
             assertTrue(stat.out.contains("  chunks         3 readable, 0 being written, 0 pinned; 1 instances"), stat.out);
             assertTrue(stat.out.contains("  hit ratio      no lookups yet"), stat.out);
             assertTrue(stat.out.contains("  errors         none"), stat.out);
+            // Prepared before ready (the context's default): committed is the pool.
+            assertTrue(stat.out.contains(
+                "  memory         8 MiB committed of 8 MiB configured (100.0 %; every page prepared)\n"), stat.out);
             assertTrue(stat.out.contains("  evictions      0 chunks\n"), stat.out);
             assertTrue(stat.out.contains(
                 "  config         alignment 4096, chunk tokens 256, lease 30s, eviction lru\n"), stat.out);

@@ -26,7 +26,9 @@ public final class WireVersion
     public static final int MAJOR = 3;
     /**
      * Minor version: additions an older reader of the same major can ignore. 1: the request flag
-     * {@link RequestFlags#NO_REPLY} and the counter {@code no_reply_failures}.
+     * {@link RequestFlags#NO_REPLY} and the counter {@code no_reply_failures}; the Features bit
+     * {@link io.kvstash.wire.file.ControlFileDescriptor#FEATURE_POOL_ON_DEMAND} and the counters
+     * {@code pool_bytes_configured}, {@code pool_bytes_committed} and {@code pool_commit_misses}.
      */
     public static final int MINOR = 1;
     /**

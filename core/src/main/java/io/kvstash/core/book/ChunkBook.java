@@ -94,7 +94,8 @@ public final class ChunkBook
         instances = new InstanceTable(context.maxInstances());
         transfers = new TransferTable(context.maxTransfers(), context.maxInstances());
         index = new ChunkIndex(0, context.maxChunksPerRequest());
-        regions = new SlotRegions(slotTable, context.poolSizeBytes(), context.alignment(), context.eviction());
+        regions = new SlotRegions(
+            slotTable, context.poolSizeBytes(), context.alignment(), context.eviction(), context.poolCommitment());
         slots = regions.slots();
         leases = new TransferLeases(transfers, slots, index, counters, context.leaseNs());
         final ChainLearner learner = new ChainLearner(context, slots, regions, index, transfers);

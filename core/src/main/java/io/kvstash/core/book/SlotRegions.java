@@ -1,6 +1,7 @@
 package io.kvstash.core.book;
 
 import io.kvstash.core.EvictionPolicy;
+import io.kvstash.core.PoolCommitment;
 import io.kvstash.wire.SlotGeometry;
 import io.kvstash.wire.file.SlotTableDescriptor;
 import org.agrona.concurrent.AtomicBuffer;
@@ -21,6 +22,12 @@ import java.util.Arrays;
  * to a class cuts its slots there and pushes them onto the class's free stack; reclaiming a region evicts its
  * readable chunks and uncuts its slots.
  * <p>
+ * A pool committed on demand ({@link PoolCommitment}) has one rule more: a free region is given only when it lies
+ * wholly in the committed prefix, so no slot is handed out over memory the file system may fail to back. The lowest
+ * free region not committed yet is committed on the spot ({@link PoolCommitment#commitTo}); only when the file
+ * system refuses does {@link #acquireFreeRegions(int)} fail, and the store evicts as in a full pool. Regions are
+ * given lowest first, so the regions in use stay a prefix too.
+ * <p>
  * It decides nothing: when to give or reclaim a region is {@link StoreReservations}' decision. Giving and reclaiming a
  * region is O(slots of the region), once per region given; creating a class allocates (REGISTER only).
  * <p>
@@ -34,6 +41,7 @@ final class SlotRegions
     static final int MAX_CLASSES = 64;
 
     private final SlotStates slots;
+    private final PoolCommitment commitment;
     private final long poolSizeBytes;
     private final long regionBytes;
     private final int regionCount;
@@ -48,6 +56,8 @@ final class SlotRegions
     private final int[] regionClass;
     private int freeRegions;
     private long freeRegionBytes;
+    /** End of the highest region ever given, from the data region's start. */
+    private long givenEndBytes;
     /** Per region, {@link #stride} entries: the ids of the slots that start in it (-1: not cut). */
     private int[] regionSlotIds = new int[0];
     private int stride;
@@ -60,11 +70,17 @@ final class SlotRegions
      * @param poolSizeBytes pool size.
      * @param alignment     slot alignment, a power of two.
      * @param policy        the eviction policy, which says whether the order has a protected segment and its share.
+     * @param commitment    what of the pool is committed; null when all of it is.
      */
     SlotRegions(
-        final AtomicBuffer slotTable, final long poolSizeBytes, final int alignment, final EvictionPolicy policy)
+        final AtomicBuffer slotTable,
+        final long poolSizeBytes,
+        final int alignment,
+        final EvictionPolicy policy,
+        final PoolCommitment commitment)
     {
         this.slots = new SlotStates(slotTable, alignment, policy, classCapacity);
+        this.commitment = commitment;
         this.poolSizeBytes = poolSizeBytes;
         this.regionBytes = Math.min(SlotGeometry.SEGMENT_BYTES, Math.max(REGION_BYTES, alignment));
         this.regionCount = (int)((poolSizeBytes + regionBytes - 1) / regionBytes);
@@ -142,21 +158,50 @@ final class SlotRegions
     // ------------------------------------------------------------------------------------------ regions
 
     /**
-     * Gives free regions to a class, lowest first, until at least one slot of it is cut.
+     * Gives free regions to a class, lowest first, until at least one slot of it is cut. On a pool committed on
+     * demand a free region not wholly committed is committed first; it stops there when that fails.
      *
      * @param c class whose free stack is empty.
-     * @return true when a slot was cut; false when no free region is left.
+     * @return true when a slot was cut; false when no committed free region is left.
      */
     boolean acquireFreeRegions(final int c)
     {
+        final long committed = null == commitment ? poolSizeBytes : commitment.committedBytes();
         for (int r = 0; r < regionCount && freeRegions > 0; r++)
         {
-            if (regionClass[r] < 0 && acquire(c, r) > 0)
+            if (regionClass[r] < 0)
             {
-                return true;
+                final long end = r * regionBytes + regionLength(r);
+                if (end > committed && !commitment.commitTo(end))
+                {
+                    return false;
+                }
+                final int made = acquire(c, r);
+                if (end > givenEndBytes)
+                {
+                    givenEndBytes = end;
+                    if (null != commitment)
+                    {
+                        commitment.onRegionGiven(end);
+                    }
+                }
+                if (made > 0)
+                {
+                    return true;
+                }
             }
         }
         return false;
+    }
+
+    /**
+     * End of the highest region ever given to a class, from the data region's start.
+     *
+     * @return bytes.
+     */
+    long givenEndBytes()
+    {
+        return givenEndBytes;
     }
 
     /**

@@ -167,6 +167,15 @@ public final class ControlFileDescriptor
      * at once. A client that does not ring is still answered, within the server's park period (a millisecond).
      */
     public static final int FEATURE_DOORBELL = 4;
+    /**
+     * Feature bit (minor version 1 on): the server commits the pool's memory as the store grows
+     * ({@code serve --prepare-pool on-demand}). Past the committed prefix the pool file is sparse: a client must not
+     * touch the whole mapping (on tmpfs that would allocate every page, and a page a full file system cannot back
+     * raises SIGBUS in the process that touches it). It touches at most the committed prefix, the counter
+     * {@code pool_bytes_committed} ({@link CountersDescriptor#POOL_BYTES_COMMITTED}); every slot it is given lies
+     * in it.
+     */
+    public static final int FEATURE_POOL_ON_DEMAND = 8;
     /** Name of the doorbell socket in the server's directory (see {@link #FEATURE_DOORBELL}). */
     public static final String DOORBELL_FILE_NAME = "doorbell";
     /** Counters offset in the file. */

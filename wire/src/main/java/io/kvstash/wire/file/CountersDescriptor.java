@@ -17,6 +17,8 @@ import io.kvstash.wire.Status;
  *  64   REQUESTS (publish stage)        responses by request type x status
  *  320  ERRORS (any thread, atomic add) unexpected errors; 321: responses to unknown types (publish);
  *                                       322: failures of requests that asked for no answer (publish)
+ *  328  POOL (the pool's preparer)      pool bytes configured and committed; 330: regions the store committed
+ *                                       itself, the preparer behind (reserve stage)
  *  336  L2 (the second tier's thread)   tier state, writes, fetches, corrupt values, timeouts, errors;
  *       347: notices the publish stage dropped for the tier (publish)
  * </pre>
@@ -137,6 +139,19 @@ public final class CountersDescriptor
     public static final int L2_NOTICES_DROPPED = 347;
     /** Gauge: the highest read-through ticket that is over (a waiting worker watches it). */
     public static final int L2_COMPLETED_TICKET = 348;
+
+    /** Gauge: bytes of the pool's data region, as configured ({@code --pool-size}). */
+    public static final int POOL_BYTES_CONFIGURED = 328;
+    /**
+     * Gauge: bytes of the data region, from its start, whose pages are committed (allocated in the file system and
+     * touched by the server); the rest of the file is still sparse. Only grows.
+     */
+    public static final int POOL_BYTES_COMMITTED = 329;
+    /**
+     * Regions a PREPARE_STORE needed before the on-demand pool's preparer had committed them: the reserve stage
+     * committed the region itself (the request waited for it), or, the file system refusing, evicted instead.
+     */
+    public static final int POOL_COMMIT_MISSES = 330;
 
     /** Number of counter ids. */
     public static final int COUNT = 352;
@@ -328,7 +343,16 @@ public final class CountersDescriptor
             "Responses to requests of an unknown type."),
         /** Failed requests that asked for no answer. */
         NO_REPLY_FAILURES(CountersDescriptor.NO_REPLY_FAILURES, "no_reply_failures", TOTAL,
-            "Requests sent with NO_REPLY (COMMIT_RETRIEVE, RELEASE) that failed: answered to no one.");
+            "Requests sent with NO_REPLY (COMMIT_RETRIEVE, RELEASE) that failed: answered to no one."),
+        /** The pool's configured size. */
+        POOL_BYTES_CONFIGURED(CountersDescriptor.POOL_BYTES_CONFIGURED, "pool_bytes_configured", GAUGE,
+            "Bytes of the pool's data region as configured (--pool-size)."),
+        /** The pool's committed bytes. */
+        POOL_BYTES_COMMITTED(CountersDescriptor.POOL_BYTES_COMMITTED, "pool_bytes_committed", GAUGE,
+            "Bytes of the pool, from its start, whose pages are committed (allocated and touched by the server)."),
+        /** Regions committed on the request path. */
+        POOL_COMMIT_MISSES(CountersDescriptor.POOL_COMMIT_MISSES, "pool_commit_misses", TOTAL,
+            "Regions a store needed before the preparer committed them: committed on the request path (it waited).");
 
         private final int id;
         private final String counterName;

@@ -163,6 +163,56 @@ public final class PoolPages
     }
 
     /**
+     * Commits one range of a pool's data region that no one uses yet: zeros written through the channel (a file
+     * system that is full fails the write with an {@link IOException}, never a SIGBUS), then every page of the
+     * range touched in the mapped segments. Once it returns, touching any byte of the range allocates nothing: it
+     * is safe in any process. For an on-demand pool, one region at a time, ahead of the regions in use.
+     *
+     * @param channel      the pool file, open for writing.
+     * @param dataOffset   file offset of the data region.
+     * @param segments     the data region's mapped segments, in order.
+     * @param segmentBytes bytes of every segment but the last.
+     * @param from         first byte of the range in the data region.
+     * @param to           end of the range (exclusive).
+     * @throws IOException when a write fails (ENOSPC: the file system is full); the range is then not committed.
+     */
+    public static void commitRange(
+        final FileChannel channel,
+        final long dataOffset,
+        final UnsafeBuffer[] segments,
+        final long segmentBytes,
+        final long from,
+        final long to) throws IOException
+    {
+        fillWithZeros(channel, dataOffset + from, to - from);
+        touchRange(segments, segmentBytes, from, to);
+    }
+
+    /**
+     * Maps every page of one range of a pool's mapped segments for reading and writing now; every byte stays as it
+     * was. Only over pages the file already holds (a committed prefix of an on-demand pool, or any pool prepared
+     * whole): on tmpfs, touching a hole allocates it, and a full file system then raises SIGBUS.
+     *
+     * @param segments     the data region's mapped segments, in order.
+     * @param segmentBytes bytes of every segment but the last.
+     * @param from         first byte of the range in the data region.
+     * @param to           end of the range (exclusive).
+     */
+    public static void touchRange(
+        final UnsafeBuffer[] segments, final long segmentBytes, final long from, final long to)
+    {
+        long offset = from;
+        while (offset < to)
+        {
+            final int segment = (int)(offset / segmentBytes);
+            final long segmentStart = segment * segmentBytes;
+            final long end = Math.min(to, segmentStart + segmentBytes);
+            touch(segments[segment], offset - segmentStart, end - segmentStart);
+            offset = end;
+        }
+    }
+
+    /**
      * Work on the range [from, to) of a pool's data region.
      */
     @FunctionalInterface
@@ -240,20 +290,6 @@ public final class PoolPages
             {
                 throw new IOException("preparing the pool's pages failed", failure);
             }
-        }
-    }
-
-    private static void touchRange(
-        final UnsafeBuffer[] segments, final long segmentBytes, final long from, final long to)
-    {
-        long offset = from;
-        while (offset < to)
-        {
-            final int segment = (int)(offset / segmentBytes);
-            final long segmentStart = segment * segmentBytes;
-            final long end = Math.min(to, segmentStart + segmentBytes);
-            touch(segments[segment], offset - segmentStart, end - segmentStart);
-            offset = end;
         }
     }
 

@@ -34,10 +34,11 @@ class CountersDescriptorTest
                 described++;
             }
         }
-        assertEquals(51, described, "book 24, data 2, wire 9, errors, invalid types and no-reply failures 3, l2 13");
+        assertEquals(54, described, "book 24, data 2, wire 9, errors, invalid types and no-reply failures 3, l2 13, pool 3");
         for (final int gauge : new int[]{ CountersDescriptor.READABLE_CHUNKS, CountersDescriptor.FREE_SLOTS,
             CountersDescriptor.INSTANCES, CountersDescriptor.WIRE_CLIENTS, CountersDescriptor.L2_STATE,
-            CountersDescriptor.L2_COMPLETED_TICKET })
+            CountersDescriptor.L2_COMPLETED_TICKET, CountersDescriptor.POOL_BYTES_CONFIGURED,
+            CountersDescriptor.POOL_BYTES_COMMITTED })
         {
             assertTrue(CountersDescriptor.isGauge(gauge), CountersDescriptor.name(gauge));
         }
@@ -68,6 +69,9 @@ class CountersDescriptorTest
         assertEquals("errors", CountersDescriptor.name(CountersDescriptor.ERRORS));
         assertEquals("requests.invalid_type", CountersDescriptor.name(CountersDescriptor.REQUESTS_INVALID_TYPE));
         assertEquals("no_reply_failures", CountersDescriptor.name(CountersDescriptor.NO_REPLY_FAILURES));
+        assertEquals("pool_bytes_configured", CountersDescriptor.name(328));
+        assertEquals("pool_bytes_committed", CountersDescriptor.name(329));
+        assertEquals("pool_commit_misses", CountersDescriptor.name(330));
         assertEquals("requests.lookup.ok", CountersDescriptor.name(CountersDescriptor.requestId(RequestType.LOOKUP, Status.OK)));
         for (final CountersDescriptor.Counter descriptor : CountersDescriptor.Counter.values())
         {
