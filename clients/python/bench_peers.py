@@ -204,7 +204,7 @@ class System:
         return total
 
     def stop(self):
-        for name, process in reversed(self.processes):
+        for _, process in reversed(self.processes):
             if process.poll() is None:
                 process.send_signal(signal.SIGTERM)
                 try:
@@ -243,8 +243,8 @@ class KvStash(System):
                 return False
             for size in sorted(SIZES, reverse=True):               # the largest first: it sets the slot size
                 instance = 0x7065_0000 + size // KIB
-                layout = kvstash.Layout("bench-peers-%d" % size, layers=1, hidden=size // (4 * self.client.chunk_tokens),
-                                        dtype="float16")
+                hidden = size // (4 * self.client.chunk_tokens)             # float16 [2, 1, C, H]: size bytes
+                layout = kvstash.Layout("bench-peers-%d" % size, layers=1, hidden=hidden, dtype="float16")
                 r = self.client.register(instance, layout)
                 if not r.ok or r.chunk_bytes != size:
                     raise RuntimeError("REGISTER %d: %s" % (size, r))
@@ -337,21 +337,39 @@ class Mooncake(System):
         env = self.env
         self.spawn([self._bin("mooncake_master"), "--rpc_port=%d" % self.master_port,
                     "--metrics_port=%d" % free_port(), "--enable_http_metadata_server=false"], env, "master")
+        deadline = time.monotonic() + 60               # the standalone client once the master listens (started
+        while not self.listening() and time.monotonic() < deadline:     # together, it waits out a retry of ~1 s)
+            self.check_alive()
+            time.sleep(0.005)
         self.start_holder(env)
         self.store_handle = None
         self.buffers = {}
 
     def start_holder(self, env):
+        self.holder_port = free_port()
         self.spawn([self._bin("mooncake_client"), "--master_server_address=127.0.0.1:%d" % self.master_port,
                     "--metadata_server=P2PHANDSHAKE", "--protocol=tcp", "--host=127.0.0.1",
-                    "--global_segment_size=%s" % self.params["pool_size_bytes"], "--port=%d" % free_port()],
+                    "--global_segment_size=%s" % self.params["pool_size_bytes"], "--port=%d" % self.holder_port],
                    env, "mooncake_client")
+
+    def listening(self):
+        """Whether the master (and the standalone client) accept connections: setup() against a master not yet
+        listening waits out a retry of its own (about a second), which would count against Mooncake's ready time."""
+        for port in (self.master_port, getattr(self, "holder_port", None)):
+            if port is not None:
+                try:
+                    socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+                except OSError:
+                    return False
+        return True
 
     def segment_bytes(self):
         return 0
 
     def connect(self):
         if self.store_handle is None:
+            if not self.listening():
+                return False
             from mooncake.store import MooncakeDistributedStore
             store = MooncakeDistributedStore()
             if store.setup("127.0.0.1", "P2PHANDSHAKE", self.segment_bytes(), 16 * MIB, "tcp", "",
@@ -683,6 +701,7 @@ def child(name, params):
                 answered = False
                 last = "%s: %s" % (type(error).__name__, error)
             if answered:
+                result.setdefault("ready_answer_s", time.monotonic() - t_exec)    # first existence check answered
                 if hasattr(system, "prepare"):
                     system.prepare(4 * KIB)
                 ok, _, _ = timed(system, system.store, 4 * KIB, 1, probe)
@@ -691,7 +710,7 @@ def child(name, params):
             if time.monotonic() > deadline:
                 raise RuntimeError("not ready after %.0f s (%s)" % (params["ready_timeout_s"], last))
             time.sleep(0.01)
-        result["ready_s"] = time.monotonic() - t_exec
+        result["ready_s"] = time.monotonic() - t_exec                          # and a probe chunk stored
         system.clear()
         time.sleep(0.5)
         result["memory_idle_kib"] = system.server_memory()
@@ -853,6 +872,9 @@ ROWS += [("server CPU s / 1,000 requests", ("server_cpu_per_1000",), "s", "low")
          ("ready (exec to first answer)", ("ready_s",), "s", "low")]
 
 
+JSON_ONLY = ("lookup p99.9", "server RSS after stores")          # in the JSON's summary, not in the table
+
+
 def summarize(results):
     """Median over the rounds of every row, per system; the failures' first error."""
     summary = {}
@@ -882,10 +904,12 @@ def fmt(value, unit):
 
 def markdown(summary, systems, hlog):
     peers = [s for s in systems if s != "kvstash"]
-    lines = ["| row | kvstash | " + " | ".join("vs %s" % TITLES[p] for p in peers) + " | kvstash server-side p99 |",
-             "|---|---|" + "---|" * len(peers) + "---|"]
+    header = ["row", "kvstash"] + ["vs %s" % TITLES[p] for p in peers] + ["kvstash server-side p99"]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     ours = summary.get("kvstash", {})
     for label, _, unit, better in ROWS:
+        if label in JSON_ONLY:
+            continue
         cells = ["**%s**" % label, fmt(ours.get(label), unit) if "error" not in ours else "-"]
         for peer in peers:
             theirs = summary.get(peer, {})
@@ -893,13 +917,17 @@ def markdown(summary, systems, hlog):
                 cells.append("did not run" if "error" in theirs else "-")
                 continue
             a, b = ours.get(label), theirs.get(label)
-            if a is None or b is None or b == 0 or a == 0:
+            if a is None or b is None:
                 cells.append("%s (no ratio)" % fmt(b, unit))
+                continue
+            if a == 0 or b == 0:                              # e.g. no CPU tick over the idle seconds
+                cells.append("%s: %s" % (fmt(b, unit), "tie" if a == b else "**kvstash**" if (a < b) == (
+                    better == "low") else TITLES[peer].split()[0]))
                 continue
             ratio = a / b
             wins = ratio < 1 if better == "low" else ratio > 1
-            cells.append("%s: %.2fx, **%s**" % (fmt(b, unit), ratio, "kvstash" if wins or ratio == 1 else
-                                                  TITLES[peer]))
+            cells.append("%s: %.2fx %s" % (fmt(b, unit), ratio, "**kvstash**" if wins or ratio == 1 else
+                                             TITLES[peer].split()[0]))
         cells.append(server_side(label, hlog))
         lines.append("| " + " | ".join(cells) + " |")
     notes = []
@@ -950,6 +978,7 @@ def main():
     parser.add_argument("--kvstash-retrieve", choices=("auto", "two-trip", "one-trip"), default="auto",
                         help="how kvstash retrieves (see kvstash_retrieve_path; default auto)")
     parser.add_argument("--timeout", type=int, default=1800, help="seconds per system and round (default 1800)")
+    parser.add_argument("--from-json", help="print the table of a --json file written before, and nothing else")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--params", help=argparse.SUPPRESS)
     parser.add_argument("--out", help=argparse.SUPPRESS)
@@ -966,6 +995,12 @@ def main():
             json.dump(result, f)
         return
 
+    if args.from_json:
+        with open(args.from_json) as f:
+            saved = json.load(f)
+        names = [name for name in SYSTEMS if name in saved["runs"]]
+        print(markdown(summarize(saved["runs"]), names, merged_hlog(saved["runs"].get("kvstash", []))))
+        return
     systems = [s.strip() for s in args.only.split(",") if s.strip()]
     unknown = [s for s in systems if s not in SYSTEMS]
     if unknown:
