@@ -2,7 +2,7 @@
 embedded mode) and LMCache's MP server, in one run, the same sizes against each, every byte read back verified.
 
     python3 clients/python/bench_peers.py --install                      # once: Debian libraries and the peers' venvs
-    python3 clients/python/bench_peers.py --json RESULT.json --markdown  # about 15 minutes on 2 vCPUs
+    python3 clients/python/bench_peers.py --json RESULT.json --markdown  # about 10 minutes on 2 vCPUs
     python3 clients/python/bench_peers.py --only kvstash --quick --json OUT.json     # seconds
 
 Each system runs in a child process of its own (``--child SYSTEM``), in the Python that has its client library (the
@@ -865,11 +865,11 @@ for _size in SIZES:
         ROWS += [("%s %s p50" % (_op, _label), ("sizes", str(_size), _op, "p50_us"), "us", "low"),
                  ("%s %s p99" % (_op, _label), ("sizes", str(_size), _op, "p99_us"), "us", "low"),
                  ("%s %s GB/s" % (_op, _label), ("sizes", str(_size), _op + "_gbps"), "GB/s", "high")]
-ROWS += [("server CPU s / 1,000 requests", ("server_cpu_per_1000",), "s", "low"),
-         ("server CPU idle (s per 10 s)", ("server_cpu_idle_per_10s",), "s", "low"),
+ROWS += [("server CPU per 1,000 requests", ("server_cpu_per_1000",), "s", "low"),
+         ("server CPU idle, per 10 s", ("server_cpu_idle_per_10s",), "s", "low"),
          ("server RSS idle", ("memory_idle_kib", "VmRSS"), "MiB", "low"),
          ("server RSS after stores", ("memory_stored_kib", "VmRSS"), "MiB", "low"),
-         ("ready (exec to first answer)", ("ready_s",), "s", "low")]
+         ("ready after exec", ("ready_s",), "s", "low")]
 
 
 JSON_ONLY = ("lookup p99.9", "server RSS after stores")          # in the JSON's summary, not in the table
@@ -891,26 +891,30 @@ def summarize(results):
 
 
 def fmt(value, unit):
+    """A figure in its row's unit (the unit is in the row's label)."""
     if value is None:
         return "-"
     if unit == "MiB":
-        return "%.0f MiB" % (value / 1024)
+        return "%.0f" % (value / 1024)
     if unit == "us":
-        return "%.0f us" % value if value >= 10 else "%.1f us" % value
+        return "%.0f" % value if value >= 10 else "%.1f" % value
     if unit == "GB/s":
-        return "%.2f GB/s" % value
-    return "%.3f s" % value if value < 1 else "%.2f s" % value
+        return "%.2f" % value if value >= 0.1 else "%.3f" % value
+    return "%.3f" % value if value < 1 else "%.2f" % value
 
 
 def markdown(summary, systems, hlog):
     peers = [s for s in systems if s != "kvstash"]
-    header = ["row", "kvstash"] + ["vs %s" % TITLES[p] for p in peers] + ["kvstash server-side p99"]
+    header = ["row", "kvstash (server-side p99)"] + [TITLES[p] for p in peers]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     ours = summary.get("kvstash", {})
     for label, _, unit, better in ROWS:
         if label in JSON_ONLY:
             continue
-        cells = ["**%s**" % label, fmt(ours.get(label), unit) if "error" not in ours else "-"]
+        ours_cell = fmt(ours.get(label), unit) if "error" not in ours else "-"
+        side = server_side(label, hlog)
+        name = label if label.endswith(unit) else "%s (%s)" % (label, unit)
+        cells = [name, ours_cell + (" (%s)" % side if side else "")]
         for peer in peers:
             theirs = summary.get(peer, {})
             if "error" in theirs or "error" in ours:
@@ -921,14 +925,13 @@ def markdown(summary, systems, hlog):
                 cells.append("%s (no ratio)" % fmt(b, unit))
                 continue
             if a == 0 or b == 0:                              # e.g. no CPU tick over the idle seconds
-                cells.append("%s: %s" % (fmt(b, unit), "tie" if a == b else "**kvstash**" if (a < b) == (
+                cells.append("%s: %s" % (fmt(b, unit), "tie" if a == b else "kvstash" if (a < b) == (
                     better == "low") else TITLES[peer].split()[0]))
                 continue
             ratio = a / b
             wins = ratio < 1 if better == "low" else ratio > 1
-            cells.append("%s: %.2fx %s" % (fmt(b, unit), ratio, "**kvstash**" if wins or ratio == 1 else
+            cells.append("%s: %.2fx %s" % (fmt(b, unit), ratio, "kvstash" if wins or ratio == 1 else
                                              TITLES[peer].split()[0]))
-        cells.append(server_side(label, hlog))
         lines.append("| " + " | ".join(cells) + " |")
     notes = []
     for name in systems:
@@ -946,7 +949,7 @@ def server_side(label, hlog):
         types = ["PREPARE_STORE", "COMMIT_STORE"]
     else:
         types = ["PREPARE_RETRIEVE", "COMMIT_RETRIEVE"]
-    return " + ".join("%s %.0f us" % (t, hlog[t]["p99"]) for t in types if t in hlog)
+    return " + ".join("%.0f" % hlog[t]["p99"] for t in types if t in hlog)
 
 
 def merged_hlog(runs):

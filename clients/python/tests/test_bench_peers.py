@@ -46,7 +46,7 @@ class BenchPeersKvStashTest(unittest.TestCase):
         self.assertIn("LOOKUP", run["server_hlog"])                     # the server's own latency log was read
         for figure in ("server_cpu_per_1000", "server_cpu_idle_s"):
             self.assertIn(figure, run)
-        self.assertIn("| **lookup p99** |", done.stdout)
+        self.assertIn("| lookup p99 (us) |", done.stdout)
 
 
 if __name__ == "__main__":
