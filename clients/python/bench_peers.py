@@ -835,6 +835,8 @@ def run_child(name, python, params, timeout):
                                   timeout=timeout, env=env)
         except subprocess.TimeoutExpired:
             return {"system": name, "ok": False, "error": "timed out after %d s" % timeout}
+        except OSError as error:                                   # e.g. a --python-... that is not there
+            return {"system": name, "ok": False, "error": "%s: %s" % (type(error).__name__, error)}
         if not os.path.exists(out_file):
             lines = [line for line in done.stdout.strip().splitlines() if line.strip()]
             return {"system": name, "ok": False, "error": lines[-1] if lines else "exit %d" % done.returncode,
