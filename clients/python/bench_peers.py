@@ -229,6 +229,7 @@ class KvStash(System):
         self.hlog = os.path.join(self.workdir, "server.hlog")
         command = self.params.get("kvstash_serve") or [os.path.join(REPO, "kvstash"), "serve"]
         self.spawn(list(command) + ["--dir", self.directory, "--pool-size", self.params["pool_size"],
+                                    "--prepare-pool", self.params.get("kvstash_prepare_pool", "background"),
                                     "--hlog", self.hlog])
         self.client = None
         self.instances = {}
@@ -982,6 +983,9 @@ def main():
                         "requirements-peers-lmcache.txt)")
     parser.add_argument("--kvstash-retrieve", choices=("auto", "two-trip", "one-trip"), default="auto",
                         help="how kvstash retrieves (see kvstash_retrieve_path; default auto)")
+    parser.add_argument("--kvstash-prepare-pool", choices=("background", "foreground", "on-demand"),
+                        default="background", help="kvstash's pool: committed whole at start in the background "
+                        "(the server's default) or as chunks are stored (on-demand, the operator's choice)")
     parser.add_argument("--timeout", type=int, default=1800, help="seconds per system and round (default 1800)")
     parser.add_argument("--from-json", help="print the table of a --json file written before, and nothing else")
     parser.add_argument("--child", help=argparse.SUPPRESS)
@@ -1017,7 +1021,8 @@ def main():
     pool_bytes = parse_size(args.pool_size)
     params = {"pool_size": args.pool_size, "pool_size_bytes": pool_bytes, "lookups": shape["lookups"],
               "warmup_lookups": shape["warmup_lookups"], "counts": shape["counts"], "batch": shape["batch"],
-              "idle_s": shape["idle_s"], "ready_timeout_s": 180.0, "kvstash_retrieve": args.kvstash_retrieve}
+              "idle_s": shape["idle_s"], "ready_timeout_s": 180.0, "kvstash_retrieve": args.kvstash_retrieve,
+              "kvstash_prepare_pool": args.kvstash_prepare_pool}
     pythons = {"kvstash": sys.executable}
     for name in systems:
         if name != "kvstash":
