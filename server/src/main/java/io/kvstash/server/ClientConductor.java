@@ -219,27 +219,37 @@ final class ClientConductor implements Agent
     /**
      * How long the receiver may sleep before one of the timers is due: the heartbeat, the liveness check, the lease
      * sweep and the full scan; the scan interval too while a directory event is unread or no thread watches the
-     * directory; a millisecond while a session detaches.
+     * directory; a millisecond while a session detaches or while fewer doorbell connections are open than clients
+     * attached (a client that does not ring is then answered within it, PROTOCOL 2.6).
      *
-     * @param nowMs the monotonic clock now, ms.
+     * @param nowMs               the monotonic clock now, ms.
+     * @param doorbellConnections the clients' doorbell connections now open.
      * @return ms, 0 when a timer is due.
      */
-    long msUntilNextTimer(final long nowMs)
+    long msUntilNextTimer(final long nowMs, final int doorbellConnections)
     {
         long next = Math.min(Math.min(nextHeartbeatMs, nextLivenessMs), Math.min(nextSweepMs, nextFullScanMs));
         if (null == watching || directoryEvent)
         {
             next = Math.min(next, nextScanMs);
         }
+        if (doorbellConnections < attached || isDetaching())
+        {
+            next = Math.min(next, nowMs + 1);
+        }
+        return Math.max(0, next - nowMs);
+    }
+
+    private boolean isDetaching()
+    {
         for (int u = 0; u < activeCount; u++)
         {
             if (ClientSession.CLOSING == sessions[active[u]].state())
             {
-                next = Math.min(next, nowMs + 1);
-                break;
+                return true;
             }
         }
-        return Math.max(0, next - nowMs);
+        return false;
     }
 
     @Override

@@ -21,11 +21,12 @@ import java.util.function.Consumer;
 
 /**
  * The sleep of the receiver's thread on the doorbell ({@link ControlFileDescriptor#FEATURE_DOORBELL}): the thread
- * sleeps in a selector until the conductor's next timer is due ({@link Timers#sleepMs()}, at most
+ * sleeps in a selector until the conductor's next timer is due ({@link Timers#sleepMs(int)}, at most
  * {@link #MAX_SLEEP_MS}), and a client that publishes a request meanwhile writes a byte on its doorbell connection,
  * which wakes the thread at once; so does a new client's file ({@link ClientConductor#wakeOnNewClients}). Nothing
  * else could wake it: the requests arrive in shared memory, which no system call watches, so a client that does not
- * ring waits out the sleep.
+ * ring would wait out the sleep; while fewer clients hold a doorbell connection than are attached, the thread
+ * sleeps a millisecond at a time.
  * <p>
  * With {@code --wait blocking} the thread sleeps as soon as a duty cycle finds nothing to do. With the default
  * backoff it first backs off as that mode does (spin, yield, park up to 50 us: a request finds it within a park) and
@@ -58,12 +59,14 @@ final class DoorbellIdleStrategy extends ResetOnWorkIdleStrategy implements Auto
     interface Timers
     {
         /**
-         * How long the thread may sleep before a timer of the conductor is due; the duty cycle after the sleep
-         * runs the conductor.
+         * How long the thread may sleep before a timer of the conductor is due, a millisecond while fewer clients
+         * hold a doorbell connection than are attached (one that does not ring is served within it); the duty cycle
+         * after the sleep runs the conductor.
          *
+         * @param doorbellConnections the clients' doorbell connections now open.
          * @return ms, 0 when one is due now.
          */
-        long sleepMs();
+        long sleepMs(int doorbellConnections);
 
         /**
          * Requests read since the start: a cycle's work that read none (a timer's: a sweep, an attach) does not
@@ -92,6 +95,8 @@ final class DoorbellIdleStrategy extends ResetOnWorkIdleStrategy implements Auto
     private final Consumer<SelectionKey> onReady = this::onReady;
     private boolean asleep;
     private boolean rung;
+    /** The clients' doorbell connections open. */
+    private int connections;
 
     /**
      * A wait on a bound doorbell.
@@ -153,7 +158,7 @@ final class DoorbellIdleStrategy extends ResetOnWorkIdleStrategy implements Auto
             drowsy = true;
             requestsAtSleep = timers.requestsRead();
         }
-        final long sleepMs = Math.min(MAX_SLEEP_MS, timers.sleepMs());
+        final long sleepMs = Math.min(MAX_SLEEP_MS, timers.sleepMs(connections));
         rung = false;
         try
         {
@@ -291,6 +296,7 @@ final class DoorbellIdleStrategy extends ResetOnWorkIdleStrategy implements Auto
                 {
                     client.configureBlocking(false);
                     client.register(selector, SelectionKey.OP_READ);
+                    connections++;
                 }
             }
             else if (key.isReadable())
@@ -309,6 +315,7 @@ final class DoorbellIdleStrategy extends ResetOnWorkIdleStrategy implements Auto
                     // The client closed or died.
                     key.cancel();
                     client.close();
+                    connections--;
                 }
             }
         }
@@ -316,6 +323,10 @@ final class DoorbellIdleStrategy extends ResetOnWorkIdleStrategy implements Auto
         {
             key.cancel();
             CloseHelper.quietClose(key.channel());
+            if (key.channel() != doorbell)
+            {
+                connections--;
+            }
         }
     }
 }

@@ -215,14 +215,15 @@ final class ReceiverAgent implements Agent, DoorbellIdleStrategy.Timers
      * How long the thread may sleep: until the conductor's next timer. The next duty cycle reads the clock and runs
      * the conductor, whatever the cycles since the last reading.
      *
+     * @param doorbellConnections the clients' doorbell connections now open.
      * @return ms until the conductor's next timer, 0 when one is due.
      */
     @Override
-    public long sleepMs()
+    public long sleepMs(final int doorbellConnections)
     {
         final long nowNs = readClock();
         cyclesSinceClockRead = CYCLES_PER_CLOCK_READ;
-        return conductor.msUntilNextTimer(nowNs / 1_000_000L);
+        return conductor.msUntilNextTimer(nowNs / 1_000_000L, doorbellConnections);
     }
 
     @Override
