@@ -263,7 +263,7 @@ class ClientTest(ServerTestCase):
         with self.assertRaises(kvstash.ClosedError):
             c.ping()
         self.assertEqual(sorted(f for f in os.listdir(self.server.directory) if not f.startswith("client-")),
-                         sorted(["control", "server.lock", "pool-%x" % self.server.incarnation]))
+                         sorted(["control", "doorbell", "server.lock", "pool-%x" % self.server.incarnation]))
 
 
 class PrefixRetrieveTest(ServerTestCase):
