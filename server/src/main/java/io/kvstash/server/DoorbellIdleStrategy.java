@@ -44,8 +44,8 @@ import java.util.function.Consumer;
 final class DoorbellIdleStrategy extends ResetOnWorkIdleStrategy implements AutoCloseable
 {
     /**
-     * Longest sleep, when no timer of the conductor is due sooner; a request of a client that does not ring waits
-     * up to this long once the server sleeps.
+     * Longest sleep, when no timer of the conductor is due sooner: what a missed ring can cost a request (a client
+     * with no doorbell connection at all shortens the sleeps to a millisecond, see {@link Timers#sleepMs(int)}).
      */
     static final long MAX_SLEEP_MS = 100;
     /** How long the backoff wait backs off, after its first {@link #IDLES_BEFORE_CLOCK} empty cycles, before sleeping. */
