@@ -263,7 +263,7 @@ class ClientTest(ServerTestCase):
         with self.assertRaises(kvstash.ClosedError):
             c.ping()
         self.assertEqual(sorted(f for f in os.listdir(self.server.directory) if not f.startswith("client-")),
-                         sorted(["control", "server.lock", "pool-%x" % self.server.incarnation]))
+                         sorted(["control", "doorbell", "server.lock", "pool-%x" % self.server.incarnation]))
 
 
 class PrefixRetrieveTest(ServerTestCase):
@@ -343,6 +343,51 @@ class BlockingServerTest(ServerTestCase):
         # raising its asleep word (PROTOCOL.md §2.6) is found without a sleep (a CI run saw 199 of 200).
         self.assertGreaterEqual(slept, self.ROUND_TRIPS // 2, "the server slept between requests")
         self.assertEqual(woken, 0, "nobody rang")
+
+
+def receiver_wakeups(pid):
+    """Context switches so far of the server's receiver thread (its duty-cycle thread), from /proc: each sleep or park
+    it ends is one."""
+    task = "/proc/%d/task" % pid
+    for tid in os.listdir(task):
+        try:
+            with open(os.path.join(task, tid, "comm")) as f:
+                if "kvstash-rece" not in f.read():
+                    continue
+            with open(os.path.join(task, tid, "status")) as f:
+                return sum(int(line.split()[1]) for line in f if "ctxt_switches" in line)
+        except OSError:
+            pass
+    raise AssertionError("no receiver thread in process %d" % pid)
+
+
+class IdleServerTest(ServerTestCase):
+    """A server in the default wait (backoff) goes to sleep on its doorbell once idle for a few milliseconds: over an
+    idle period its thread wakes a handful of times a second (its timers), not the tens of thousands of a thread
+    that parks, and a request after the idle period rings it awake (PROTOCOL.md §2.6). Counted, not timed."""
+
+    SERVER_OPTIONS = {"pool_bytes": 16 << 20, "chunk_tokens": 16}
+    SLEEPS, DOORBELL_WAKEUPS = 55, 56
+    IDLE_S = 1.0
+
+    def test_should_sleep_when_idle_and_answer_the_request_that_rings_it_awake(self):
+        c = self.connect()
+        self.assertIsNotNone(c._doorbell, "the default server offers a doorbell and the client is connected to it")
+        self.assertEqual(c.ping().status, Status.OK)
+        time.sleep(0.1)                                      # long enough for it to fall asleep
+        sleeps, woken, switches = c.counter(self.SLEEPS), c.counter(self.DOORBELL_WAKEUPS), receiver_wakeups(
+            self.server.pid)
+        time.sleep(self.IDLE_S)
+        switches = receiver_wakeups(self.server.pid) - switches
+        slept = c.counter(self.SLEEPS) - sleeps
+        # A thread that parks 50 us at a time would wake about 20,000 times; the sleeping one ends ~10 sleeps.
+        self.assertLess(switches, 200, "the idle server's thread woke %d times in %.1f s" % (switches, self.IDLE_S))
+        self.assertGreaterEqual(slept, 1, "the idle server slept")
+        self.assertLess(slept, 200, "the idle server slept %d times" % slept)
+        for _ in range(5):
+            time.sleep(0.03)                                 # asleep again before each request
+            self.assertEqual(c.ping().status, Status.OK)
+        self.assertGreaterEqual(c.counter(self.DOORBELL_WAKEUPS) - woken, 3, "the doorbell woke the server")
 
 
 if __name__ == "__main__":

@@ -19,6 +19,7 @@ import org.agrona.concurrent.UnsafeBuffer;
 import java.io.IOException;
 import java.nio.MappedByteBuffer;
 import java.nio.channels.FileChannel;
+import java.nio.file.ClosedWatchServiceException;
 import java.nio.file.DirectoryStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -103,6 +104,12 @@ final class ClientConductor implements Agent
     /** Delay of the next rescan while unsettled files remain: doubles from the scan interval, 0 when none. */
     private long unsettledRescanMs;
     private WatchService watcher;
+    /** Wakes the receiver's sleep when a client's file appears, or null when the receiver never sleeps long. */
+    private Runnable wake;
+    /** The thread that waits for the directory's events to {@link #wake}, or null. */
+    private Thread watching;
+    /** A directory event the watching thread saw that no scan has looked at yet. */
+    private volatile boolean directoryEvent;
     private long nextLivenessMs;
     private long nextSweepMs;
 
@@ -153,6 +160,98 @@ final class ClientConductor implements Agent
         return "kvstash-client-conductor";
     }
 
+    /**
+     * Has a thread of its own wait for the directory's events and call {@code wake} on each, for a receiver that
+     * sleeps longer than the scan interval: a new client then attaches at once, not at the end of the sleep. Before
+     * {@link #onStart()}.
+     *
+     * @param wake ends the receiver's sleep, from the watching thread.
+     */
+    void wakeOnNewClients(final Runnable wake)
+    {
+        this.wake = wake;
+    }
+
+    @Override
+    public void onStart()
+    {
+        if (null == wake)
+        {
+            return;
+        }
+        try
+        {
+            watcher = files.directory().getFileSystem().newWatchService();
+            files.directory().register(watcher, StandardWatchEventKinds.ENTRY_CREATE);
+        }
+        catch (final IOException ex)
+        {
+            // No events: the receiver sleeps no longer than the scan interval (msUntilNextTimer).
+            errorHandler.onError(ex);
+            watcher = null;
+            return;
+        }
+        final WatchService events = watcher;
+        watching = new Thread(() -> watchDirectory(events), "kvstash-client-files");
+        watching.setDaemon(true);
+        watching.start();
+    }
+
+    private void watchDirectory(final WatchService events)
+    {
+        try
+        {
+            while (true)
+            {
+                final WatchKey key = events.take();
+                key.pollEvents();
+                directoryEvent = true;
+                key.reset();
+                wake.run();
+            }
+        }
+        catch (final ClosedWatchServiceException | InterruptedException ex)
+        {
+            // Closed at shutdown (onClose).
+        }
+    }
+
+    /**
+     * How long the receiver may sleep before one of the timers is due: the heartbeat, the liveness check, the lease
+     * sweep and the full scan; the scan interval too while a directory event is unread or no thread watches the
+     * directory; a millisecond while a session detaches or while fewer doorbell connections are open than clients
+     * attached (a client that does not ring is then answered within it, PROTOCOL 2.6).
+     *
+     * @param nowMs               the monotonic clock now, ms.
+     * @param doorbellConnections the clients' doorbell connections now open.
+     * @return ms, 0 when a timer is due.
+     */
+    long msUntilNextTimer(final long nowMs, final int doorbellConnections)
+    {
+        long next = Math.min(Math.min(nextHeartbeatMs, nextLivenessMs), Math.min(nextSweepMs, nextFullScanMs));
+        if (null == watching || directoryEvent)
+        {
+            next = Math.min(next, nextScanMs);
+        }
+        if (doorbellConnections < attached || isDetaching())
+        {
+            next = Math.min(next, nowMs + 1);
+        }
+        return Math.max(0, next - nowMs);
+    }
+
+    private boolean isDetaching()
+    {
+        for (int u = 0; u < activeCount; u++)
+        {
+            if (ClientSession.CLOSING == sessions[active[u]].state())
+            {
+                return true;
+            }
+        }
+        return false;
+    }
+
     @Override
     public void onClose()
     {
@@ -170,6 +269,18 @@ final class ClientConductor implements Agent
             catch (final IOException ignore)
             {
                 // closing at shutdown: nothing to do
+            }
+        }
+        if (null != watching)
+        {
+            // Its take() ends with the watcher.
+            try
+            {
+                watching.join(1000);
+            }
+            catch (final InterruptedException ex)
+            {
+                Thread.currentThread().interrupt();
             }
         }
     }
@@ -261,6 +372,15 @@ final class ClientConductor implements Agent
 
     private boolean directoryChanged()
     {
+        if (null != watching)
+        {
+            if (!directoryEvent)
+            {
+                return false;
+            }
+            directoryEvent = false;
+            return true;
+        }
         try
         {
             if (null == watcher)

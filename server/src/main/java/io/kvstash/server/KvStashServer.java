@@ -6,6 +6,7 @@ import io.kvstash.pipeline.Pipeline;
 import io.kvstash.pipeline.PipelineContext;
 import io.kvstash.pipeline.ResponseSink;
 import io.kvstash.pipeline.ThreadingMode;
+import io.kvstash.pipeline.WaitMode;
 import io.kvstash.pipeline.latency.IntervalLogger;
 import io.kvstash.server.codec.ResponseEncoder;
 import io.kvstash.wire.idle.CountingBackoffIdleStrategy;
@@ -183,9 +184,18 @@ public final class KvStashServer implements AutoCloseable
 
     private IdleStrategy newReceiverIdle(final StoreCounters counters) throws IOException
     {
-        // The blocking wait sleeps on the doorbell, so that a client's request wakes it.
-        return null == files.doorbell() ? context.waitMode().newIdleStrategy() :
-            new DoorbellIdleStrategy(files.doorbell(), files.control(), counters, errorHandler);
+        // The blocking and the backoff waits sleep on the doorbell (backoff after a few idle milliseconds), so that
+        // a client's request or a new client's file wakes them.
+        final WaitMode waitMode = context.waitMode();
+        if (null == files.doorbell())
+        {
+            return waitMode.newIdleStrategy();
+        }
+        final DoorbellIdleStrategy idle = new DoorbellIdleStrategy(files.doorbell(), files.control(), counters,
+            errorHandler, receiver,
+            WaitMode.BACKOFF == waitMode ? (CountingBackoffIdleStrategy)waitMode.newIdleStrategy() : null);
+        receiver.wakeOnNewClients(idle::wakeUp);
+        return idle;
     }
 
     private static AgentRunner startOnThread(final AgentRunner runner)
@@ -288,7 +298,8 @@ public final class KvStashServer implements AutoCloseable
     /**
      * How the receiver's thread spent its duty cycles since the start, for benchmarks: {@code duty_cycles},
      * {@code empty_cycles} (cycles that read no request), {@code rings_polled}, {@code requests_read}, and with
-     * the backoff wait mode its {@code spins}, {@code yields} and {@code parks} (each park a timer wake-up).
+     * the backoff wait mode its {@code spins}, {@code yields} and {@code parks} (each park a timer wake-up; the
+     * sleeps on the doorbell that follow are the {@code sleeps} counter).
      * Exact after {@link #close()}, approximate while the server runs.
      *
      * @return counts by name, in that order.
@@ -302,9 +313,11 @@ public final class KvStashServer implements AutoCloseable
         counts.put("empty_cycles", cycles[1]);
         counts.put("rings_polled", cycles[2]);
         counts.put("requests_read", cycles[3]);
-        if (receiverIdle instanceof CountingBackoffIdleStrategy)
+        final CountingBackoffIdleStrategy backoff = receiverIdle instanceof DoorbellIdleStrategy ?
+            ((DoorbellIdleStrategy)receiverIdle).backoff() :
+            receiverIdle instanceof CountingBackoffIdleStrategy ? (CountingBackoffIdleStrategy)receiverIdle : null;
+        if (null != backoff)
         {
-            final CountingBackoffIdleStrategy backoff = (CountingBackoffIdleStrategy)receiverIdle;
             counts.put("spins", backoff.spins());
             counts.put("yields", backoff.yields());
             counts.put("parks", backoff.parks());

@@ -30,7 +30,7 @@ import org.agrona.concurrent.NanoClock;
  * <p>
  * Owner: the receiver thread.
  */
-final class ReceiverAgent implements Agent
+final class ReceiverAgent implements Agent, DoorbellIdleStrategy.Timers
 {
     /** Records read from one client per duty cycle at most, so one busy client cannot starve the others. */
     static final int MAX_RECORDS_PER_CLIENT = 64;
@@ -209,6 +209,38 @@ final class ReceiverAgent implements Agent
             command.timestampNs = clockNs;
             event.stamp = RequestEvent.STAMP_COARSE;
         }
+    }
+
+    /**
+     * How long the thread may sleep: until the conductor's next timer. The next duty cycle reads the clock and runs
+     * the conductor, whatever the cycles since the last reading.
+     *
+     * @param doorbellConnections the clients' doorbell connections now open.
+     * @return ms until the conductor's next timer, 0 when one is due.
+     */
+    @Override
+    public long sleepMs(final int doorbellConnections)
+    {
+        final long nowNs = readClock();
+        cyclesSinceClockRead = CYCLES_PER_CLOCK_READ;
+        return conductor.msUntilNextTimer(nowNs / 1_000_000L, doorbellConnections);
+    }
+
+    @Override
+    public long requestsRead()
+    {
+        return requestsRead;
+    }
+
+    /**
+     * Has the conductor call {@code wake} when a new client's file appears (see
+     * {@link ClientConductor#wakeOnNewClients(Runnable)}).
+     *
+     * @param wake ends the thread's sleep.
+     */
+    void wakeOnNewClients(final Runnable wake)
+    {
+        conductor.wakeOnNewClients(wake);
     }
 
     /**

@@ -47,8 +47,8 @@ import java.util.List;
  * file included, and the directory when it created it. The pool must fit the free space of the directory's file
  * system, checked before anything is written.
  * <p>
- * A server in the blocking wait also listens on the doorbell, a Unix socket {@code doorbell} in the directory
- * ({@link ControlFileDescriptor#FEATURE_DOORBELL}), removed with the other files.
+ * A server in the blocking or the backoff wait (the default) also listens on the doorbell, a Unix socket
+ * {@code doorbell} in the directory ({@link ControlFileDescriptor#FEATURE_DOORBELL}), removed with the other files.
  * <p>
  * A second server on a live directory is refused before it changes anything: it deletes, truncates and renames
  * nothing. The lock is a POSIX ({@code fcntl}) lock, which belongs to the process and falls when the process closes
@@ -112,7 +112,8 @@ final class ServerFiles implements AutoCloseable
         {
             DeadServerFiles.reclaim(directory, this::log);
             checkAborted();
-            if (WaitMode.BLOCKING == context.waitMode() && !context.useAgentInvoker())
+            if ((WaitMode.BLOCKING == context.waitMode() || WaitMode.BACKOFF == context.waitMode()) &&
+                !context.useAgentInvoker())
             {
                 openDoorbell();
             }
@@ -215,7 +216,7 @@ final class ServerFiles implements AutoCloseable
 
     /**
      * Binds the doorbell socket (owner-only, like every file of the directory). A path too long for a Unix socket
-     * leaves the server without one: it still answers every request, each within a park period.
+     * leaves the server without one: it still answers every request, each within a park period (it never sleeps).
      */
     private void openDoorbell() throws IOException
     {
@@ -227,8 +228,8 @@ final class ServerFiles implements AutoCloseable
         catch (final IOException | IllegalArgumentException ex)
         {
             channel.close();
-            log("kvstash: warning: no doorbell at " + doorbellPath + " (" + ex.getMessage() + "): with --wait " +
-                "blocking every request waits up to " + DoorbellIdleStrategy.PARK_MS + " ms for the server to wake");
+            log("kvstash: warning: no doorbell at " + doorbellPath + " (" + ex.getMessage() + "): an idle server " +
+                "backs off (--wait backoff) or sleeps a millisecond at a time (--wait blocking) rather than sleep");
             return;
         }
         doorbell = channel;
@@ -430,7 +431,7 @@ final class ServerFiles implements AutoCloseable
     }
 
     /**
-     * The listening doorbell socket of a server in the blocking wait, non-blocking.
+     * The listening doorbell socket of a server in the blocking or backoff wait, non-blocking.
      *
      * @return the socket, or null without one.
      */

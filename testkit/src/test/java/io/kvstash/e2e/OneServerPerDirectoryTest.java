@@ -169,7 +169,8 @@ class OneServerPerDirectoryTest
                     assertEquals(Long.parseUnsignedLong(second.incarnation(), 16), client.incarnation());
                     final Map<String, Object> secondFiles = fileKeys(dir);
                     secondFiles.keySet().removeIf((name) -> name.startsWith("dead-control-"));
-                    assertEquals(4, secondFiles.size(), "lock, control, pool and client file: " + secondFiles);
+                    assertEquals(5, secondFiles.size(), "lock, control, pool, doorbell and client file: " +
+                        secondFiles);
                     first.signal("CONT");
                     assertEquals(143, first.terminate(WAIT_MS), "a clean SIGTERM exit: " + first.errorLines());
                     final Map<String, Object> after = fileKeys(dir);

@@ -97,7 +97,7 @@ public final class CountersDescriptor
     public static final int WIRE_RESPONSES_DROPPED = 53;
     /** Requests deferred (once each) because a client's response ring lacked room (back pressure). */
     public static final int WIRE_BACK_PRESSURE = 54;
-    /** Sleeps of the receiver's thread in the blocking wait (a park period at most, unless a doorbell ends it). */
+    /** Sleeps of the receiver's thread on the doorbell (until its next timer at most, unless a doorbell ends it). */
     public static final int WIRE_SLEEPS = 55;
     /** Sleeps of the blocking wait that a client's doorbell ended (a request published while the server slept). */
     public static final int WIRE_DOORBELL_WAKEUPS = 56;
@@ -292,10 +292,10 @@ public final class CountersDescriptor
             "Requests deferred because the response ring lacked room."),
         /** Sleeps of the blocking wait. */
         WIRE_SLEEPS(CountersDescriptor.WIRE_SLEEPS, "sleeps", TOTAL,
-            "Sleeps of the server's thread in the blocking wait (--wait blocking), a park period at most each."),
+            "Sleeps of the server's thread on its doorbell when idle, until its next timer (100 ms) at most each."),
         /** Sleeps a doorbell ended. */
         WIRE_DOORBELL_WAKEUPS(CountersDescriptor.WIRE_DOORBELL_WAKEUPS, "doorbell_wakeups", TOTAL,
-            "Sleeps of the blocking wait ended by a client's doorbell (a request published while the server slept)."),
+            "Sleeps ended by a client's doorbell (a request published while the server slept)."),
         /** Second tier state. */
         L2_STATE(CountersDescriptor.L2_STATE, "l2_state", GAUGE,
             "Second tier state: 0 off, 1 connecting, 2 up, 3 down (retrying on its own)."),
