@@ -63,9 +63,10 @@ public final class ServeCommand implements Callable<Integer>
 
     @Option(names = "--wait", paramLabel = "MODE", converter = Converters.Wait.class, defaultValue = "backoff",
         description = "How idle threads wait: busy-spin, yielding, backoff or blocking (default: ${DEFAULT-VALUE}). " +
-            "blocking uses the least CPU: the server sleeps when idle and each request wakes it through the " +
-            "doorbell socket in DIR (a kernel wake-up, microseconds); a client that does not ring it (one older " +
-            "than the doorbell) waits up to 1 ms a request.")
+            "backoff spins, yields and parks while requests come, and sleeps after about 5 ms without one until " +
+            "a request rings the doorbell socket in DIR; blocking sleeps as soon as a cycle finds no work (a " +
+            "kernel wake-up a request). A client that does not ring (one older than the doorbell) is answered " +
+            "within 1 ms by a sleeping server.")
     WaitMode waitMode;
 
     @Option(names = "--eviction", paramLabel = "NAME", converter = Converters.Eviction.class, defaultValue = "lru",
