@@ -57,7 +57,7 @@ STAMP = struct.Struct("<QQ")
 WARMUP_KEYS, MEASURED_KEYS, HELD_KEYS = 1_000_000, 10_000_000, 50_000_000      # key ids (token ids for LMCache)
 
 FULL = {"rounds": 2, "lookups": 20000, "warmup_lookups": 10000, "counts": {4 * KIB: 3000, 256 * KIB: 2000,
-        2 * MIB: 1000}, "batch": {4 * KIB: 500, 256 * KIB: 250, 2 * MIB: 100}, "idle_s": 10.0}
+        2 * MIB: 2000}, "batch": {4 * KIB: 500, 256 * KIB: 250, 2 * MIB: 100}, "idle_s": 10.0}
 QUICK = {"rounds": 1, "lookups": 1000, "warmup_lookups": 500, "counts": {4 * KIB: 100, 256 * KIB: 100, 2 * MIB: 40},
          "batch": {4 * KIB: 100, 256 * KIB: 50, 2 * MIB: 20}, "idle_s": 2.0}
 

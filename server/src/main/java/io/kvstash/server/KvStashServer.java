@@ -9,6 +9,7 @@ import io.kvstash.pipeline.ThreadingMode;
 import io.kvstash.pipeline.WaitMode;
 import io.kvstash.pipeline.latency.IntervalLogger;
 import io.kvstash.server.codec.ResponseEncoder;
+import io.kvstash.wire.file.CountersDescriptor;
 import io.kvstash.wire.idle.CountingBackoffIdleStrategy;
 import org.HdrHistogram.HistogramLogWriter;
 import org.agrona.CloseHelper;
@@ -78,7 +79,8 @@ public final class KvStashServer implements AutoCloseable
             final LatencyLogAgent latencyLog = null == intervalLogger ? null :
                 new LatencyLogAgent(intervalLogger, context.epochClock(), context.nanoClock(),
                 context.latencyIntervalMs(),
-                context.useAgentInvoker() ? LatencyLogAgent.INVOKED_CYCLES_PER_CLOCK_READ : 1);
+                context.useAgentInvoker() ? LatencyLogAgent.INVOKED_CYCLES_PER_CLOCK_READ : 1,
+                () -> counters.get(CountersDescriptor.WIRE_RECORDS));
             // Starts the stage threads of the mode, and the journal's thread when capturing.
             pipeline.start();
             // SHARED mode runs the stages in the receiver's duty cycle; an invoker needs SHARED (conclude()).

@@ -97,6 +97,34 @@ class LatencyLogAgentTest
     }
 
     @Test
+    void shouldLeaveAnIntervalOpenWhileNoClientIsActive()
+    {
+        final LatencyRecorders recorders = new LatencyRecorders();
+        final CachedEpochClock wall = new CachedEpochClock();
+        final CachedNanoClock monotonic = new CachedNanoClock();
+        final IntervalLogger logger = new IntervalLogger(recorders, null, wall.time());
+        final long[] records = { 5 };
+        final LatencyLogAgent agent = new LatencyLogAgent(logger, wall, monotonic, 1_000, 1, () -> records[0]);
+
+        recorders.recordRequest(RequestType.PING, 1_500);
+        monotonic.update(1_000 * MS);
+        assertEquals(0, agent.doWork(), "no record arrived since the agent started: nothing is copied");
+        assertEquals(0, logger.requestTotal(RequestType.PING).getTotalCount());
+
+        records[0]++;
+        monotonic.update(1_500 * MS);
+        assertEquals(0, agent.doWork(), "the skipped interval still moved the schedule on");
+        monotonic.update(2_000 * MS);
+        assertEquals(1, agent.doWork());
+        assertEquals(1, logger.requestTotal(RequestType.PING).getTotalCount(), "what waited is in this interval");
+
+        recorders.recordRequest(RequestType.PING, 2_500);
+        monotonic.update(3_000 * MS);
+        assertEquals(0, agent.doWork());
+        assertEquals(1, logger.requestTotal(RequestType.PING).getTotalCount());
+    }
+
+    @Test
     void shouldSleepATenthOfTheIntervalWithinBounds()
     {
         assertEquals(100, LatencyLogAgent.sleepPeriodMs(1_000));
