@@ -103,7 +103,7 @@ final class WireFuzzer
             good.register(1, LoadWorker.layout(ChaosRunner.CHUNK_BYTES));
             for (long i = 0; i < records; i++)
             {
-                final Record record = next(random, i);
+                final Record record = askingForAnswer(next(random, i));
                 sent.add(record);
                 if (sent.size() > 4096)
                 {
@@ -199,6 +199,21 @@ final class WireFuzzer
             result.errorStatuses++;
         }
         return null;
+    }
+
+    /**
+     * Clears NO_REPLY on a COMMIT_RETRIEVE or RELEASE whose flags word is present: such a request is answered to no
+     * one whatever its outcome (a documented exception), and every record here waits for its answer.
+     */
+    private static Record askingForAnswer(final Record record)
+    {
+        if ((RequestType.COMMIT_RETRIEVE == record.type || RequestType.RELEASE == record.type) &&
+            record.payload.length >= WireDescriptor.FLAGS_OFFSET + Integer.BYTES)
+        {
+            final ByteBuffer b = ByteBuffer.wrap(record.payload).order(LE);
+            b.putInt(WireDescriptor.FLAGS_OFFSET, b.getInt(WireDescriptor.FLAGS_OFFSET) & ~RequestFlags.NO_REPLY);
+        }
+        return record;
     }
 
     private static long fuzzerCollections()

@@ -12,6 +12,7 @@ import io.kvstash.testkit.EndToEndWorker;
 import io.kvstash.testkit.RawRingClient;
 import io.kvstash.testkit.TestServer;
 import io.kvstash.testkit.TestWorker;
+import io.kvstash.wire.RequestFlags;
 import io.kvstash.wire.RequestType;
 import io.kvstash.wire.Status;
 import io.kvstash.wire.codec.WireDescriptor;
@@ -269,6 +270,15 @@ class RealProcessTest
                 ByteBuffer.wrap(garbage).order(ByteOrder.LITTLE_ENDIAN).putLong(0, 10_000 + i);
                 // Any type but -1, the ring's padding type, which a consumer skips by definition.
                 final int type = random.nextInt(10) == 0 ? -2 - random.nextInt(1000) : random.nextInt(RequestType.COUNT + 3);
+                if ((RequestType.COMMIT_RETRIEVE == type || RequestType.RELEASE == type) &&
+                    garbage.length >= WireDescriptor.FLAGS_OFFSET + Integer.BYTES)
+                {
+                    // A COMMIT_RETRIEVE or RELEASE with NO_REPLY is answered to no one, whatever its outcome
+                    // (NoReplyClientTest, test_no_reply.py): every record here asks for an answer.
+                    final ByteBuffer flags = ByteBuffer.wrap(garbage).order(ByteOrder.LITTLE_ENDIAN);
+                    flags.putInt(WireDescriptor.FLAGS_OFFSET,
+                        flags.getInt(WireDescriptor.FLAGS_OFFSET) & ~RequestFlags.NO_REPLY);
+                }
                 assertTrue(raw.send(type, garbage, 10_000));
                 final UnsafeBuffer response = raw.receive(10_000);
                 assertTrue(null != response, "no answer to garbage record " + i);
