@@ -61,7 +61,9 @@ class BlockingWaitTest
                 }
                 final long slept = client.counter(CountersDescriptor.WIRE_SLEEPS) - sleeps;
                 final long woken = client.counter(CountersDescriptor.WIRE_DOORBELL_WAKEUPS) - wakeups;
-                assertTrue(slept >= ROUND_TRIPS, "the server slept between requests: " + slept + " sleeps");
+                // Most requests find it asleep; one may land in the cycle it runs after raising its Asleep word,
+                // or find a timer due (no sleep counted), and be answered without a sleep.
+                assertTrue(slept >= ROUND_TRIPS / 2, "the server slept between requests: " + slept + " sleeps");
                 // A few may land between its sleeps (it wakes every park period) and be found without a ring.
                 assertTrue(woken >= ROUND_TRIPS / 2, "the doorbell woke the server for " + woken + " of " +
                     ROUND_TRIPS + " requests (" + slept + " sleeps)");
