@@ -71,7 +71,8 @@ def main():
     parser.add_argument("--first", type=int, default=0)
     parser.add_argument("--again", action="store_true")
     parser.add_argument("--pretouch", type=int, default=0,
-                        help="the client maps the pool with MAP_POPULATE (default 0: its cost is the pool's, not start-up's)")
+                        help="the client maps the pool with MAP_POPULATE "
+                             "(default 0: its cost is the pool's, not start-up's)")
     parser.add_argument("--launcher", default=os.path.join(HERE, "..", "..", "kvstash"))
     parser.add_argument("serve", nargs="*")
     args = parser.parse_args()
